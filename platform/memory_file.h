@@ -1,0 +1,63 @@
+// The memory file: all guest memory lives in one memfd.
+//
+// The Sentry maps the whole file into itself, so copy-in/copy-out is a
+// bounds-checked memcpy through that mapping; stubs map windows of it
+// MAP_SHARED. Copies survive SIGBUS (shmem allocation can fail under memory
+// pressure): they report failure, never crash the Sentry.
+//
+// Allocation hands out page-aligned runs of file offsets; Free punches the
+// pages out (fallocate PUNCH_HOLE) so the host gets them back.
+//
+// Thread-safety: all methods are thread-safe.
+#ifndef PLATFORM_MEMORY_FILE_H_
+#define PLATFORM_MEMORY_FILE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+
+namespace sandbox::platform {
+
+class MemoryFile {
+ public:
+  virtual ~MemoryFile() = default;
+
+  // Creates a memory file that can grow to `max_size` bytes (page-aligned).
+  static absl::StatusOr<std::unique_ptr<MemoryFile>> Create(uint64_t max_size);
+
+  // The memfd. Owned by the MemoryFile.
+  virtual int fd() const = 0;
+
+  // Allocates `length` bytes (a multiple of the page size) of zeroed,
+  // contiguous file space and returns its offset. Fails with
+  // RESOURCE_EXHAUSTED when the file is full.
+  virtual absl::StatusOr<uint64_t> Allocate(uint64_t length) = 0;
+
+  // Returns [offset, offset+length) to the allocator and releases its pages
+  // to the host. The range must have come from Allocate (whole or in part).
+  virtual void Free(uint64_t offset, uint64_t length) = 0;
+
+  // Copies between Sentry memory and the file range [offset, offset+n).
+  // Returns false (copying nothing or part) if the range is out of bounds or
+  // the host could not back a page (SIGBUS).
+  virtual bool Read(uint64_t offset, void* dst, size_t n) = 0;
+  virtual bool Write(uint64_t offset, const void* src, size_t n) = 0;
+  // Zeroes [offset, offset+n) through the mapping.
+  virtual bool Zero(uint64_t offset, size_t n) = 0;
+
+  // The Sentry's own mapping of [offset, offset+n), or nullptr if out of
+  // bounds. Access through it is not SIGBUS-safe: use Read/Write for data
+  // that the guest controls, and this only for atomics (futex words) on pages
+  // known to be populated.
+  virtual uint8_t* Internal(uint64_t offset, size_t n) = 0;
+
+  // Bytes currently allocated (for tests and accounting).
+  virtual uint64_t AllocatedBytes() const = 0;
+};
+
+}  // namespace sandbox::platform
+
+#endif  // PLATFORM_MEMORY_FILE_H_
