@@ -1,0 +1,40 @@
+#!/bin/bash
+# Installs the Debian packages the build and the tests need. Idempotent: when
+# everything is present it only checks (well under a second).
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap
+  g++
+  pkg-config
+  libabsl-dev
+  libprotobuf-dev
+  protobuf-compiler
+  libgrpc++-dev
+  protobuf-compiler-grpc
+  libseccomp-dev
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  python3
+  strace
+  file
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=()
+if [[ $(id -u) != 0 ]]; then SUDO=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -q >&2
+"${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,21 @@
+#!/bin/bash
+# Builds everything and runs every test: the README's test command.
+# Installs dependencies first. Leaves no Bazel server running (--batch).
+# Last line: "N passed, N failed, N skipped", counted per gtest case.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+tools/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+log=$(mktemp /tmp/bazel-test.XXXXXX.log)
+trap 'rm -f "$log"' EXIT
+start=$(date +%s)
+bazel --batch test //... "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+echo "bazel test exited $rc after $(( $(date +%s) - start )) s"
+python3 tools/count-tests.py "$log" "$(bazel --batch info bazel-testlogs 2>/dev/null)"
+count_rc=$?
+if [[ $rc != 0 || $count_rc != 0 ]]; then
+  exit 1
+fi
+exit 0
