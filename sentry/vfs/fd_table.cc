@@ -1,0 +1,112 @@
+#include "sentry/vfs/fd_table.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace sandbox::vfs {
+
+std::shared_ptr<FdTable> FdTable::Fork() const {
+  auto copy = std::make_shared<FdTable>();
+  absl::MutexLock l(&mu_);
+  absl::MutexLock l2(&copy->mu_);
+  copy->entries_ = entries_;
+  copy->first_free_hint_ = first_free_hint_;
+  return copy;
+}
+
+KResult<int> FdTable::Install(FileRef file, int min_fd, bool cloexec,
+                              uint64_t limit) {
+  if (min_fd < 0) return kEINVAL;
+  limit = std::min(limit, kNrOpen);
+  if (static_cast<uint64_t>(min_fd) >= limit) return kEINVAL;
+  absl::MutexLock l(&mu_);
+  size_t fd = std::max(min_fd, first_free_hint_);
+  while (fd < entries_.size() && entries_[fd].file != nullptr) ++fd;
+  if (fd >= limit) return kEMFILE;
+  if (fd >= entries_.size()) entries_.resize(fd + 1);
+  entries_[fd] = Entry{std::move(file), cloexec};
+  if (min_fd <= first_free_hint_) first_free_hint_ = fd + 1;
+  return static_cast<int>(fd);
+}
+
+KResult<FileRef> FdTable::InstallAt(int fd, FileRef file, bool cloexec,
+                                    uint64_t limit) {
+  limit = std::min(limit, kNrOpen);
+  if (fd < 0 || static_cast<uint64_t>(fd) >= limit) return kEBADF;
+  absl::MutexLock l(&mu_);
+  if (static_cast<size_t>(fd) >= entries_.size()) entries_.resize(fd + 1);
+  FileRef old = std::move(entries_[fd].file);
+  entries_[fd] = Entry{std::move(file), cloexec};
+  if (fd == first_free_hint_) first_free_hint_ = fd + 1;
+  return old;
+}
+
+FileRef FdTable::Get(int fd) const {
+  absl::MutexLock l(&mu_);
+  if (fd < 0 || static_cast<size_t>(fd) >= entries_.size()) return nullptr;
+  return entries_[fd].file;
+}
+
+KResult<FileRef> FdTable::Get(int fd, bool* cloexec) const {
+  absl::MutexLock l(&mu_);
+  if (fd < 0 || static_cast<size_t>(fd) >= entries_.size() ||
+      entries_[fd].file == nullptr) {
+    return kEBADF;
+  }
+  if (cloexec != nullptr) *cloexec = entries_[fd].cloexec;
+  return entries_[fd].file;
+}
+
+KResult<void> FdTable::SetCloexec(int fd, bool cloexec) {
+  absl::MutexLock l(&mu_);
+  if (fd < 0 || static_cast<size_t>(fd) >= entries_.size() ||
+      entries_[fd].file == nullptr) {
+    return kEBADF;
+  }
+  entries_[fd].cloexec = cloexec;
+  return OkResult();
+}
+
+KResult<FileRef> FdTable::Remove(int fd) {
+  absl::MutexLock l(&mu_);
+  if (fd < 0 || static_cast<size_t>(fd) >= entries_.size() ||
+      entries_[fd].file == nullptr) {
+    return kEBADF;
+  }
+  FileRef old = std::move(entries_[fd].file);
+  entries_[fd] = Entry{};
+  first_free_hint_ = std::min(first_free_hint_, fd);
+  return old;
+}
+
+std::vector<FileRef> FdTable::RemoveCloexec() {
+  std::vector<FileRef> removed;
+  absl::MutexLock l(&mu_);
+  for (size_t fd = 0; fd < entries_.size(); ++fd) {
+    if (entries_[fd].file != nullptr && entries_[fd].cloexec) {
+      removed.push_back(std::move(entries_[fd].file));
+      entries_[fd] = Entry{};
+      first_free_hint_ = std::min<int>(first_free_hint_, fd);
+    }
+  }
+  return removed;
+}
+
+std::vector<FileRef> FdTable::RemoveAll() {
+  std::vector<FileRef> removed;
+  absl::MutexLock l(&mu_);
+  for (Entry& e : entries_) {
+    if (e.file != nullptr) removed.push_back(std::move(e.file));
+  }
+  entries_.clear();
+  first_free_hint_ = 0;
+  return removed;
+}
+
+size_t FdTable::Count() const {
+  absl::MutexLock l(&mu_);
+  return std::count_if(entries_.begin(), entries_.end(),
+                       [](const Entry& e) { return e.file != nullptr; });
+}
+
+}  // namespace sandbox::vfs

@@ -1,0 +1,93 @@
+// FileDescription: an open file description (Linux struct file).
+//
+// One FileDescription may be shared by many FD table entries (dup, fork)
+// and many FD tables; it is shared through std::shared_ptr, and the last
+// reference closes it. Implementations (host files now; tmpfs, pipes,
+// sockets later) override the operations they support; the defaults return
+// the errno Linux gives for a file without that operation.
+//
+// Thread-safety: status flags are atomic; implementations are thread-safe.
+#ifndef SENTRY_VFS_FILE_DESCRIPTION_H_
+#define SENTRY_VFS_FILE_DESCRIPTION_H_
+
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <atomic>
+
+#include "absl/types/span.h"
+#include "sentry/abi/linux.h"
+#include "sentry/base/result.h"
+
+namespace sandbox::vfs {
+
+// Guest memory as file operations see it (ioctl arguments). Implemented by
+// the task over its MemoryManager, and by fakes in tests.
+class UserMemory {
+ public:
+  virtual ~UserMemory() = default;
+  // Copy exactly n bytes or fail with EFAULT.
+  virtual KResult<void> CopyInFull(uint64_t addr, void* dst, size_t n) = 0;
+  virtual KResult<void> CopyOutFull(uint64_t addr, const void* src,
+                                    size_t n) = 0;
+};
+
+// What a file operation may need from the calling task.
+struct IoContext {
+  // Readable (POLLIN) when the task must stop blocking: a signal, a kill
+  // or a stop. -1 if the caller cannot be interrupted (tests).
+  int interrupt_fd = -1;
+  // Guest memory of the caller, for ioctl arguments. May be null.
+  UserMemory* user = nullptr;
+};
+
+class FileDescription {
+ public:
+  // `flags` are the open(2) flags: the access mode and status flags.
+  explicit FileDescription(uint32_t flags) : flags_(flags & kKeptFlags) {}
+  virtual ~FileDescription() = default;
+  FileDescription(const FileDescription&) = delete;
+  FileDescription& operator=(const FileDescription&) = delete;
+
+  // The access mode and status flags (fcntl F_GETFL).
+  uint32_t status_flags() const {
+    return flags_.load(std::memory_order_relaxed);
+  }
+  // Replaces the flags fcntl(F_SETFL) may change (O_APPEND, O_ASYNC,
+  // O_DIRECT, O_NOATIME, O_NONBLOCK); the others are kept.
+  void SetStatusFlags(uint32_t flags);
+  bool readable() const;
+  bool writable() const;
+  bool nonblocking() const { return status_flags() & O_NONBLOCK; }
+
+  // read(2)/write(2) at the description's offset. Blocking implementations
+  // wait interruptibly on ctx.interrupt_fd and return ERESTARTSYS when it
+  // fires; with O_NONBLOCK they return EAGAIN instead of waiting.
+  virtual KResult<size_t> Read(IoContext& ctx, absl::Span<uint8_t> dst);
+  virtual KResult<size_t> Write(IoContext& ctx, absl::Span<const uint8_t> src);
+  // pread64(2)/pwrite64(2): ESPIPE unless the file is seekable.
+  virtual KResult<size_t> PRead(IoContext& ctx, absl::Span<uint8_t> dst,
+                                int64_t offset);
+  virtual KResult<size_t> PWrite(IoContext& ctx,
+                                 absl::Span<const uint8_t> src,
+                                 int64_t offset);
+  // lseek(2).
+  virtual KResult<int64_t> Seek(int64_t offset, int whence);
+  virtual KResult<abi::Stat> Stat();
+  // ioctl(2) after the generic commands (FIOCLEX, FIONCLEX) are handled.
+  virtual KResult<uint64_t> Ioctl(IoContext& ctx, uint32_t cmd,
+                                  uint64_t arg);
+  // Whether read/write may block (pipes, terminals, sockets).
+  virtual bool MayBlock() const { return false; }
+
+ private:
+  static constexpr uint32_t kKeptFlags =
+      O_ACCMODE | O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK |
+      O_DSYNC | O_SYNC | O_PATH | O_LARGEFILE;
+  std::atomic<uint32_t> flags_;
+};
+
+}  // namespace sandbox::vfs
+
+#endif  // SENTRY_VFS_FILE_DESCRIPTION_H_
