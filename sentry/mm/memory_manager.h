@@ -1,68 +1,302 @@
 // MemoryManager: one guest address space (what Linux calls an mm_struct).
 //
-// VMAs record what the guest asked for (mmap/brk/mprotect); the platform
-// AddressSpace holds what is actually mapped, backed by the MemoryFile.
-// Faults populate in runs, not page by page. Copy-in/copy-out go through the
-// Sentry's mapping of the MemoryFile (never through the stub) and never
-// crash the Sentry: a bad guest address is EFAULT.
+// VMAs record what the guest asked for (mmap/brk/mprotect): range, prot,
+// max prot, private/shared, anonymous or a Mappable. A separate map of
+// "pmas" records what is actually backed: guest page range -> MemoryFile
+// offset. Every pma lies inside one VMA and is mapped into the platform
+// AddressSpace with its VMA's prot (unmapped while the VMA is PROT_NONE).
+// Faults populate in runs (up to a 2 MiB-aligned window, 64 KiB for
+// grows-down stacks, bounded by the VMA and by pages already backed).
+// Copy-in/copy-out go through the MemoryFile (never through the stub) and
+// never crash the Sentry: a bad guest address is EFAULT.
 //
-// Lock order: MemoryManager::mu_ -> MemoryFile (internal).
-// Thread-safety: all public methods are thread-safe (guest threads of one
-// process share an mm).
+// Lock order:
+//   MemoryManager::mapping_mu_    (vmas_, brk, layout)
+//     Mappable::AddMapping/RemoveMapping locks
+//       MemoryManager::active_mu_   (pmas_, the platform AddressSpace)
+//         Mappable::Translate locks
+//           platform::AddressSpace, platform::MemoryFile (internal)
+//
+// Thread-safety: all public methods are thread-safe (the threads of one
+// guest process share an mm). No method blocks on the host other than for
+// AddressSpace map/unmap requests and MemoryFile copies.
 #ifndef SENTRY_MM_MEMORY_MANAGER_H_
 #define SENTRY_MM_MEMORY_MANAGER_H_
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+#include "platform/memory_file.h"
 #include "platform/platform.h"
 #include "sentry/base/result.h"
+#include "sentry/mm/layout.h"
+#include "sentry/mm/mappable.h"
 
 namespace sandbox::mm {
 
-// Arguments of mmap(2) after the syscall layer has decoded them. File-backed
-// mappings come with the VFS issue (a Mappable); until then only anonymous.
+// Arguments of mmap(2) after the syscall layer has decoded them.
 struct MmapOpts {
-  uintptr_t addr = 0;
-  size_t length = 0;
-  int prot = 0;
-  int flags = 0;  // MAP_*
+  uintptr_t addr = 0;   // hint, or the address with MAP_FIXED*
+  size_t length = 0;    // bytes (rounded up to pages here)
+  int prot = 0;         // PROT_READ|PROT_WRITE|PROT_EXEC
+  int flags = 0;        // MAP_*
+  uint64_t offset = 0;  // file offset; must be page-aligned (EINVAL)
+  // File-backed mappings (the VFS issue): the pages and the widest prot the
+  // open file allows (e.g. no PROT_WRITE for a MAP_SHARED read-only fd,
+  // giving EACCES on mprotect like Linux's VM_MAY* bits). nullptr =
+  // anonymous.
+  std::shared_ptr<Mappable> mappable;
+  int max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
+  // Name for /proc/pid/maps ("[heap]", "[stack]", a path). Optional.
+  std::string name;
 };
 
-class MemoryManager {
+// One VMA as /proc/pid/maps shows it.
+struct VmaInfo {
+  uintptr_t start = 0;
+  uintptr_t end = 0;
+  int prot = 0;
+  int max_prot = 0;
+  bool shared = false;
+  bool grows_down = false;
+  bool anonymous = true;
+  uint64_t offset = 0;
+  std::string name;
+};
+
+class MemoryManager : public MappingSpace {
  public:
-  // Creates an empty address space on `platform`.
+  // Creates an empty address space on `platform` (a new platform
+  // AddressSpace, the platform's MemoryFile). The layout (mmap base, stack
+  // top) is chosen from `opts` like Linux's arch_pick_mmap_layout.
   static KResult<std::unique_ptr<MemoryManager>> Create(
-      platform::Platform& platform);
-  virtual ~MemoryManager() = default;
+      platform::Platform& platform, const LayoutOptions& opts = {});
+  // For tests and special set-ups: an explicit AddressSpace and MemoryFile.
+  static std::unique_ptr<MemoryManager> CreateWith(
+      std::unique_ptr<platform::AddressSpace> as, platform::MemoryFile& mf,
+      const Layout& layout);
+
+  // Frees every page this mm owns.
+  ~MemoryManager() override;
+  MemoryManager(const MemoryManager&) = delete;
+  MemoryManager& operator=(const MemoryManager&) = delete;
 
   // The platform address space, for Context::Switch.
-  virtual platform::AddressSpace& address_space() = 0;
+  platform::AddressSpace& address_space() { return *as_; }
+  platform::MemoryFile& memory_file() { return mf_; }
+  // Immutable after creation.
+  const Layout& layout() const { return layout_; }
 
-  // Guest memory access. Return the number of bytes copied; a copy that
-  // hits an unmapped or inaccessible page stops there and returns what it
-  // copied, or EFAULT if that is nothing.
-  virtual KResult<size_t> CopyIn(uintptr_t addr, void* dst, size_t n) = 0;
-  virtual KResult<size_t> CopyOut(uintptr_t addr, const void* src,
-                                  size_t n) = 0;
+  // ---- Guest memory access (syscall arguments). ----
+  // Return the number of bytes copied; a copy that reaches an unmapped or
+  // inaccessible page stops there and returns what it copied before it, or
+  // EFAULT if that is nothing. CopyIn needs a readable VMA (any of R/W/X, as
+  // Linux on x86), CopyOut a writable one. n == 0 returns 0 without checks.
+  KResult<size_t> CopyIn(uintptr_t addr, void* dst, size_t n);
+  KResult<size_t> CopyOut(uintptr_t addr, const void* src, size_t n);
+  // Zeroes guest memory, with CopyOut's rules.
+  KResult<size_t> ZeroOut(uintptr_t addr, size_t n);
   // Reads a NUL-terminated string of at most max_len bytes (without the
-  // NUL): ENAMETOOLONG if no NUL within max_len, EFAULT on a bad address.
-  virtual KResult<std::string> CopyInString(uintptr_t addr,
-                                            size_t max_len) = 0;
+  // NUL): ENAMETOOLONG if no NUL within max_len bytes, EFAULT if the string
+  // runs into a bad address first.
+  KResult<std::string> CopyInString(uintptr_t addr, size_t max_len);
 
-  // Resolves a guest fault at `addr`: maps the page(s) if the VMA allows
-  // the access; EFAULT (deliver SIGSEGV) otherwise.
-  virtual KResult<void> HandleFault(uintptr_t addr,
-                                    platform::AccessType access) = 0;
+  // The kernel's own access (loader: segments, initial stack; ptrace;
+  // /proc/pid/mem): like CopyIn/CopyOut but ignoring the VMA's prot (a VMA
+  // must still exist). Must not be used with guest-chosen intent to bypass
+  // protections.
+  KResult<size_t> ForceCopyIn(uintptr_t addr, void* dst, size_t n);
+  KResult<size_t> ForceCopyOut(uintptr_t addr, const void* src, size_t n);
 
-  // brk(2): returns the new break (or the old one if the request fails).
-  virtual uintptr_t Brk(uintptr_t addr) = 0;
-  virtual KResult<uintptr_t> Mmap(const MmapOpts& opts) = 0;
-  virtual KResult<void> Munmap(uintptr_t addr, size_t length) = 0;
-  virtual KResult<void> Mprotect(uintptr_t addr, size_t length, int prot) = 0;
+  // Runs fn on the Sentry's own mapping of [addr, addr+len), which must lie
+  // in one page and be accessible for `access` (for futex words and other
+  // atomics). The page is populated first; fn runs with active_mu_ held
+  // (shared), so it must be short and must not call back into the mm.
+  KResult<void> WithInternalMapping(uintptr_t addr, size_t len,
+                                    platform::AccessType access,
+                                    absl::FunctionRef<void(uint8_t*)> fn);
+
+  // ---- Faults. ----
+  // Resolves a guest fault at `addr`: backs and maps a run of pages around
+  // it if a VMA allows the access (write needs PROT_WRITE, execute
+  // PROT_EXEC, read any of R/W/X); grows a MAP_GROWSDOWN VMA down to it if
+  // it lies just below one. EFAULT: deliver SIGSEGV (SEGV_MAPERR if no VMA,
+  // SEGV_ACCERR otherwise: see FaultIsAccessError). ENOMEM: out of memory.
+  KResult<void> HandleFault(uintptr_t addr, platform::AccessType access);
+  // True if a VMA covers addr (so a failed fault is SEGV_ACCERR).
+  bool FaultIsAccessError(uintptr_t addr);
+
+  // ---- Syscalls. ----
+  // brk(2) with Linux semantics: returns the new break, or the old one when
+  // the request fails (below the start, runs into a mapping, out of
+  // memory). The break itself is not page-rounded; its mapping is.
+  uintptr_t Brk(uintptr_t addr);
+  // mmap(2). Errors as Linux: EINVAL (length 0, unaligned offset or
+  // MAP_FIXED address, bad map type, MAP_SHARED|MAP_GROWSDOWN anonymous),
+  // ENOMEM (no room, length overflow, beyond the address space, too many
+  // VMAs), EEXIST (MAP_FIXED_NOREPLACE over a mapping), EPERM (MAP_FIXED
+  // below the minimum address), EOPNOTSUPP (MAP_SHARED_VALIDATE with unknown
+  // flags on a file).
+  KResult<uintptr_t> Mmap(const MmapOpts& opts);
+  // munmap(2): EINVAL for an unaligned address, zero length or a range
+  // beyond the address space; unmapped holes are fine.
+  KResult<void> Munmap(uintptr_t addr, size_t length);
+  // mprotect(2): EINVAL (unaligned address, unknown prot bits,
+  // PROT_GROWSDOWN|PROT_GROWSUP), ENOMEM (a hole in the range, overflow),
+  // EACCES (more than the VMA's max prot). Like Linux, VMAs before the
+  // failing point keep their new protection.
+  KResult<void> Mprotect(uintptr_t addr, size_t length, int prot);
+
+  // ---- Set-up (loader, exec). ----
+  // Sets the start of the heap; the break starts there. Called once by the
+  // loader before the guest runs.
+  void SetBrkStart(uintptr_t start);
+  uintptr_t brk_start();
+  // Pre-populates [addr, addr+length) (all inside VMAs), like MAP_POPULATE.
+  KResult<void> Populate(uintptr_t addr, size_t length);
+
+  // ---- Introspection (/proc, tests). ----
+  std::vector<VmaInfo> Vmas();
+  // Bytes of guest memory backed by pages this mm owns.
+  uint64_t BackedBytes();
+  size_t VmaCount();
+
+  // MappingSpace.
+  void Invalidate(uintptr_t addr, uint64_t length) override;
+
+  // Limits (Linux defaults).
+  static constexpr size_t kMaxMapCount = 65530;  // vm.max_map_count
+
+ private:
+  struct Vma {
+    uintptr_t end = 0;
+    int prot = 0;
+    int max_prot = 0;
+    bool shared = false;
+    bool grows_down = false;
+    std::shared_ptr<Mappable> mappable;  // nullptr: anonymous
+    uint64_t offset = 0;                 // into mappable, for vma start
+    std::string name;
+  };
+  struct Pma {
+    uintptr_t end = 0;
+    uint64_t file_offset = 0;  // MemoryFile offset of the pma's start
+    bool owned = true;         // pages allocated by this mm (Free on unmap)
+    int max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;  // from Translation
+  };
+  using VmaMap = std::map<uintptr_t, Vma>;  // key: start
+  using PmaMap = std::map<uintptr_t, Pma>;  // key: start
+
+  MemoryManager(std::unique_ptr<platform::AddressSpace> as,
+                platform::MemoryFile& mf, const Layout& layout);
+
+  // ---- VMA helpers (mapping_mu_). ----
+  // The VMA containing addr, or end().
+  VmaMap::iterator FindVmaLocked(uintptr_t addr)
+      ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  // Splits the VMA containing addr (if any) so that addr is a boundary.
+  // Also splits pmas at addr. Returns false when the split would exceed
+  // kMaxMapCount.
+  void SplitVmaLocked(uintptr_t addr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+  bool RangeFreeLocked(uintptr_t start, uintptr_t end)
+      ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  // Number of VMAs after unmapping [start, end) and inserting one more.
+  size_t VmaCountAfterLocked(uintptr_t start, uintptr_t end, bool insert)
+      ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  KResult<uintptr_t> FindUnmappedLocked(uintptr_t hint, size_t length,
+                                        bool fixed)
+      ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  KResult<uintptr_t> FindGapTopDownLocked(uintptr_t low, uintptr_t high,
+                                          size_t length)
+      ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  KResult<uintptr_t> FindGapBottomUpLocked(uintptr_t low, uintptr_t high,
+                                           size_t length)
+      ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  // Removes VMAs and pmas in [start, end) (page-aligned).
+  void UnmapLocked(uintptr_t start, uintptr_t end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+  // Inserts a VMA over a free range and merges it with compatible
+  // neighbours.
+  void InsertVmaLocked(uintptr_t start, Vma vma)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+  void MergeAroundLocked(uintptr_t addr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+  // Grows a grows-down VMA just above addr down to cover addr. Returns
+  // false if there is none or the guard gap/stack limit forbids it.
+  bool GrowDownLocked(uintptr_t addr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+
+  // ---- pma helpers (active_mu_). ----
+  // Returns the pma containing `addr` (inside `vma`, which starts at
+  // vma_start), backing and mapping a run of pages around it first if
+  // there is none (2 MiB-aligned window, 64 KiB for grows-down VMAs,
+  // bounded by the VMA and by existing pmas). With `write`, a private
+  // mapping of a Mappable's page is copied first (copy on write).
+  // Errors: kENOMEM, kEIO (SIGBUS-worthy: the Mappable failed).
+  // The run never leaves [bound_lo, bound_hi).
+  KResult<PmaMap::iterator> EnsurePmaLocked(
+      uintptr_t vma_start, const Vma& vma, uintptr_t addr, bool write,
+      uintptr_t bound_lo = 0, uintptr_t bound_hi = UINTPTR_MAX)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_)
+          ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  KResult<PmaMap::iterator> BreakCowLocked(uintptr_t vma_start,
+                                           const Vma& vma, PmaMap::iterator pit,
+                                           uintptr_t addr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_)
+          ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  PmaMap::iterator FindPmaLocked(uintptr_t addr)
+      ABSL_SHARED_LOCKS_REQUIRED(active_mu_);
+  void SplitPmaLocked(uintptr_t addr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_);
+  // Drops pmas in [start, end): unmaps them, frees owned pages.
+  void DropPmasLocked(uintptr_t start, uintptr_t end, bool owned_too = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_);
+  // (Re)maps the pmas in [start, end), which lie in `vma`, with the
+  // protection `vma` now gives them (unmaps them if none).
+  void RemapPmasLocked(uintptr_t start, uintptr_t end, const Vma& vma)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_);
+  KResult<void> MapPmaLocked(uintptr_t start, const Pma& pma, const Vma& vma)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_);
+  // Whether a write to `pma` (in `vma`) must copy first.
+  static bool NeedsCow(const Vma& vma, const Pma& pma) {
+    return !vma.shared && !pma.owned;
+  }
+  // The host protection a pma is mapped with.
+  static int EffectiveProt(const Vma& vma, const Pma& pma) {
+    int prot = vma.prot & pma.max_prot;
+    if (NeedsCow(vma, pma)) prot &= ~PROT_WRITE;
+    return prot;
+  }
+
+  // The common copy loop. `write`: guest memory is written (needs
+  // PROT_WRITE unless force). fn(file_offset, offset_in_buffer, n) does the
+  // copy and returns false on a MemoryFile failure.
+  KResult<size_t> CopyLoop(uintptr_t addr, size_t n, bool write, bool force,
+                           absl::FunctionRef<bool(uint64_t, size_t, size_t)> fn);
+
+  // Window (bytes, power of two) around a fault that is populated at once.
+  static constexpr size_t kFaultWindow = 2 << 20;
+  static constexpr size_t kStackFaultWindow = 64 << 10;
+
+  const std::unique_ptr<platform::AddressSpace> as_;
+  platform::MemoryFile& mf_;
+  const Layout layout_;
+
+  absl::Mutex mapping_mu_ ABSL_ACQUIRED_BEFORE(active_mu_);
+  VmaMap vmas_ ABSL_GUARDED_BY(mapping_mu_);
+  uintptr_t brk_start_ ABSL_GUARDED_BY(mapping_mu_) = 0;
+  uintptr_t brk_ ABSL_GUARDED_BY(mapping_mu_) = 0;
+
+  absl::Mutex active_mu_ ABSL_ACQUIRED_AFTER(mapping_mu_);
+  PmaMap pmas_ ABSL_GUARDED_BY(active_mu_);
+  uint64_t owned_bytes_ ABSL_GUARDED_BY(active_mu_) = 0;
 };
 
 }  // namespace sandbox::mm

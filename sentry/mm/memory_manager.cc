@@ -1,0 +1,527 @@
+// MemoryManager: creation, VMA bookkeeping and the mapping syscalls
+// (mmap, munmap, mprotect, brk). Faults and copies: memory_manager_io.cc.
+#include "sentry/mm/memory_manager.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace sandbox::mm {
+namespace {
+
+constexpr int kProtRWX = PROT_READ | PROT_WRITE | PROT_EXEC;
+
+#ifndef PROT_SEM
+#define PROT_SEM 0x8
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef MAP_UNINITIALIZED
+#define MAP_UNINITIALIZED 0x4000000
+#endif
+
+// Linux's LEGACY_MAP_MASK: flags that MAP_SHARED silently accepts.
+constexpr int kLegacyMapMask =
+    MAP_SHARED | MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_DENYWRITE |
+    MAP_EXECUTABLE | MAP_UNINITIALIZED | MAP_GROWSDOWN | MAP_LOCKED |
+    MAP_NORESERVE | MAP_POPULATE | MAP_NONBLOCK | MAP_STACK | MAP_HUGETLB;
+
+// MAP_32BIT on x86-64: [1 GiB, 2 GiB).
+constexpr uintptr_t k32BitLow = 0x40000000;
+constexpr uintptr_t k32BitHigh = 0x80000000;
+
+}  // namespace
+
+KResult<std::unique_ptr<MemoryManager>> MemoryManager::Create(
+    platform::Platform& platform, const LayoutOptions& opts) {
+  auto as = platform.NewAddressSpace();
+  if (!as.ok()) return kENOMEM;
+  Layout layout = PickLayout(platform.MinUserAddress(),
+                             platform.MaxUserAddress(), opts);
+  return CreateWith(std::move(*as), platform.memory_file(), layout);
+}
+
+std::unique_ptr<MemoryManager> MemoryManager::CreateWith(
+    std::unique_ptr<platform::AddressSpace> as, platform::MemoryFile& mf,
+    const Layout& layout) {
+  return std::unique_ptr<MemoryManager>(
+      new MemoryManager(std::move(as), mf, layout));
+}
+
+MemoryManager::MemoryManager(std::unique_ptr<platform::AddressSpace> as,
+                             platform::MemoryFile& mf, const Layout& layout)
+    : as_(std::move(as)), mf_(mf), layout_(layout) {}
+
+MemoryManager::~MemoryManager() {
+  VmaMap vmas;
+  {
+    absl::MutexLock ml(&mapping_mu_);
+    absl::MutexLock al(&active_mu_);
+    for (auto& [start, pma] : pmas_) {
+      if (pma.owned) mf_.Free(pma.file_offset, pma.end - start);
+    }
+    pmas_.clear();
+    owned_bytes_ = 0;
+    vmas.swap(vmas_);
+  }
+  for (auto& [start, vma] : vmas) {
+    if (vma.mappable) {
+      vma.mappable->RemoveMapping(this, start, vma.offset, vma.end - start,
+                                  vma.shared && (vma.max_prot & PROT_WRITE));
+    }
+  }
+}
+
+// ---- VMA helpers. ----
+
+MemoryManager::VmaMap::iterator MemoryManager::FindVmaLocked(uintptr_t addr) {
+  auto it = vmas_.upper_bound(addr);
+  if (it == vmas_.begin()) return vmas_.end();
+  --it;
+  return addr < it->second.end ? it : vmas_.end();
+}
+
+void MemoryManager::SplitVmaLocked(uintptr_t addr) {
+  auto it = FindVmaLocked(addr);
+  if (it != vmas_.end() && it->first < addr) {
+    Vma upper = it->second;
+    upper.offset += addr - it->first;
+    it->second.end = addr;
+    vmas_.emplace(addr, std::move(upper));
+  }
+  absl::MutexLock al(&active_mu_);
+  SplitPmaLocked(addr);
+}
+
+bool MemoryManager::RangeFreeLocked(uintptr_t start, uintptr_t end) {
+  auto it = vmas_.lower_bound(start);
+  if (it != vmas_.end() && it->first < end) return false;
+  if (it != vmas_.begin() && std::prev(it)->second.end > start) return false;
+  return true;
+}
+
+size_t MemoryManager::VmaCountAfterLocked(uintptr_t start, uintptr_t end,
+                                          bool insert) {
+  size_t count = vmas_.size() + (insert ? 1 : 0);
+  auto first = FindVmaLocked(start);
+  if (first == vmas_.end()) first = vmas_.lower_bound(start);
+  for (auto it = first; it != vmas_.end() && it->first < end; ++it) {
+    bool keeps_lower = it->first < start;
+    bool keeps_upper = it->second.end > end;
+    if (keeps_lower && keeps_upper) {
+      ++count;
+    } else if (!keeps_lower && !keeps_upper) {
+      --count;
+    }
+  }
+  return count;
+}
+
+// The lowest address a new mapping below `it` may end at: Linux's
+// vm_start_gap() keeps stack_guard_gap free below grows-down VMAs.
+static uintptr_t StartGap(uintptr_t start, bool grows_down) {
+  if (!grows_down) return start;
+  return start > kStackGuardGap ? start - kStackGuardGap : 0;
+}
+
+KResult<uintptr_t> MemoryManager::FindGapTopDownLocked(uintptr_t low,
+                                                       uintptr_t high,
+                                                       size_t length) {
+  if (high <= low || high - low < length) return kENOMEM;
+  // The first VMA at or above `high` bounds the topmost gap; a VMA that
+  // straddles `high` is handled as the first "below" VMA.
+  auto it = vmas_.lower_bound(high);
+  uintptr_t gap_end = high;
+  if (it != vmas_.end()) {
+    gap_end = std::min(high, StartGap(it->first, it->second.grows_down));
+  }
+  for (;;) {
+    uintptr_t gap_start = low;
+    if (it != vmas_.begin()) gap_start = std::max(low, std::prev(it)->second.end);
+    if (gap_end > gap_start && gap_end - gap_start >= length) {
+      return gap_end - length;
+    }
+    if (it == vmas_.begin()) break;
+    --it;
+    gap_end = std::min(high, StartGap(it->first, it->second.grows_down));
+    if (gap_end <= low) break;
+  }
+  return kENOMEM;
+}
+
+KResult<uintptr_t> MemoryManager::FindGapBottomUpLocked(uintptr_t low,
+                                                        uintptr_t high,
+                                                        size_t length) {
+  if (high <= low || high - low < length) return kENOMEM;
+  uintptr_t gap_start = low;
+  auto it = vmas_.upper_bound(low);
+  if (it != vmas_.begin()) {
+    gap_start = std::max(low, std::prev(it)->second.end);
+  }
+  for (; gap_start < high; ++it) {
+    uintptr_t gap_end = high;
+    if (it != vmas_.end()) {
+      gap_end = std::min(high, StartGap(it->first, it->second.grows_down));
+    }
+    if (gap_end > gap_start && gap_end - gap_start >= length) return gap_start;
+    if (it == vmas_.end()) break;
+    gap_start = std::max(gap_start, it->second.end);
+  }
+  return kENOMEM;
+}
+
+KResult<uintptr_t> MemoryManager::FindUnmappedLocked(uintptr_t hint,
+                                                     size_t length,
+                                                     bool fixed) {
+  const uintptr_t max = layout_.max_addr;
+  if (length > max) return kENOMEM;
+  if (fixed) {
+    if (hint > max - length) return kENOMEM;
+    if (!IsPageAligned(hint)) return kEINVAL;
+    if (hint < layout_.min_addr) return kEPERM;  // cap_mmap_addr
+    return hint;
+  }
+  if (length > max - layout_.min_addr) return kENOMEM;
+  if (hint != 0) {
+    // round_hint_to_min() then the hint check of
+    // arch_get_unmapped_area_topdown().
+    hint = PageRoundDown(hint);
+    if (hint < layout_.min_addr) hint = layout_.min_addr;
+    if (hint <= max - length) {
+      auto next = vmas_.lower_bound(hint);
+      bool prev_ok =
+          next == vmas_.begin() || std::prev(next)->second.end <= hint;
+      bool next_ok =
+          next == vmas_.end() ||
+          hint + length <= StartGap(next->first, next->second.grows_down);
+      if (prev_ok && next_ok) return hint;
+    }
+  }
+  auto r = FindGapTopDownLocked(layout_.min_addr, layout_.mmap_base, length);
+  if (r.ok()) return r;
+  // Linux falls back to a bottom-up search of the whole space.
+  return FindGapBottomUpLocked(layout_.legacy_mmap_base, max, length);
+}
+
+void MemoryManager::UnmapLocked(uintptr_t start, uintptr_t end) {
+  SplitVmaLocked(start);
+  SplitVmaLocked(end);
+  std::vector<std::pair<uintptr_t, Vma>> removed;
+  {
+    absl::MutexLock al(&active_mu_);
+    DropPmasLocked(start, end);
+    auto it = vmas_.lower_bound(start);
+    while (it != vmas_.end() && it->first < end) {
+      if (it->second.mappable) removed.emplace_back(it->first, it->second);
+      it = vmas_.erase(it);
+    }
+  }
+  // Mappable locks come before active_mu_ (see the lock order).
+  for (auto& [s, vma] : removed) {
+    vma.mappable->RemoveMapping(this, s, vma.offset, vma.end - s,
+                                vma.shared && (vma.max_prot & PROT_WRITE));
+  }
+}
+
+static bool Mergeable(uintptr_t a_start, const auto& a, uintptr_t b_start,
+                      const auto& b) {
+  if (a.end != b_start) return false;
+  if (a.prot != b.prot || a.max_prot != b.max_prot || a.shared != b.shared ||
+      a.grows_down != b.grows_down || a.name != b.name ||
+      a.mappable != b.mappable) {
+    return false;
+  }
+  // Shared anonymous memory is one object per mmap: never merge it.
+  if (a.shared && !a.mappable) return false;
+  if (a.mappable && a.offset + (a.end - a_start) != b.offset) return false;
+  return true;
+}
+
+void MemoryManager::MergeAroundLocked(uintptr_t addr) {
+  auto it = vmas_.find(addr);
+  if (it == vmas_.end()) return;
+  if (it != vmas_.begin()) {
+    auto prev = std::prev(it);
+    if (Mergeable(prev->first, prev->second, it->first, it->second)) {
+      prev->second.end = it->second.end;
+      vmas_.erase(it);
+      it = prev;
+    }
+  }
+  auto next = std::next(it);
+  if (next != vmas_.end() &&
+      Mergeable(it->first, it->second, next->first, next->second)) {
+    it->second.end = next->second.end;
+    vmas_.erase(next);
+  }
+}
+
+void MemoryManager::InsertVmaLocked(uintptr_t start, Vma vma) {
+  vmas_.emplace(start, std::move(vma));
+  MergeAroundLocked(start);
+}
+
+bool MemoryManager::GrowDownLocked(uintptr_t addr) {
+  const uintptr_t page = PageRoundDown(addr);
+  if (page < layout_.min_addr) return false;
+  auto next = vmas_.upper_bound(addr);
+  if (next == vmas_.end() || !next->second.grows_down) return false;
+  if (next->second.end - page > layout_.max_stack_size) return false;
+  if (next != vmas_.begin()) {
+    const auto& prev = std::prev(next)->second;
+    // expand_downwards(): keep the guard gap to an accessible VMA below.
+    if (!prev.grows_down && prev.prot != PROT_NONE &&
+        page - prev.end < kStackGuardGap) {
+      return false;
+    }
+  }
+  uint64_t delta = next->first - page;
+  if (next->second.mappable && next->second.offset < delta) return false;
+  auto node = vmas_.extract(next);
+  node.key() = page;
+  if (node.mapped().mappable) node.mapped().offset -= delta;
+  vmas_.insert(std::move(node));
+  return true;
+}
+
+// ---- Syscalls. ----
+
+KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
+  if (!IsPageAligned(o.offset)) return kEINVAL;
+  if (o.length == 0) return kEINVAL;
+  int flags = o.flags;
+  if (flags & MAP_FIXED_NOREPLACE) flags |= MAP_FIXED;
+  const bool fixed = flags & MAP_FIXED;
+  if (o.length > UINT64_MAX - kPageSize + 1) return kENOMEM;
+  const size_t length = PageRoundUp(o.length);
+  if (o.mappable && o.offset + length < o.offset) return kEOVERFLOW;
+  if (flags & MAP_HUGETLB) return kENOMEM;  // no huge page pool
+
+  const bool anonymous = o.mappable == nullptr;
+  bool shared = false;
+  switch (flags & MAP_TYPE) {
+    case MAP_PRIVATE:
+      break;
+    case MAP_SHARED:
+      if (anonymous && (flags & MAP_GROWSDOWN)) return kEINVAL;
+      shared = true;
+      break;
+    case MAP_SHARED_VALIDATE:
+      if (anonymous) return kEINVAL;
+      if (flags & ~(kLegacyMapMask | MAP_SHARED_VALIDATE)) return kEOPNOTSUPP;
+      shared = true;
+      break;
+    default:
+      return kEINVAL;
+  }
+
+  const int prot = o.prot & kProtRWX;
+  const int max_prot = o.max_prot & kProtRWX;
+  if (prot & ~max_prot) return kEACCES;  // e.g. PROT_WRITE on a read-only fd
+
+  uintptr_t addr;
+  {
+    absl::MutexLock ml(&mapping_mu_);
+    if (vmas_.size() > kMaxMapCount) return kENOMEM;
+    if ((flags & MAP_32BIT) && !fixed) {
+      uintptr_t hint_end = o.addr + length;
+      if (o.addr >= k32BitLow && hint_end > o.addr && hint_end <= k32BitHigh &&
+          RangeFreeLocked(PageRoundDown(o.addr), PageRoundDown(o.addr) + length) &&
+          IsPageAligned(o.addr)) {
+        addr = o.addr;
+      } else {
+        TRY(addr, FindGapBottomUpLocked(k32BitLow, k32BitHigh, length));
+      }
+    } else {
+      TRY(addr, FindUnmappedLocked(o.addr, length, fixed));
+    }
+    const uintptr_t end = addr + length;
+    if ((o.flags & MAP_FIXED_NOREPLACE) && !RangeFreeLocked(addr, end)) {
+      return kEEXIST;
+    }
+    if (VmaCountAfterLocked(addr, end, true) > kMaxMapCount) return kENOMEM;
+    if (fixed) UnmapLocked(addr, end);
+
+    Vma vma;
+    vma.end = end;
+    vma.prot = prot;
+    vma.max_prot = max_prot;
+    vma.shared = shared;
+    vma.grows_down = (flags & MAP_GROWSDOWN) != 0;
+    vma.mappable = o.mappable;
+    vma.offset = anonymous ? 0 : o.offset;
+    vma.name = o.name;
+    if (vma.mappable) {
+      vma.mappable->AddMapping(this, addr, vma.offset, length,
+                               shared && (max_prot & PROT_WRITE));
+    }
+    InsertVmaLocked(addr, std::move(vma));
+  }
+  if (flags & (MAP_POPULATE | MAP_LOCKED)) {
+    // Like mm_populate(): errors are not reported to the caller.
+    (void)Populate(addr, length);
+  }
+  return addr;
+}
+
+KResult<void> MemoryManager::Munmap(uintptr_t addr, size_t length) {
+  const uintptr_t max = layout_.max_addr;
+  if (!IsPageAligned(addr) || addr > max || length > max - addr) {
+    return kEINVAL;
+  }
+  const size_t len = PageRoundUp(length);
+  if (len == 0) return kEINVAL;
+  const uintptr_t end = addr + len;
+  absl::MutexLock ml(&mapping_mu_);
+  auto it = FindVmaLocked(addr);
+  if (it != vmas_.end() && it->first < addr && end < it->second.end &&
+      vmas_.size() >= kMaxMapCount) {
+    return kENOMEM;
+  }
+  UnmapLocked(addr, end);
+  return OkResult();
+}
+
+KResult<void> MemoryManager::Mprotect(uintptr_t addr, size_t length,
+                                      int prot) {
+  if (!IsPageAligned(addr)) return kEINVAL;
+  if (length == 0) return OkResult();
+  if (length > UINT64_MAX - kPageSize + 1) return kENOMEM;
+  const size_t len = PageRoundUp(length);
+  uintptr_t start = addr;
+  const uintptr_t end = addr + len;
+  if (end <= start) return kENOMEM;
+  const int grows = prot & (PROT_GROWSDOWN | PROT_GROWSUP);
+  prot &= ~grows;
+  if (grows == (PROT_GROWSDOWN | PROT_GROWSUP)) return kEINVAL;
+  // arch_validate_prot() on x86: R/W/X and PROT_SEM only.
+  if (prot & ~(kProtRWX | PROT_SEM)) return kEINVAL;
+  prot &= kProtRWX;
+
+  absl::MutexLock ml(&mapping_mu_);
+  auto it = vmas_.upper_bound(start);
+  if (it != vmas_.begin() && std::prev(it)->second.end > start) --it;
+  if (it == vmas_.end()) return kENOMEM;
+  if (grows & PROT_GROWSDOWN) {
+    if (it->first >= end) return kENOMEM;
+    if (!it->second.grows_down) return kEINVAL;
+    start = it->first;
+  } else {
+    if (it->first > start) return kENOMEM;
+    if (grows & PROT_GROWSUP) return kEINVAL;  // no grows-up VMAs on x86
+  }
+
+  uintptr_t nstart = start;
+  for (;;) {
+    it = FindVmaLocked(nstart);
+    if (it == vmas_.end()) return kENOMEM;  // a hole
+    if (prot & ~it->second.max_prot) return kEACCES;
+    const uintptr_t tmp = std::min(it->second.end, end);
+    if (it->second.prot != prot) {
+      size_t splits = (it->first < nstart ? 1 : 0) + (tmp < it->second.end ? 1 : 0);
+      if (splits > 0 && vmas_.size() + splits > kMaxMapCount) return kENOMEM;
+      SplitVmaLocked(nstart);
+      SplitVmaLocked(tmp);
+      auto cur = vmas_.find(nstart);
+      cur->second.prot = prot;
+      {
+        absl::MutexLock al(&active_mu_);
+        RemapPmasLocked(nstart, tmp, cur->second);
+      }
+      MergeAroundLocked(nstart);
+    }
+    nstart = tmp;
+    if (nstart >= end) break;
+  }
+  return OkResult();
+}
+
+uintptr_t MemoryManager::Brk(uintptr_t brk) {
+  absl::MutexLock ml(&mapping_mu_);
+  const uintptr_t orig = brk_;
+  if (brk_start_ == 0 || brk < brk_start_) return orig;
+  if (brk > layout_.max_addr) return orig;
+  const uintptr_t newbrk = PageRoundUp(brk);
+  const uintptr_t oldbrk = PageRoundUp(brk_);
+  if (newbrk == oldbrk) {
+    brk_ = brk;
+    return brk;
+  }
+  if (brk <= brk_) {
+    // Always allow shrinking.
+    brk_ = brk;
+    UnmapLocked(newbrk, oldbrk);
+    return brk;
+  }
+  // The new break must stay a page (plus a stack guard gap) below whatever
+  // is mapped above the old one.
+  const uint64_t probe_end = std::min<uint64_t>(
+      layout_.max_addr, newbrk + kPageSize + kStackGuardGap);
+  auto it = vmas_.upper_bound(oldbrk);
+  if (it != vmas_.begin() && std::prev(it)->second.end > oldbrk) --it;
+  for (; it != vmas_.end() && it->first < probe_end; ++it) {
+    if (newbrk + kPageSize > StartGap(it->first, it->second.grows_down)) {
+      return orig;
+    }
+  }
+  if (newbrk + kPageSize > layout_.max_addr) return orig;
+  if (vmas_.size() >= kMaxMapCount) return orig;
+  Vma vma;
+  vma.end = newbrk;
+  vma.prot = PROT_READ | PROT_WRITE;
+  vma.max_prot = kProtRWX;
+  InsertVmaLocked(oldbrk, std::move(vma));
+  brk_ = brk;
+  return brk;
+}
+
+void MemoryManager::SetBrkStart(uintptr_t start) {
+  absl::MutexLock ml(&mapping_mu_);
+  brk_start_ = brk_ = start;
+}
+
+uintptr_t MemoryManager::brk_start() {
+  absl::MutexLock ml(&mapping_mu_);
+  return brk_start_;
+}
+
+std::vector<VmaInfo> MemoryManager::Vmas() {
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  std::vector<VmaInfo> out;
+  out.reserve(vmas_.size());
+  const uintptr_t heap_end = PageRoundUp(brk_);
+  for (const auto& [start, vma] : vmas_) {
+    VmaInfo info;
+    info.start = start;
+    info.end = vma.end;
+    info.prot = vma.prot;
+    info.max_prot = vma.max_prot;
+    info.shared = vma.shared;
+    info.grows_down = vma.grows_down;
+    info.anonymous = vma.mappable == nullptr;
+    info.offset = vma.offset;
+    info.name = vma.name;
+    if (info.name.empty() && info.anonymous && !vma.shared &&
+        start < heap_end && vma.end > brk_start_) {
+      info.name = "[heap]";
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+size_t MemoryManager::VmaCount() {
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  return vmas_.size();
+}
+
+}  // namespace sandbox::mm

@@ -1,0 +1,420 @@
+// MemoryManager: what is backed (pmas), faults, and guest memory access.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <vector>
+
+#include "sentry/mm/memory_manager.h"
+
+namespace sandbox::mm {
+namespace {
+
+constexpr int kProtRWX = PROT_READ | PROT_WRITE | PROT_EXEC;
+
+uintptr_t AlignDown(uintptr_t x, uintptr_t align) { return x & ~(align - 1); }
+
+// x + align rounded down to align, saturating at the top of the space.
+uintptr_t AlignUpPast(uintptr_t x, uintptr_t align) {
+  uintptr_t r = AlignDown(x, align) + align;
+  return r < x ? UINTPTR_MAX & ~(align - 1) : r;
+}
+
+// Linux x86 access_error(): a write needs VM_WRITE, an instruction fetch
+// VM_EXEC (NX), a read any of VM_READ|VM_WRITE|VM_EXEC.
+bool AccessAllowed(int prot, bool read, bool write, bool exec) {
+  if (write && !(prot & PROT_WRITE)) return false;
+  if (exec && !(prot & PROT_EXEC)) return false;
+  if (read && !(prot & kProtRWX)) return false;
+  return (prot & kProtRWX) != 0;
+}
+
+}  // namespace
+
+// ---- pmas. ----
+
+MemoryManager::PmaMap::iterator MemoryManager::FindPmaLocked(uintptr_t addr) {
+  auto it = pmas_.upper_bound(addr);
+  if (it == pmas_.begin()) return pmas_.end();
+  --it;
+  return addr < it->second.end ? it : pmas_.end();
+}
+
+void MemoryManager::SplitPmaLocked(uintptr_t addr) {
+  auto it = FindPmaLocked(addr);
+  if (it == pmas_.end() || it->first == addr) return;
+  Pma upper = it->second;
+  upper.file_offset += addr - it->first;
+  it->second.end = addr;
+  pmas_.emplace(addr, upper);
+}
+
+void MemoryManager::DropPmasLocked(uintptr_t start, uintptr_t end,
+                                   bool owned_too) {
+  SplitPmaLocked(start);
+  SplitPmaLocked(end);
+  auto it = pmas_.lower_bound(start);
+  while (it != pmas_.end() && it->first < end) {
+    const uint64_t len = it->second.end - it->first;
+    if (it->second.owned && !owned_too) {
+      ++it;
+      continue;
+    }
+    // Unmap before Free: the stub must never see a page that another
+    // address space may get next.
+    (void)as_->Unmap(it->first, len);
+    if (it->second.owned) {
+      mf_.Free(it->second.file_offset, len);
+      owned_bytes_ -= len;
+    }
+    it = pmas_.erase(it);
+  }
+}
+
+KResult<void> MemoryManager::MapPmaLocked(uintptr_t start, const Pma& pma,
+                                          const Vma& vma) {
+  const uint64_t len = pma.end - start;
+  const int prot = EffectiveProt(vma, pma);
+  absl::Status s = prot == PROT_NONE
+                       ? as_->Unmap(start, len)
+                       : as_->MapFile(start, pma.file_offset, len, prot);
+  if (!s.ok()) return kENOMEM;
+  return OkResult();
+}
+
+void MemoryManager::RemapPmasLocked(uintptr_t start, uintptr_t end,
+                                    const Vma& vma) {
+  for (auto it = pmas_.lower_bound(start); it != pmas_.end() && it->first < end;
+       ++it) {
+    (void)MapPmaLocked(it->first, it->second, vma);
+  }
+}
+
+KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
+    uintptr_t vma_start, const Vma& vma, uintptr_t addr, bool write,
+    uintptr_t bound_lo, uintptr_t bound_hi) {
+  auto pit = FindPmaLocked(addr);
+  if (pit != pmas_.end()) {
+    if (write && NeedsCow(vma, pit->second)) {
+      return BreakCowLocked(vma_start, vma, pit, addr);
+    }
+    return pit;
+  }
+  // The run to back: a window around addr, within the VMA, not reaching
+  // into pages already backed.
+  const uintptr_t window = vma.grows_down ? kStackFaultWindow : kFaultWindow;
+  uintptr_t lo = std::max({AlignDown(addr, window), vma_start, bound_lo});
+  uintptr_t hi = std::min({AlignUpPast(addr, window), vma.end, bound_hi});
+  auto next = pmas_.upper_bound(addr);
+  if (next != pmas_.end()) hi = std::min(hi, next->first);
+  if (next != pmas_.begin()) lo = std::max(lo, std::prev(next)->second.end);
+  const uintptr_t page = PageRoundDown(addr);
+
+  if (vma.mappable) {
+    const uint64_t moff = vma.offset - vma_start;  // + address = offset
+    platform::AccessType at;
+    at.read = true;
+    at.write = write && vma.shared;
+    auto ts = vma.mappable->Translate(page + moff, kPageSize, lo + moff,
+                                      hi - lo, at);
+    if (!ts.ok()) return ts.error() == kENOMEM ? kENOMEM : kEIO;
+    for (const Translation& t : *ts) {
+      // Trust, but clip: never let a Mappable place pages outside [lo, hi).
+      if (!IsPageAligned(t.offset) || !IsPageAligned(t.length) ||
+          !IsPageAligned(t.file_offset) || t.length == 0) {
+        return kEIO;
+      }
+      uintptr_t s = t.offset - moff;
+      uintptr_t e = s + t.length;
+      uint64_t foff = t.file_offset;
+      if (t.offset < lo + moff) {
+        if (t.offset + t.length <= lo + moff) continue;
+        foff += lo + moff - t.offset;
+        s = lo;
+      }
+      e = std::min(e, hi);
+      if (s >= e) continue;
+      Pma pma;
+      pma.end = e;
+      pma.file_offset = foff;
+      pma.owned = false;
+      pma.max_prot = t.max_prot & kProtRWX;
+      auto [it, inserted] = pmas_.emplace(s, pma);
+      if (!inserted) continue;
+      TRY_VOID(MapPmaLocked(s, pma, vma));
+    }
+    pit = FindPmaLocked(addr);
+    if (pit == pmas_.end()) return kEIO;
+    if (write && NeedsCow(vma, pit->second)) {
+      return BreakCowLocked(vma_start, vma, pit, addr);
+    }
+    return pit;
+  }
+
+  uintptr_t len = hi - lo;
+  auto off = mf_.Allocate(len);
+  if (!off.ok()) {
+    lo = page;
+    len = kPageSize;
+    off = mf_.Allocate(len);
+    if (!off.ok()) return kENOMEM;
+  }
+  Pma pma;
+  pma.end = lo + len;
+  pma.file_offset = *off;
+  pma.owned = true;
+  owned_bytes_ += len;
+  auto [it, inserted] = pmas_.emplace(lo, pma);
+  (void)inserted;
+  if (!MapPmaLocked(lo, pma, vma).ok()) {
+    pmas_.erase(it);
+    mf_.Free(*off, len);
+    owned_bytes_ -= len;
+    return kENOMEM;
+  }
+  return it;
+}
+
+KResult<MemoryManager::PmaMap::iterator> MemoryManager::BreakCowLocked(
+    uintptr_t vma_start, const Vma& vma, PmaMap::iterator pit,
+    uintptr_t addr) {
+  (void)vma_start;
+  // Copy a run around addr, within the pma.
+  const uintptr_t lo = std::max(AlignDown(addr, kStackFaultWindow), pit->first);
+  const uintptr_t hi =
+      std::min(AlignUpPast(addr, kStackFaultWindow), pit->second.end);
+  SplitPmaLocked(lo);
+  SplitPmaLocked(hi);
+  pit = pmas_.find(lo);
+  const uint64_t len = hi - lo;
+  auto off = mf_.Allocate(len);
+  if (!off.ok()) return kENOMEM;
+  std::vector<uint8_t> buf(std::min<uint64_t>(len, 64 << 10));
+  for (uint64_t done = 0; done < len; done += buf.size()) {
+    size_t k = std::min<uint64_t>(buf.size(), len - done);
+    if (!mf_.Read(pit->second.file_offset + done, buf.data(), k) ||
+        !mf_.Write(*off + done, buf.data(), k)) {
+      mf_.Free(*off, len);
+      return kEIO;
+    }
+  }
+  pit->second.file_offset = *off;
+  pit->second.owned = true;
+  pit->second.max_prot = kProtRWX;
+  owned_bytes_ += len;
+  (void)MapPmaLocked(lo, pit->second, vma);
+  return pit;
+}
+
+// ---- Faults. ----
+
+KResult<void> MemoryManager::HandleFault(uintptr_t addr,
+                                         platform::AccessType access) {
+  if (addr < layout_.min_addr || addr >= layout_.max_addr) return kEFAULT;
+  const bool read = !access.write && !access.execute;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt == 1) {
+      // No VMA: maybe a grows-down VMA just above can extend to addr.
+      absl::MutexLock ml(&mapping_mu_);
+      if (FindVmaLocked(addr) == vmas_.end() && !GrowDownLocked(addr)) {
+        return kEFAULT;
+      }
+    }
+    absl::ReaderMutexLock ml(&mapping_mu_);
+    auto vit = FindVmaLocked(addr);
+    if (vit == vmas_.end()) continue;
+    const Vma& vma = vit->second;
+    if (!AccessAllowed(vma.prot, read, access.write, access.execute)) {
+      return kEFAULT;
+    }
+    absl::MutexLock al(&active_mu_);
+    const bool existed = FindPmaLocked(addr) != pmas_.end();
+    TRY(auto pit, EnsurePmaLocked(vit->first, vma, addr, access.write));
+    if (existed) {
+      // A spurious fault (another thread mapped it first) or a lost host
+      // mapping: map it again, which is idempotent.
+      TRY_VOID(MapPmaLocked(pit->first, pit->second, vma));
+    }
+    return OkResult();
+  }
+  return kEFAULT;
+}
+
+bool MemoryManager::FaultIsAccessError(uintptr_t addr) {
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  return FindVmaLocked(addr) != vmas_.end();
+}
+
+KResult<void> MemoryManager::Populate(uintptr_t addr, size_t length) {
+  const uintptr_t start = PageRoundDown(addr);
+  if (length > UINT64_MAX - kPageSize || addr + length < addr) return kENOMEM;
+  const uintptr_t end = PageRoundUp(addr + length);
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  uintptr_t cur = start;
+  while (cur < end) {
+    auto vit = FindVmaLocked(cur);
+    if (vit == vmas_.end()) {
+      auto next = vmas_.upper_bound(cur);
+      if (next == vmas_.end() || next->first >= end) break;
+      cur = next->first;
+      continue;
+    }
+    const Vma& vma = vit->second;
+    if ((vma.prot & kProtRWX) == 0) {
+      cur = vma.end;
+      continue;
+    }
+    absl::MutexLock al(&active_mu_);
+    TRY(auto pit, EnsurePmaLocked(vit->first, vma, cur,
+                                  (vma.prot & PROT_WRITE) != 0, start, end));
+    cur = pit->second.end;
+  }
+  return OkResult();
+}
+
+// ---- Copies. ----
+
+KResult<size_t> MemoryManager::CopyLoop(
+    uintptr_t addr, size_t n, bool write, bool force,
+    absl::FunctionRef<bool(uint64_t, size_t, size_t)> fn) {
+  if (n == 0) return size_t{0};
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  size_t done = 0;
+  while (done < n) {
+    const uintptr_t cur = addr + done;
+    if (cur < addr || cur >= layout_.max_addr) break;
+    auto vit = FindVmaLocked(cur);
+    if (vit == vmas_.end()) break;
+    const Vma& vma = vit->second;
+    if (!force && !AccessAllowed(vma.prot, !write, write, false)) break;
+    size_t k = 0;
+    bool ok = false;
+    {
+      absl::ReaderMutexLock al(&active_mu_);
+      auto pit = FindPmaLocked(cur);
+      if (pit != pmas_.end() && !(write && NeedsCow(vma, pit->second))) {
+        k = std::min<uint64_t>(n - done, pit->second.end - cur);
+        ok = fn(pit->second.file_offset + (cur - pit->first), done, k);
+      }
+    }
+    if (k == 0) {
+      absl::MutexLock al(&active_mu_);
+      auto pit = EnsurePmaLocked(vit->first, vma, cur, write);
+      if (!pit.ok()) break;
+      k = std::min<uint64_t>(n - done, (*pit)->second.end - cur);
+      ok = fn((*pit)->second.file_offset + (cur - (*pit)->first), done, k);
+    }
+    if (!ok) break;
+    done += k;
+  }
+  if (done == 0) return kEFAULT;
+  return done;
+}
+
+KResult<size_t> MemoryManager::CopyIn(uintptr_t addr, void* dst, size_t n) {
+  auto* out = static_cast<uint8_t*>(dst);
+  return CopyLoop(addr, n, /*write=*/false, /*force=*/false,
+                  [&](uint64_t off, size_t at, size_t k) {
+                    return mf_.Read(off, out + at, k);
+                  });
+}
+
+KResult<size_t> MemoryManager::CopyOut(uintptr_t addr, const void* src,
+                                       size_t n) {
+  const auto* in = static_cast<const uint8_t*>(src);
+  return CopyLoop(addr, n, /*write=*/true, /*force=*/false,
+                  [&](uint64_t off, size_t at, size_t k) {
+                    return mf_.Write(off, in + at, k);
+                  });
+}
+
+KResult<size_t> MemoryManager::ZeroOut(uintptr_t addr, size_t n) {
+  return CopyLoop(addr, n, /*write=*/true, /*force=*/false,
+                  [&](uint64_t off, size_t, size_t k) {
+                    return mf_.Zero(off, k);
+                  });
+}
+
+KResult<size_t> MemoryManager::ForceCopyIn(uintptr_t addr, void* dst,
+                                           size_t n) {
+  auto* out = static_cast<uint8_t*>(dst);
+  return CopyLoop(addr, n, /*write=*/false, /*force=*/true,
+                  [&](uint64_t off, size_t at, size_t k) {
+                    return mf_.Read(off, out + at, k);
+                  });
+}
+
+KResult<size_t> MemoryManager::ForceCopyOut(uintptr_t addr, const void* src,
+                                            size_t n) {
+  const auto* in = static_cast<const uint8_t*>(src);
+  return CopyLoop(addr, n, /*write=*/true, /*force=*/true,
+                  [&](uint64_t off, size_t at, size_t k) {
+                    return mf_.Write(off, in + at, k);
+                  });
+}
+
+KResult<std::string> MemoryManager::CopyInString(uintptr_t addr,
+                                                 size_t max_len) {
+  std::string out;
+  char buf[256];
+  while (out.size() < max_len) {
+    const uintptr_t cur = addr + out.size();
+    if (cur < addr) return kEFAULT;
+    // Never read past the page the NUL may be on.
+    size_t k = std::min<size_t>({sizeof(buf), max_len - out.size(),
+                                 kPageSize - (cur & (kPageSize - 1))});
+    auto r = CopyIn(cur, buf, k);
+    if (!r.ok()) return kEFAULT;
+    const void* nul = std::memchr(buf, 0, *r);
+    if (nul != nullptr) {
+      out.append(buf, static_cast<const char*>(nul) - buf);
+      return out;
+    }
+    out.append(buf, *r);
+    if (*r < k) return kEFAULT;
+  }
+  return kENAMETOOLONG;
+}
+
+KResult<void> MemoryManager::WithInternalMapping(
+    uintptr_t addr, size_t len, platform::AccessType access,
+    absl::FunctionRef<void(uint8_t*)> fn) {
+  if (len == 0 || len > kPageSize || addr + len < addr ||
+      PageRoundDown(addr) != PageRoundDown(addr + len - 1)) {
+    return kEFAULT;
+  }
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  auto vit = FindVmaLocked(addr);
+  if (vit == vmas_.end()) return kEFAULT;
+  const Vma& vma = vit->second;
+  if (!AccessAllowed(vma.prot, !access.write, access.write, false)) {
+    return kEFAULT;
+  }
+  absl::MutexLock al(&active_mu_);
+  auto pit = EnsurePmaLocked(vit->first, vma, addr, access.write);
+  if (!pit.ok()) return kEFAULT;
+  uint8_t* p =
+      mf_.Internal((*pit)->second.file_offset + (addr - (*pit)->first), len);
+  if (p == nullptr) return kEFAULT;
+  fn(p);
+  return OkResult();
+}
+
+// ---- Introspection, invalidation. ----
+
+uint64_t MemoryManager::BackedBytes() {
+  absl::MutexLock al(&active_mu_);
+  return owned_bytes_;
+}
+
+void MemoryManager::Invalidate(uintptr_t addr, uint64_t length) {
+  if (length == 0) return;
+  const uintptr_t start = PageRoundDown(addr);
+  const uintptr_t end =
+      addr + length < addr ? layout_.max_addr : PageRoundUp(addr + length);
+  absl::MutexLock al(&active_mu_);
+  DropPmasLocked(start, end, /*owned_too=*/false);
+}
+
+}  // namespace sandbox::mm
