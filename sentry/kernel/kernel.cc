@@ -1,0 +1,117 @@
+#include "sentry/kernel/kernel.h"
+
+#include <signal.h>
+#include <time.h>
+
+#include "sentry/kernel/log.h"
+
+namespace sandbox::kernel {
+namespace {
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// Signals whose default action is to ignore (signal(7)).
+bool DefaultIgnored(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+}  // namespace
+
+Kernel::Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
+               KernelOptions options)
+    : platform_(platform),
+      dispatcher_(dispatcher),
+      options_(std::move(options)),
+      boot_ns_(MonotonicNs()) {}
+
+Kernel::~Kernel() {
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& tg : thread_groups_) tg->ExitGroup(ExitStatus::Killed(SIGKILL));
+    threads.swap(threads_);
+  }
+  for (auto& t : threads) t.join();
+}
+
+KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
+  if (args.fds == nullptr) args.fds = std::make_shared<vfs::FdTable>();
+  auto tg = std::make_shared<ThreadGroup>(*this, args.parent,
+                                          std::move(args.exe_path),
+                                          args.limits);
+  auto task = std::make_unique<Task>(
+      *this, tg, std::make_shared<const Credentials>(std::move(args.creds)),
+      std::move(args.fds), std::move(args.mm), std::move(args.cpu));
+  TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
+  task->set_tid(tid);
+  tg->AddTask(task.get());
+  Task* raw = task.get();
+  absl::MutexLock l(&mu_);
+  thread_groups_.push_back(std::move(tg));
+  tasks_.push_back(std::move(task));
+  return raw;
+}
+
+void Kernel::Start(Task* task) {
+  absl::MutexLock l(&mu_);
+  threads_.emplace_back([task] { task->Run(); });
+}
+
+ThreadGroup* Kernel::init() const {
+  absl::MutexLock l(&mu_);
+  return thread_groups_.empty() ? nullptr : thread_groups_.front().get();
+}
+
+ExitStatus Kernel::WaitInit() {
+  ThreadGroup* tg = init();
+  ExitStatus status = tg != nullptr ? tg->WaitDead() : ExitStatus{};
+  // init's death kills the namespace (every other process).
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& g : thread_groups_) g->ExitGroup(ExitStatus::Killed(SIGKILL));
+    threads.swap(threads_);
+  }
+  for (auto& t : threads) t.join();
+  return status;
+}
+
+void Kernel::SendExternalSignal(int sig) {
+  ThreadGroup* tg = init();
+  if (tg == nullptr || sig <= 0 || sig > abi::kNumSignals) return;
+  abi::KernelSigaction act = tg->GetAction(sig);
+  if (act.handler == abi::kSigIgn) return;
+  if (act.handler == abi::kSigDfl && DefaultIgnored(sig)) return;
+  if (act.handler != abi::kSigDfl) {
+    LogWarning("signal %d: guest handlers are not delivered yet; the "
+               "default action applies", sig);
+  }
+  tg->ExitGroup(ExitStatus::Killed(sig));
+}
+
+void Kernel::Fatal(std::string reason) {
+  {
+    absl::MutexLock l(&mu_);
+    if (fatal_.has_value()) return;
+    fatal_ = reason;
+    for (auto& tg : thread_groups_) tg->ExitGroup(ExitStatus::Killed(SIGKILL));
+  }
+  LogWarning("sandbox failure: %s", reason);
+}
+
+std::optional<std::string> Kernel::fatal_error() const {
+  absl::MutexLock l(&mu_);
+  return fatal_;
+}
+
+int64_t Kernel::UptimeNs() const { return MonotonicNs() - boot_ns_; }
+
+void Kernel::TaskExited(Task* task) {
+  root_pidns_.Release(task->tid());
+}
+
+}  // namespace sandbox::kernel

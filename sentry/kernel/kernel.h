@@ -1,0 +1,107 @@
+// Kernel: the sandbox's kernel instance. Owns the PID namespaces, the task
+// set and the task threads; knows the platform and the syscall table.
+//
+// Lock order: Kernel::mu_ -> ThreadGroup::mu_ -> Task::mu_.
+#ifndef SENTRY_KERNEL_KERNEL_H_
+#define SENTRY_KERNEL_KERNEL_H_
+
+#include <stdint.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "platform/platform.h"
+#include "sentry/base/result.h"
+#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/limits.h"
+#include "sentry/kernel/pid_namespace.h"
+#include "sentry/kernel/syscall_dispatcher.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/thread_group.h"
+
+namespace sandbox::kernel {
+
+struct KernelOptions {
+  std::string hostname = "localhost";
+  std::string domainname = "(none)";
+  // uname(2) release and version.
+  std::string release = "6.1.0";
+  std::string version = "#1 SMP PREEMPT_DYNAMIC sandbox";
+};
+
+struct NewProcessArgs {
+  ThreadGroup* parent = nullptr;
+  std::string exe_path;
+  Credentials creds = Credentials::Root();
+  LimitSet limits = LimitSet::Defaults();
+  std::shared_ptr<vfs::FdTable> fds;
+  std::shared_ptr<mm::MemoryManager> mm;
+  platform::CpuState cpu;
+};
+
+class Kernel {
+ public:
+  Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
+         KernelOptions options);
+  // Joins every task thread (they must have been told to exit).
+  ~Kernel();
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+  // The platform; null in unit tests that never run guest code.
+  platform::Platform* platform() const { return platform_; }
+  SyscallDispatcher& dispatcher() const { return dispatcher_; }
+  const KernelOptions& options() const { return options_; }
+  PidNamespace& root_pid_namespace() { return root_pidns_; }
+
+  // Creates a process with one task, not yet running. The first process
+  // created is init.
+  KResult<Task*> NewProcess(NewProcessArgs args);
+  // Starts the task's host thread, which runs Task::Run.
+  void Start(Task* task);
+
+  ThreadGroup* init() const;
+
+  // Waits until init has exited and every task thread has finished.
+  ExitStatus WaitInit();
+
+  // A signal from outside the sandbox (SIGINT/SIGTERM to `runsc do`) for
+  // init. Until signal delivery exists: ignored if init ignores it,
+  // otherwise it ends init's process as its default action would.
+  void SendExternalSignal(int sig);
+
+  // Ends the sandbox because the Sentry cannot go on (a stub died); the
+  // first reason is kept. Kills every process.
+  void Fatal(std::string reason);
+  std::optional<std::string> fatal_error() const;
+
+  // Nanoseconds on CLOCK_MONOTONIC since the kernel was created (uptime).
+  int64_t UptimeNs() const;
+  // Tasks alive (sysinfo procs).
+  size_t TaskCount() const { return root_pidns_.Count(); }
+
+  // Called by Task::Run as a task ends (on its own thread).
+  void TaskExited(Task* task);
+
+ private:
+  platform::Platform* const platform_;
+  SyscallDispatcher& dispatcher_;
+  const KernelOptions options_;
+  const int64_t boot_ns_;
+  PidNamespace root_pidns_{nullptr};
+
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<ThreadGroup>> thread_groups_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> fatal_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sandbox::kernel
+
+#endif  // SENTRY_KERNEL_KERNEL_H_

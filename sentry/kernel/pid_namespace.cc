@@ -1,0 +1,36 @@
+#include "sentry/kernel/pid_namespace.h"
+
+namespace sandbox::kernel {
+
+KResult<ThreadId> PidNamespace::Allocate(Task* task) {
+  absl::MutexLock l(&mu_);
+  if (tasks_.size() >= static_cast<size_t>(kMaxTid - 1)) return kEAGAIN;
+  // Like Linux: the next number after the last one given, wrapping to 2
+  // (1 is init's) after kMaxTid.
+  ThreadId tid = last_;
+  do {
+    ++tid;
+    if (tid >= kMaxTid) tid = 2;
+  } while (tasks_.contains(tid));
+  last_ = tid;
+  tasks_[tid] = task;
+  return tid;
+}
+
+void PidNamespace::Release(ThreadId tid) {
+  absl::MutexLock l(&mu_);
+  tasks_.erase(tid);
+}
+
+Task* PidNamespace::Lookup(ThreadId tid) const {
+  absl::MutexLock l(&mu_);
+  auto it = tasks_.find(tid);
+  return it == tasks_.end() ? nullptr : it->second;
+}
+
+size_t PidNamespace::Count() const {
+  absl::MutexLock l(&mu_);
+  return tasks_.size();
+}
+
+}  // namespace sandbox::kernel

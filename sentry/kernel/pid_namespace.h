@@ -1,0 +1,51 @@
+// PidNamespace: the map between thread IDs and tasks in one PID namespace.
+//
+// Namespaces nest: a task has an ID in its own namespace and in each
+// ancestor (CLONE_NEWPID comes with a later issue; the parent pointer and
+// per-namespace IDs are here so nothing above needs to change).
+//
+// Lock order: PidNamespace::mu_ is a leaf.
+#ifndef SENTRY_KERNEL_PID_NAMESPACE_H_
+#define SENTRY_KERNEL_PID_NAMESPACE_H_
+
+#include <stdint.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "sentry/base/result.h"
+
+namespace sandbox::kernel {
+
+using ThreadId = int32_t;
+class Task;
+
+class PidNamespace {
+ public:
+  // TIDs stay below 2^30 (PID_MAX_LIMIT is 2^22; futex owner words keep
+  // the top bits).
+  static constexpr ThreadId kMaxTid = 1 << 22;
+
+  explicit PidNamespace(PidNamespace* parent) : parent_(parent) {}
+  PidNamespace(const PidNamespace&) = delete;
+  PidNamespace& operator=(const PidNamespace&) = delete;
+
+  PidNamespace* parent() const { return parent_; }
+
+  // Allocates the next free TID for `task` (1 for the first: init).
+  // EAGAIN if the namespace is full.
+  KResult<ThreadId> Allocate(Task* task);
+  void Release(ThreadId tid);
+  Task* Lookup(ThreadId tid) const;
+  size_t Count() const;
+
+ private:
+  PidNamespace* const parent_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<ThreadId, Task*> tasks_ ABSL_GUARDED_BY(mu_);
+  ThreadId last_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace sandbox::kernel
+
+#endif  // SENTRY_KERNEL_PID_NAMESPACE_H_

@@ -1,0 +1,74 @@
+#include "sentry/kernel/task.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_manager.h"
+
+namespace sandbox::kernel {
+
+Task::Task(Kernel& kernel, std::shared_ptr<ThreadGroup> tg,
+           std::shared_ptr<const Credentials> creds,
+           std::shared_ptr<vfs::FdTable> fds,
+           std::shared_ptr<mm::MemoryManager> mm, platform::CpuState cpu)
+    : kernel_(kernel),
+      tg_(std::move(tg)),
+      creds_(std::move(creds)),
+      fds_(std::move(fds)),
+      mm_(std::move(mm)),
+      cpu_(std::move(cpu)),
+      interrupt_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+Task::~Task() {
+  if (interrupt_fd_ >= 0) close(interrupt_fd_);
+}
+
+KResult<size_t> Task::CopyIn(uint64_t addr, void* dst, size_t n) {
+  return mm_->CopyIn(addr, dst, n);
+}
+
+KResult<size_t> Task::CopyOut(uint64_t addr, const void* src, size_t n) {
+  return mm_->CopyOut(addr, src, n);
+}
+
+KResult<std::string> Task::CopyInString(uint64_t addr, size_t max_len) {
+  return mm_->CopyInString(addr, max_len);
+}
+
+KResult<void> Task::CopyInFull(uint64_t addr, void* dst, size_t n) {
+  if (n == 0) return OkResult();
+  TRY(size_t got, mm_->CopyIn(addr, dst, n));
+  if (got != n) return kEFAULT;
+  return OkResult();
+}
+
+KResult<void> Task::CopyOutFull(uint64_t addr, const void* src, size_t n) {
+  if (n == 0) return OkResult();
+  TRY(size_t got, mm_->CopyOut(addr, src, n));
+  if (got != n) return kEFAULT;
+  return OkResult();
+}
+
+void Task::Interrupt() {
+  // The FD is written before the flag is set, so a DrainInterrupts that
+  // misses the flag leaves the FD for the next one: the FD is never left
+  // readable with no pending flag to drain it.
+  if (interrupt_fd_ >= 0) {
+    uint64_t one = 1;
+    // A full counter (never in practice) still leaves the FD readable.
+    (void)!write(interrupt_fd_, &one, sizeof(one));
+  }
+  interrupt_pending_.store(true, std::memory_order_release);
+  absl::MutexLock l(&mu_);
+  if (context_ != nullptr) context_->Interrupt();
+}
+
+void Task::DrainInterrupts() {
+  if (!interrupt_pending_.exchange(false, std::memory_order_acq_rel)) return;
+  uint64_t v;
+  (void)!read(interrupt_fd_, &v, sizeof(v));
+}
+
+}  // namespace sandbox::kernel

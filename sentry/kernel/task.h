@@ -1,0 +1,147 @@
+// Task: one guest thread (Linux task_struct), run by one Sentry host
+// thread.
+//
+// A task's run loop (task_run.cc) switches into guest code through its
+// platform Context, and on each return dispatches a syscall, resolves a
+// fault through the mm, or handles an interrupt.
+//
+// Ownership and threading:
+//  - Fields marked "task thread" are used only by the task's own host thread
+//    (and before it starts, by its creator): no lock.
+//  - Interrupt() may be called from any thread.
+//  - thread_group, fd table and mm are shared with other tasks (threads of
+//    one process, later fork/clone) through shared pointers.
+//
+// Lock order: ThreadGroup::mu_ -> Task::mu_ (leaf).
+#ifndef SENTRY_KERNEL_TASK_H_
+#define SENTRY_KERNEL_TASK_H_
+
+#include <stdint.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "platform/platform.h"
+#include "sentry/base/result.h"
+#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/pid_namespace.h"
+#include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/file_description.h"
+
+namespace sandbox::mm {
+class MemoryManager;
+}
+
+namespace sandbox::kernel {
+
+class Kernel;
+class ThreadGroup;
+
+class Task final : public vfs::UserMemory {
+ public:
+  // Use Kernel::NewProcess (and later clone) to create tasks.
+  Task(Kernel& kernel, std::shared_ptr<ThreadGroup> tg,
+       std::shared_ptr<const Credentials> creds,
+       std::shared_ptr<vfs::FdTable> fds,
+       std::shared_ptr<mm::MemoryManager> mm, platform::CpuState cpu);
+  ~Task() override;
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  // ---- Identity. ----
+  // The TID in the root PID namespace; immutable once set by the kernel.
+  ThreadId tid() const { return tid_; }
+  void set_tid(ThreadId tid) { tid_ = tid; }
+  Kernel& kernel() const { return kernel_; }
+  ThreadGroup& thread_group() const { return *tg_; }
+  // Task thread.
+  const Credentials& creds() const { return *creds_; }
+
+  // ---- Resources (task thread). ----
+  vfs::FdTable& fd_table() const { return *fds_; }
+  mm::MemoryManager& mm() const { return *mm_; }
+  platform::CpuState& cpu() { return cpu_; }
+
+  // ---- Guest memory (task thread). ----
+  // Partial copies as MemoryManager::CopyIn/CopyOut.
+  KResult<size_t> CopyIn(uint64_t addr, void* dst, size_t n);
+  KResult<size_t> CopyOut(uint64_t addr, const void* src, size_t n);
+  KResult<std::string> CopyInString(uint64_t addr, size_t max_len);
+  // vfs::UserMemory: all n bytes or EFAULT.
+  KResult<void> CopyInFull(uint64_t addr, void* dst, size_t n) override;
+  KResult<void> CopyOutFull(uint64_t addr, const void* src,
+                            size_t n) override;
+  template <typename T>
+  KResult<T> CopyInObj(uint64_t addr) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v;
+    TRY_VOID(CopyInFull(addr, &v, sizeof(T)));
+    return v;
+  }
+  template <typename T>
+  KResult<void> CopyOutObj(uint64_t addr, const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return CopyOutFull(addr, &v, sizeof(T));
+  }
+
+  // What file operations need from this task (interrupt FD, memory).
+  vfs::IoContext io_context() { return {interrupt_fd_, this}; }
+
+  // ---- Signals (task thread; recorded until signal delivery exists). ----
+  uint64_t signal_mask() const { return signal_mask_; }
+  void set_signal_mask(uint64_t mask) { signal_mask_ = mask; }
+
+  // ---- Thread bookkeeping (task thread). ----
+  uint64_t clear_child_tid() const { return clear_child_tid_; }
+  void set_clear_child_tid(uint64_t addr) { clear_child_tid_ = addr; }
+  uint64_t robust_list() const { return robust_list_; }
+  void set_robust_list(uint64_t addr) { robust_list_ = addr; }
+
+  // ---- Lifecycle. ----
+  // exit(2): this thread leaves its run loop when the syscall returns.
+  void ExitThread(int code) {
+    exit_code_ = code;
+    exit_requested_ = true;
+  }
+  // Makes the task leave guest code or a blocking wait promptly and
+  // re-check its state. Any thread.
+  void Interrupt();
+  // The run loop; returns when the task has exited. Task thread.
+  void Run();
+
+ private:
+  enum class Step { kContinue, kExit };
+  Step HandleSyscall();
+  Step HandleFault(const platform::SwitchResult& r);
+  void DrainInterrupts();
+
+  Kernel& kernel_;
+  ThreadId tid_ = 0;
+  const std::shared_ptr<ThreadGroup> tg_;
+  std::shared_ptr<const Credentials> creds_;   // task thread
+  std::shared_ptr<vfs::FdTable> fds_;          // task thread
+  std::shared_ptr<mm::MemoryManager> mm_;      // task thread
+  platform::CpuState cpu_;                     // task thread
+  uint64_t signal_mask_ = 0;                   // task thread
+  uint64_t clear_child_tid_ = 0;               // task thread
+  uint64_t robust_list_ = 0;                   // task thread
+  bool exit_requested_ = false;                // task thread
+  int exit_code_ = 0;                          // task thread
+
+  // An eventfd that is readable while an interrupt is pending; blocking host
+  // waits poll it. Immutable.
+  int interrupt_fd_ = -1;
+  std::atomic<bool> interrupt_pending_{false};
+
+  absl::Mutex mu_;
+  // Set while the run loop has a context (Interrupt kicks it).
+  platform::Context* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+}  // namespace sandbox::kernel
+
+#endif  // SENTRY_KERNEL_TASK_H_

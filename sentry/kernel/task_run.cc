@@ -1,0 +1,117 @@
+// The task run loop: guest code runs until it needs the kernel.
+#include <signal.h>
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/log.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_manager.h"
+
+namespace sandbox::kernel {
+
+void Task::Run() {
+  std::unique_ptr<platform::Context> context;
+  if (kernel_.platform() == nullptr) {
+    kernel_.Fatal("no platform to run guest code on");
+  } else {
+    auto c = kernel_.platform()->NewContext();
+    if (!c.ok()) {
+      kernel_.Fatal("cannot create a platform context: " +
+                    c.status().ToString());
+    } else {
+      context = std::move(c).value();
+      absl::MutexLock l(&mu_);
+      context_ = context.get();
+    }
+  }
+
+  while (context != nullptr) {
+    // Order: clear the platform's pending interrupt, then check for exit.
+    // An Interrupt() after the check makes the next Switch return at once.
+    context->ClearInterrupt();
+    DrainInterrupts();
+    if (exit_requested_ || tg_->exiting()) break;
+
+    platform::SwitchResult r = context->Switch(mm_->address_space(), cpu_);
+    Step step = Step::kContinue;
+    switch (r.reason) {
+      case platform::SwitchReason::kSyscall:
+        step = HandleSyscall();
+        break;
+      case platform::SwitchReason::kFault:
+        step = HandleFault(r);
+        break;
+      case platform::SwitchReason::kInterrupted:
+        break;
+      case platform::SwitchReason::kDead:
+        kernel_.Fatal(absl::StrFormat(
+            "the host process running task %d's address space died", tid_));
+        step = Step::kExit;
+        break;
+    }
+    if (step == Step::kExit) break;
+  }
+
+  {
+    absl::MutexLock l(&mu_);
+    context_ = nullptr;
+  }
+  context.reset();
+  // Release what the task holds before the group is reported dead, so the
+  // last description closes (and flushes) before the sandbox exits.
+  fds_.reset();
+  kernel_.TaskExited(this);
+  tg_->TaskExited(this, exit_code_);
+}
+
+Task::Step Task::HandleSyscall() {
+  user_regs_struct& regs = cpu_.regs;
+  const uint64_t nr = regs.orig_rax;
+  SyscallArgs args;
+  args.v[0] = regs.rdi;
+  args.v[1] = regs.rsi;
+  args.v[2] = regs.rdx;
+  args.v[3] = regs.r10;
+  args.v[4] = regs.r8;
+  args.v[5] = regs.r9;
+  KResult<uint64_t> r = kernel_.dispatcher().Dispatch(*this, nr, args);
+  if (r.ok()) {
+    regs.rax = r.value();
+  } else {
+    Errno e = r.error();
+    // No signal handlers run yet, so an interrupted syscall is never
+    // restarted: ERESTART* become EINTR as for a handler without
+    // SA_RESTART.
+    if (e.IsRestart()) e = kEINTR;
+    regs.rax = static_cast<uint64_t>(-static_cast<int64_t>(e.number()));
+  }
+  return Step::kContinue;
+}
+
+Task::Step Task::HandleFault(const platform::SwitchResult& r) {
+  const int sig = r.signal.si_signo;
+  const bool memory_fault =
+      (sig == SIGSEGV || sig == SIGBUS) && r.signal.si_code > 0 &&
+      r.signal.si_code != SI_KERNEL;
+  if (memory_fault) {
+    auto addr = reinterpret_cast<uintptr_t>(r.signal.si_addr);
+    KResult<void> res = mm_->HandleFault(addr, r.access);
+    if (res.ok()) return Step::kContinue;
+    if (res.error() == kENOMEM) {
+      LogWarning("task %d: out of memory resolving a fault at %#x", tid_,
+                 addr);
+    }
+  }
+  // Signal delivery comes with the signals issue: until then every
+  // synchronous fault takes its default action, which ends the process
+  // (with a core dump for all of SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP).
+  if (sig <= 0 || sig > abi::kNumSignals) {
+    kernel_.Fatal(absl::StrFormat("task %d: fault with bad signal %d", tid_,
+                                  sig));
+    return Step::kExit;
+  }
+  tg_->ExitGroup(ExitStatus::Killed(sig, /*core=*/true));
+  return Step::kExit;
+}
+
+}  // namespace sandbox::kernel

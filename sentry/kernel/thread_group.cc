@@ -1,0 +1,97 @@
+#include "sentry/kernel/thread_group.h"
+
+#include <algorithm>
+
+#include "sentry/kernel/task.h"
+#include "sentry/vfs/fd_table.h"
+
+namespace sandbox::kernel {
+
+ThreadGroup::ThreadGroup(Kernel& kernel, ThreadGroup* parent,
+                         std::string exe_path, LimitSet limits)
+    : kernel_(kernel),
+      parent_(parent),
+      exe_path_(std::move(exe_path)),
+      limits_(limits) {}
+
+std::string ThreadGroup::exe_path() const {
+  absl::MutexLock l(&mu_);
+  return exe_path_;
+}
+
+abi::Rlimit64 ThreadGroup::GetLimit(int resource) const {
+  absl::MutexLock l(&mu_);
+  return limits_.Get(resource);
+}
+
+KResult<abi::Rlimit64> ThreadGroup::SetLimit(int resource,
+                                             const abi::Rlimit64& lim,
+                                             bool privileged) {
+  if (resource < 0 || resource >= abi::kRlimNlimits) return kEINVAL;
+  if (lim.rlim_cur > lim.rlim_max) return kEINVAL;
+  if (resource == RLIMIT_NOFILE && lim.rlim_max > vfs::FdTable::kNrOpen) {
+    return kEPERM;
+  }
+  absl::MutexLock l(&mu_);
+  abi::Rlimit64 old = limits_.limits[resource];
+  if (lim.rlim_max > old.rlim_max && !privileged) return kEPERM;
+  limits_.limits[resource] = lim;
+  return old;
+}
+
+abi::KernelSigaction ThreadGroup::GetAction(int sig) const {
+  absl::MutexLock l(&mu_);
+  return actions_[sig];
+}
+
+void ThreadGroup::SetAction(int sig, const abi::KernelSigaction& act) {
+  absl::MutexLock l(&mu_);
+  actions_[sig] = act;
+}
+
+void ThreadGroup::AddTask(Task* task) {
+  absl::MutexLock l(&mu_);
+  if (tasks_.empty() && tgid() == 0) {
+    tgid_.store(task->tid(), std::memory_order_relaxed);
+  }
+  tasks_.push_back(task);
+}
+
+size_t ThreadGroup::TaskCount() const {
+  absl::MutexLock l(&mu_);
+  return tasks_.size();
+}
+
+std::vector<Task*> ThreadGroup::Tasks() const {
+  absl::MutexLock l(&mu_);
+  return tasks_;
+}
+
+void ThreadGroup::ExitGroup(ExitStatus status) {
+  absl::MutexLock l(&mu_);
+  if (!exit_status_.has_value()) exit_status_ = status;
+  exiting_.store(true, std::memory_order_release);
+  for (Task* t : tasks_) t->Interrupt();
+}
+
+void ThreadGroup::TaskExited(Task* task, int code) {
+  absl::MutexLock l(&mu_);
+  tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task), tasks_.end());
+  if (!tasks_.empty()) return;
+  if (!exit_status_.has_value()) exit_status_ = ExitStatus::Exited(code);
+  exiting_.store(true, std::memory_order_release);
+  dead_ = true;
+}
+
+ExitStatus ThreadGroup::WaitDead() const {
+  absl::MutexLock l(&mu_);
+  mu_.Await(absl::Condition(&dead_));
+  return *exit_status_;
+}
+
+std::optional<ExitStatus> ThreadGroup::exit_status() const {
+  absl::MutexLock l(&mu_);
+  return exit_status_;
+}
+
+}  // namespace sandbox::kernel

@@ -1,0 +1,108 @@
+// ThreadGroup: a guest process (Linux's thread group / signal_struct):
+// its tasks, resource limits, signal actions, exit status.
+//
+// Lock order: ThreadGroup::mu_ -> Task::mu_.
+#ifndef SENTRY_KERNEL_THREAD_GROUP_H_
+#define SENTRY_KERNEL_THREAD_GROUP_H_
+
+#include <array>
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "sentry/abi/linux.h"
+#include "sentry/base/result.h"
+#include "sentry/kernel/limits.h"
+#include "sentry/kernel/pid_namespace.h"
+
+namespace sandbox::kernel {
+
+class Kernel;
+class Task;
+
+// How a process ended.
+struct ExitStatus {
+  int code = 0;    // exit(2)/exit_group(2) status; only the low 8 bits count
+  int signo = 0;   // the killing signal, 0 if the process exited
+  bool core = false;
+
+  static ExitStatus Exited(int code) { return {code & 0xff, 0, false}; }
+  static ExitStatus Killed(int signo, bool core = false) {
+    return {0, signo, core};
+  }
+  // As wait4(2) reports it.
+  int WaitStatus() const {
+    return signo != 0 ? (signo | (core ? 0x80 : 0)) : (code & 0xff) << 8;
+  }
+  // As a shell reports it in $?: the code, or 128 + the signal.
+  int ShellStatus() const { return signo != 0 ? 128 + signo : code & 0xff; }
+};
+
+class ThreadGroup {
+ public:
+  ThreadGroup(Kernel& kernel, ThreadGroup* parent, std::string exe_path,
+              LimitSet limits);
+  ThreadGroup(const ThreadGroup&) = delete;
+  ThreadGroup& operator=(const ThreadGroup&) = delete;
+
+  Kernel& kernel() const { return kernel_; }
+  // The leader's TID in the root namespace (0 until the leader is added).
+  ThreadId tgid() const { return tgid_.load(std::memory_order_relaxed); }
+  // The parent process, or null for init (whose parent is outside).
+  ThreadGroup* parent() const { return parent_; }
+  // Path of the running executable (/proc/self/exe). Changes on execve.
+  std::string exe_path() const;
+
+  // Resource limits. SetLimit: EINVAL if cur > max; EPERM to raise max
+  // without CAP_SYS_RESOURCE or the NOFILE max above fs.nr_open.
+  abi::Rlimit64 GetLimit(int resource) const;
+  KResult<abi::Rlimit64> SetLimit(int resource, const abi::Rlimit64& lim,
+                                  bool privileged);
+
+  // Signal actions. Recorded only: delivery comes with the signals issue.
+  abi::KernelSigaction GetAction(int sig) const;
+  void SetAction(int sig, const abi::KernelSigaction& act);
+
+  // Adds a task; the first becomes the leader (its TID is the TGID).
+  void AddTask(Task* task);
+  size_t TaskCount() const;
+  std::vector<Task*> Tasks() const;
+
+  // Starts ending the whole group with `status` (exit_group, a fatal
+  // signal): the first caller's status wins; every task is interrupted
+  // and leaves its run loop.
+  void ExitGroup(ExitStatus status);
+  // True once ExitGroup was called (cheap: checked by every run loop pass).
+  bool exiting() const { return exiting_.load(std::memory_order_acquire); }
+
+  // Called on a task's own thread as its run loop ends. `code` is its
+  // exit(2) status, used as the group's if it is the last task and the
+  // group was not already exiting.
+  void TaskExited(Task* task, int code);
+
+  // Blocks until every task has exited; returns the exit status.
+  ExitStatus WaitDead() const;
+  std::optional<ExitStatus> exit_status() const;
+
+ private:
+  Kernel& kernel_;
+  ThreadGroup* const parent_;
+  std::atomic<ThreadId> tgid_{0};
+  std::atomic<bool> exiting_{false};
+
+  mutable absl::Mutex mu_;
+  std::string exe_path_ ABSL_GUARDED_BY(mu_);
+  LimitSet limits_ ABSL_GUARDED_BY(mu_);
+  std::array<abi::KernelSigaction, abi::kNumSignals + 1> actions_
+      ABSL_GUARDED_BY(mu_) = {};
+  std::vector<Task*> tasks_ ABSL_GUARDED_BY(mu_);
+  std::optional<ExitStatus> exit_status_ ABSL_GUARDED_BY(mu_);
+  bool dead_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace sandbox::kernel
+
+#endif  // SENTRY_KERNEL_THREAD_GROUP_H_

@@ -1,0 +1,133 @@
+// Typed syscall arguments.
+//
+// Handlers take typed parameters instead of raw registers:
+//
+//   KResult<uint64_t> Read(Task& t, Fd fd, UserAddr buf, uint64_t count);
+//
+// and the table decodes each register with ArgTraits<T>::Decode. Guest
+// memory is reached only through the copy helpers (UserPtr<T>::CopyIn,
+// UserCString::CopyIn, Task::CopyIn/CopyOut). ArgTraits<T>::Format renders
+// an argument for --strace, so strace decoding follows from the types.
+#ifndef SENTRY_SYSCALLS_ARGS_H_
+#define SENTRY_SYSCALLS_ARGS_H_
+
+#include <stdint.h>
+
+#include <string>
+#include <type_traits>
+
+#include "sentry/abi/linux.h"
+#include "sentry/base/result.h"
+#include "sentry/kernel/syscall_dispatcher.h"
+#include "sentry/kernel/task.h"
+
+namespace sandbox::syscalls {
+
+using kernel::SyscallArgs;
+using kernel::Task;
+
+// The result of every handler: the value for rax, or an Errno.
+using SyscallResult = KResult<uint64_t>;
+
+// A file descriptor number (the low 32 bits, signed, as Linux reads it).
+struct Fd {
+  int32_t fd;
+};
+
+// An address in the guest, not dereferenced by the handler itself.
+struct UserAddr {
+  uint64_t addr;
+  bool null() const { return addr == 0; }
+};
+
+// A guest pointer to a T: copy-in/copy-out of exactly sizeof(T) bytes.
+template <typename T>
+struct UserPtr {
+  static_assert(std::is_trivially_copyable_v<T>);
+  uint64_t addr;
+  bool null() const { return addr == 0; }
+  KResult<T> CopyIn(Task& t) const { return t.CopyInObj<T>(addr); }
+  KResult<void> CopyOut(Task& t, const T& v) const {
+    return t.CopyOutObj<T>(addr, v);
+  }
+};
+
+// A NUL-terminated guest string.
+struct UserCString {
+  uint64_t addr;
+  // ENAMETOOLONG if longer than max_len, EFAULT on a bad address.
+  KResult<std::string> CopyIn(Task& t, size_t max_len = abi::kPathMax) const {
+    return t.CopyInString(addr, max_len);
+  }
+};
+
+// An input buffer whose length is the next argument (write, pwrite64):
+// strace shows its start.
+struct UserInBuf {
+  uint64_t addr;
+};
+
+// Flag words: strace shows them in hex.
+struct Flags {
+  uint64_t v;
+};
+
+template <typename T, typename = void>
+struct ArgTraits;
+
+template <typename T>
+struct ArgTraits<T, std::enable_if_t<std::is_integral_v<T>>> {
+  static T Decode(uint64_t v) { return static_cast<T>(v); }
+  static std::string Format(Task&, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<Fd> {
+  static Fd Decode(uint64_t v) { return Fd{static_cast<int32_t>(v)}; }
+  static std::string Format(Task&, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<UserAddr> {
+  static UserAddr Decode(uint64_t v) { return UserAddr{v}; }
+  static std::string Format(Task&, const SyscallArgs& a, int i);
+};
+
+template <typename T>
+struct ArgTraits<UserPtr<T>> {
+  static UserPtr<T> Decode(uint64_t v) { return UserPtr<T>{v}; }
+  static std::string Format(Task& t, const SyscallArgs& a, int i) {
+    return ArgTraits<UserAddr>::Format(t, a, i);
+  }
+};
+
+template <>
+struct ArgTraits<UserCString> {
+  static UserCString Decode(uint64_t v) { return UserCString{v}; }
+  static std::string Format(Task& t, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<UserInBuf> {
+  static UserInBuf Decode(uint64_t v) { return UserInBuf{v}; }
+  static std::string Format(Task& t, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<Flags> {
+  static Flags Decode(uint64_t v) { return Flags{v}; }
+  static std::string Format(Task&, const SyscallArgs& a, int i);
+};
+
+// Renders an integer argument (signed types as signed).
+std::string FormatInteger(uint64_t v, bool is_signed, size_t size);
+
+template <typename T>
+std::string ArgTraits<T, std::enable_if_t<std::is_integral_v<T>>>::Format(
+    Task&, const SyscallArgs& a, int i) {
+  return FormatInteger(a.v[i], std::is_signed_v<T>, sizeof(T));
+}
+
+}  // namespace sandbox::syscalls
+
+#endif  // SENTRY_SYSCALLS_ARGS_H_

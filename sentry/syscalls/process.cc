@@ -1,0 +1,190 @@
+// Process syscalls: IDs, exit, thread bookkeeping, limits, uname, sysinfo,
+// arch_prctl.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "sentry/abi/syscalls.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/syscalls/table.h"
+
+namespace sandbox::syscalls {
+namespace {
+
+using kernel::ExitStatus;
+
+// getpid(2).
+SyscallResult Getpid(Task& t) {
+  return static_cast<uint64_t>(t.thread_group().tgid());
+}
+
+// gettid(2).
+SyscallResult Gettid(Task& t) { return static_cast<uint64_t>(t.tid()); }
+
+// getppid(2): 0 for init, whose parent is outside the sandbox.
+SyscallResult Getppid(Task& t) {
+  kernel::ThreadGroup* parent = t.thread_group().parent();
+  return static_cast<uint64_t>(parent != nullptr ? parent->tgid() : 0);
+}
+
+// exit(2): ends the calling thread; the last thread's status is the
+// process's.
+SyscallResult Exit(Task& t, int32_t status) {
+  t.ExitThread(status & 0xff);
+  return uint64_t{0};
+}
+
+// exit_group(2).
+SyscallResult ExitGroup(Task& t, int32_t status) {
+  t.thread_group().ExitGroup(ExitStatus::Exited(status));
+  return uint64_t{0};
+}
+
+// set_tid_address(2).
+SyscallResult SetTidAddress(Task& t, UserAddr tidptr) {
+  t.set_clear_child_tid(tidptr.addr);
+  return static_cast<uint64_t>(t.tid());
+}
+
+// set_robust_list(2): recorded; robust futexes are walked when futexes
+// exist.
+SyscallResult SetRobustList(Task& t, UserAddr head, uint64_t len) {
+  if (len != abi::kRobustListHeadSize) return kEINVAL;
+  t.set_robust_list(head.addr);
+  return uint64_t{0};
+}
+
+KResult<uint64_t> DoPrlimit(Task& t, int32_t pid, int32_t resource,
+                            UserPtr<abi::Rlimit64> new_limit,
+                            UserPtr<abi::Rlimit64> old_limit) {
+  if (resource < 0 || resource >= abi::kRlimNlimits) return kEINVAL;
+  // Only this process until the PID namespace holds others to look up.
+  if (pid != 0 && pid != t.thread_group().tgid()) return kESRCH;
+  kernel::ThreadGroup& tg = t.thread_group();
+  abi::Rlimit64 old = tg.GetLimit(resource);
+  if (!new_limit.null()) {
+    TRY(abi::Rlimit64 lim, new_limit.CopyIn(t));
+    TRY(old, tg.SetLimit(resource, lim,
+                         t.creds().HasCapability(kernel::kCapSysResource)));
+  }
+  if (!old_limit.null()) TRY_VOID(old_limit.CopyOut(t, old));
+  return uint64_t{0};
+}
+
+// prlimit64(2).
+SyscallResult Prlimit64(Task& t, int32_t pid, int32_t resource,
+                        UserPtr<abi::Rlimit64> new_limit,
+                        UserPtr<abi::Rlimit64> old_limit) {
+  return DoPrlimit(t, pid, resource, new_limit, old_limit);
+}
+
+// getrlimit(2).
+SyscallResult Getrlimit(Task& t, int32_t resource,
+                        UserPtr<abi::Rlimit64> old_limit) {
+  if (resource < 0 || resource >= abi::kRlimNlimits) return kEINVAL;
+  return old_limit.CopyOut(t, t.thread_group().GetLimit(resource)).ok()
+             ? SyscallResult(uint64_t{0})
+             : SyscallResult(kEFAULT);
+}
+
+// setrlimit(2).
+SyscallResult Setrlimit(Task& t, int32_t resource,
+                        UserPtr<abi::Rlimit64> new_limit) {
+  return DoPrlimit(t, 0, resource, new_limit, UserPtr<abi::Rlimit64>{0});
+}
+
+void CopyField(char (&dst)[abi::kUtsLen], const std::string& src) {
+  size_t n = std::min(src.size(), abi::kUtsLen - 1);
+  memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+// uname(2).
+SyscallResult Uname(Task& t, UserPtr<abi::Utsname> buf) {
+  const kernel::KernelOptions& o = t.kernel().options();
+  abi::Utsname u = {};
+  CopyField(u.sysname, "Linux");
+  CopyField(u.nodename, o.hostname);
+  CopyField(u.release, o.release);
+  CopyField(u.version, o.version);
+  CopyField(u.machine, "x86_64");
+  CopyField(u.domainname, o.domainname);
+  TRY_VOID(buf.CopyOut(t, u));
+  return uint64_t{0};
+}
+
+// sysinfo(2): uptime and process count are the sandbox's; memory figures
+// are the host's (no per-sandbox accounting yet); loads are 0.
+SyscallResult Sysinfo(Task& t, UserPtr<abi::Sysinfo> buf) {
+  abi::Sysinfo si = {};
+  si.uptime = t.kernel().UptimeNs() / 1000000000;
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long avail = sysconf(_SC_AVPHYS_PAGES);
+  long psz = sysconf(_SC_PAGESIZE);
+  si.totalram = pages > 0 ? static_cast<uint64_t>(pages) * psz : 0;
+  si.freeram = avail > 0 ? static_cast<uint64_t>(avail) * psz : 0;
+  si.procs = static_cast<uint16_t>(
+      std::min<size_t>(t.kernel().TaskCount(), UINT16_MAX));
+  si.mem_unit = 1;
+  TRY_VOID(buf.CopyOut(t, si));
+  return uint64_t{0};
+}
+
+// arch_prctl(2).
+SyscallResult ArchPrctl(Task& t, int32_t code, UserAddr addr) {
+  user_regs_struct& regs = t.cpu().regs;
+  switch (code) {
+    case abi::kArchSetFs:
+      // Linux: EPERM for an address outside user space.
+      if (addr.addr >= 0x7ffffffff000) return kEPERM;
+      regs.fs_base = addr.addr;
+      return uint64_t{0};
+    case abi::kArchGetFs:
+      TRY_VOID(t.CopyOutObj<uint64_t>(addr.addr, regs.fs_base));
+      return uint64_t{0};
+    case abi::kArchSetGs:
+    case abi::kArchGetGs:
+      // The platform does not carry gs_base across switches yet.
+      return kEINVAL;
+    case abi::kArchGetCpuid:
+      return uint64_t{1};  // CPUID is available (emulated).
+    case abi::kArchSetCpuid:
+      return kENODEV;  // No CPUID faulting control for the guest.
+    default:
+      return kEINVAL;
+  }
+}
+
+// sched_yield(2).
+SyscallResult SchedYield(Task&) { return uint64_t{0}; }
+
+}  // namespace
+
+void RegisterProcessSyscalls(SyscallTable& t) {
+  using namespace abi;  // NOLINT: nr::
+  t.Full<&Getpid>(nr::getpid);
+  t.Full<&Gettid>(nr::gettid);
+  t.Full<&Getppid>(nr::getppid);
+  t.Partial<&Exit>(nr::exit, "clear_child_tid is not written (no futexes)");
+  t.Full<&ExitGroup>(nr::exit_group);
+  t.Full<&SetTidAddress>(nr::set_tid_address);
+  t.Partial<&SetRobustList>(nr::set_robust_list,
+                            "recorded; robust futexes are not walked");
+  t.Unsupported(nr::rseq, kENOSYS, "as a kernel without CONFIG_RSEQ");
+  t.Partial<&Prlimit64>(nr::prlimit64,
+                        "own process only (ESRCH otherwise); limits other "
+                        "than RLIMIT_NOFILE are recorded, not enforced");
+  t.Partial<&Getrlimit>(nr::getrlimit, "as prlimit64");
+  t.Partial<&Setrlimit>(nr::setrlimit, "as prlimit64");
+  t.Full<&Uname>(nr::uname);
+  t.Partial<&Sysinfo>(nr::sysinfo,
+                      "memory figures are the host's; loads and swap 0");
+  t.Partial<&ArchPrctl>(nr::arch_prctl,
+                        "ARCH_SET_FS, ARCH_GET_FS, ARCH_GET_CPUID; "
+                        "ARCH_SET_GS/ARCH_GET_GS EINVAL");
+  t.Full<&SchedYield>(nr::sched_yield);
+}
+
+}  // namespace sandbox::syscalls

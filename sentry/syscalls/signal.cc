@@ -1,0 +1,71 @@
+// Signal syscalls: actions and masks are recorded; delivery comes with the
+// signals issue.
+#include <signal.h>
+
+#include "sentry/abi/syscalls.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/syscalls/table.h"
+
+namespace sandbox::syscalls {
+namespace {
+
+constexpr uint64_t SigBit(int sig) { return uint64_t{1} << (sig - 1); }
+constexpr uint64_t kUnblockable = SigBit(SIGKILL) | SigBit(SIGSTOP);
+
+// rt_sigaction(2).
+SyscallResult RtSigaction(Task& t, int32_t sig,
+                          UserPtr<abi::KernelSigaction> act,
+                          UserPtr<abi::KernelSigaction> oldact,
+                          uint64_t sigsetsize) {
+  if (sigsetsize != abi::kSigsetSize) return kEINVAL;
+  if (sig < 1 || sig > abi::kNumSignals) return kEINVAL;
+  abi::KernelSigaction next = {};
+  if (!act.null()) {
+    if (sig == SIGKILL || sig == SIGSTOP) return kEINVAL;
+    TRY(next, act.CopyIn(t));
+    next.mask &= ~kUnblockable;
+  }
+  abi::KernelSigaction old = t.thread_group().GetAction(sig);
+  if (!oldact.null()) TRY_VOID(oldact.CopyOut(t, old));
+  if (!act.null()) t.thread_group().SetAction(sig, next);
+  return uint64_t{0};
+}
+
+// rt_sigprocmask(2).
+SyscallResult RtSigprocmask(Task& t, int32_t how, UserPtr<uint64_t> set,
+                            UserPtr<uint64_t> oldset, uint64_t sigsetsize) {
+  if (sigsetsize != abi::kSigsetSize) return kEINVAL;
+  uint64_t old = t.signal_mask();
+  uint64_t next = old;
+  if (!set.null()) {
+    TRY(uint64_t s, set.CopyIn(t));
+    switch (how) {
+      case SIG_BLOCK:
+        next = old | s;
+        break;
+      case SIG_UNBLOCK:
+        next = old & ~s;
+        break;
+      case SIG_SETMASK:
+        next = s;
+        break;
+      default:
+        return kEINVAL;
+    }
+  }
+  if (!oldset.null()) TRY_VOID(oldset.CopyOut(t, old));
+  t.set_signal_mask(next & ~kUnblockable);
+  return uint64_t{0};
+}
+
+}  // namespace
+
+void RegisterSignalSyscalls(SyscallTable& t) {
+  using namespace abi;  // NOLINT: nr::
+  t.Partial<&RtSigaction>(nr::rt_sigaction,
+                          "recorded; handlers are not delivered yet");
+  t.Partial<&RtSigprocmask>(nr::rt_sigprocmask,
+                            "recorded; no signal is queued yet");
+}
+
+}  // namespace sandbox::syscalls

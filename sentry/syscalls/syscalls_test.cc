@@ -1,0 +1,384 @@
+// Handlers run through the table against a real MemoryManager on a fake
+// platform (no guest code runs).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "sentry/abi/syscalls.h"
+#include "sentry/fs/host/host_file.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/log.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/mm/testing/fake_platform.h"
+#include "sentry/syscalls/table.h"
+
+namespace sandbox::syscalls {
+namespace {
+
+namespace nr = abi::nr;
+
+class SyscallsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Init(kernel::Credentials::Root()); }
+
+  void Init(kernel::Credentials creds) {
+    table_ = SyscallTable::CreateLinux64();
+    table_->SetStraceOptions({.log_calls = false, .count = true});
+    kernel_ = std::make_unique<kernel::Kernel>(&platform_, *table_,
+                                               kernel::KernelOptions{});
+    auto mm = mm::MemoryManager::Create(platform_, {.randomize = false});
+    ASSERT_TRUE(mm.ok());
+    kernel::NewProcessArgs args;
+    args.exe_path = "/bin/guest";
+    args.creds = std::move(creds);
+    args.mm = std::move(mm).value();
+    auto task = kernel_->NewProcess(std::move(args));
+    ASSERT_TRUE(task.ok());
+    task_ = task.value();
+    // A scratch page for arguments.
+    auto a = Call(nr::mmap, 0, 4 * 4096, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0);
+    ASSERT_TRUE(a.ok());
+    buf_ = a.value();
+  }
+
+  KResult<uint64_t> Call(int n, uint64_t a0 = 0, uint64_t a1 = 0,
+                         uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0,
+                         uint64_t a5 = 0) {
+    kernel::SyscallArgs args{{a0, a1, a2, a3, a4, a5}};
+    return table_->Dispatch(*task_, n, args);
+  }
+
+  void Put(uint64_t addr, const void* p, size_t n) {
+    ASSERT_TRUE(task_->CopyOutFull(addr, p, n).ok());
+  }
+  void PutString(uint64_t addr, const std::string& s) {
+    Put(addr, s.c_str(), s.size() + 1);
+  }
+  template <typename T>
+  T Get(uint64_t addr) {
+    T v{};
+    EXPECT_TRUE(task_->CopyInFull(addr, &v, sizeof(T)).ok());
+    return v;
+  }
+
+  // Installs a pipe's ends as guest fds; returns the host ends kept.
+  void InstallPipe(int read_fd_guest, int write_fd_guest, int* host_read,
+                   int* host_write) {
+    int p[2], q[2];
+    ASSERT_EQ(pipe(p), 0);
+    ASSERT_EQ(pipe(q), 0);
+    // Guest reads from p[0] (test writes p[1]); guest writes q[1] (test
+    // reads q[0]).
+    auto r = fs::host::HostFile::Create(p[0]);
+    auto w = fs::host::HostFile::Create(q[1]);
+    ASSERT_TRUE(r.ok() && w.ok());
+    ASSERT_TRUE(task_->fd_table().InstallAt(read_fd_guest, r.value(), false,
+                                            1024).ok());
+    ASSERT_TRUE(task_->fd_table().InstallAt(write_fd_guest, w.value(), false,
+                                            1024).ok());
+    *host_write = p[1];
+    *host_read = q[0];
+  }
+
+  static uint64_t Neg(Errno e) { return static_cast<uint64_t>(-e.number()); }
+
+  mm::testing::FakePlatform platform_;
+  std::unique_ptr<SyscallTable> table_;
+  std::unique_ptr<kernel::Kernel> kernel_;
+  kernel::Task* task_ = nullptr;
+  uint64_t buf_ = 0;
+};
+
+TEST_F(SyscallsTest, Ids) {
+  EXPECT_EQ(Call(nr::getpid).value(), 1u);
+  EXPECT_EQ(Call(nr::gettid).value(), 1u);
+  EXPECT_EQ(Call(nr::getppid).value(), 0u);
+  EXPECT_EQ(Call(nr::getuid).value(), 0u);
+  EXPECT_EQ(Call(nr::getegid).value(), 0u);
+  EXPECT_EQ(Call(nr::set_tid_address, buf_).value(), 1u);
+  EXPECT_EQ(task_->clear_child_tid(), buf_);
+  EXPECT_EQ(Call(nr::set_robust_list, buf_, 24).value(), 0u);
+  EXPECT_EQ(Call(nr::set_robust_list, buf_, 23).error(), kEINVAL);
+  ASSERT_TRUE(Call(nr::getresuid, buf_, buf_ + 4, buf_ + 8).ok());
+  EXPECT_EQ(Call(nr::getresuid, buf_, 8, buf_ + 8).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::getgroups, 0, 0).value(), 0u);
+}
+
+TEST_F(SyscallsTest, UnknownAndUnsupported) {
+  EXPECT_EQ(Call(nr::rseq, buf_, 32, 0, 0).error(), kENOSYS);
+  EXPECT_EQ(Call(nr::fork).error(), kENOSYS);
+  EXPECT_EQ(Call(400).error(), kENOSYS);
+  EXPECT_EQ(Call(100000).error(), kENOSYS);
+  EXPECT_EQ(table_->Lookup(nr::fork), nullptr);
+  ASSERT_NE(table_->Lookup(nr::rseq), nullptr);
+  EXPECT_EQ(table_->Lookup(nr::rseq)->support, Support::kUnsupported);
+  EXPECT_EQ(table_->Lookup(nr::read)->support, Support::kFull);
+  EXPECT_EQ(table_->CallCount(nr::rseq), 1u);
+  std::string s = table_->Summary();
+  EXPECT_NE(s.find("rseq"), std::string::npos) << s;
+  EXPECT_NE(s.find("(out of range)"), std::string::npos) << s;
+}
+
+TEST_F(SyscallsTest, WriteReadThroughHostPipes) {
+  int host_read, host_write;
+  InstallPipe(0, 1, &host_read, &host_write);
+  PutString(buf_, "hello");
+  EXPECT_EQ(Call(nr::write, 1, buf_, 5).value(), 5u);
+  char out[16] = {};
+  ASSERT_EQ(read(host_read, out, sizeof(out)), 5);
+  EXPECT_STREQ(out, "hello");
+  // A bad pointer is EFAULT and writes nothing.
+  EXPECT_EQ(Call(nr::write, 1, 8, 5).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::write, 1, 0xffffffffffff0000, 5).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::write, 0, buf_, 5).error(), kEBADF);  // Read end.
+  EXPECT_EQ(Call(nr::write, 7, buf_, 5).error(), kEBADF);
+  EXPECT_EQ(Call(nr::write, 1, buf_, 0).value(), 0u);
+
+  ASSERT_EQ(write(host_write, "abc", 3), 3);
+  EXPECT_EQ(Call(nr::read, 0, buf_ + 100, 10).value(), 3u);
+  EXPECT_EQ(Get<char>(buf_ + 102), 'c');
+  ASSERT_EQ(write(host_write, "d", 1), 1);
+  EXPECT_EQ(Call(nr::read, 0, 16, 10).error(), kEFAULT);
+
+  // writev gathers.
+  abi::Iovec iov[2] = {{buf_, 2}, {buf_ + 3, 2}};
+  Put(buf_ + 200, iov, sizeof(iov));
+  EXPECT_EQ(Call(nr::writev, 1, buf_ + 200, 2).value(), 4u);
+  ASSERT_EQ(read(host_read, out, sizeof(out)), 4);
+  EXPECT_EQ(std::string(out, 4), "helo");
+  EXPECT_EQ(Call(nr::writev, 1, buf_ + 200, -1).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::writev, 1, buf_ + 200, 1025).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::writev, 1, 8, 1).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::pwrite64, 1, buf_, 1, 0).error(), kESPIPE);
+  EXPECT_EQ(Call(nr::pread64, 0, buf_, 1, -1).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::lseek, 0, 0, SEEK_SET).error(), kESPIPE);
+  EXPECT_EQ(Call(nr::lseek, 0, 0, 17).error(), kEINVAL);
+  close(host_read);
+  close(host_write);
+}
+
+TEST_F(SyscallsTest, StatAndIoctlAndReadlink) {
+  int host_read, host_write;
+  InstallPipe(0, 1, &host_read, &host_write);
+  ASSERT_TRUE(Call(nr::fstat, 1, buf_).ok());
+  EXPECT_TRUE(S_ISFIFO(Get<abi::Stat>(buf_).st_mode));
+  EXPECT_EQ(Call(nr::fstat, 9, buf_).error(), kEBADF);
+  EXPECT_EQ(Call(nr::fstat, 1, 8).error(), kEFAULT);
+  PutString(buf_ + 1000, "");
+  ASSERT_TRUE(Call(nr::newfstatat, 1, buf_ + 1000, buf_, AT_EMPTY_PATH).ok());
+  EXPECT_EQ(Call(nr::newfstatat, 1, buf_ + 1000, buf_, 0).error(), kENOENT);
+  EXPECT_EQ(Call(nr::newfstatat, 1, buf_ + 1000, buf_, 0x40000).error(),
+            kEINVAL);
+  PutString(buf_ + 1000, "/etc/passwd");
+  EXPECT_EQ(Call(nr::newfstatat, AT_FDCWD, buf_ + 1000, buf_, 0).error(),
+            kENOENT);
+  EXPECT_EQ(Call(nr::ioctl, 1, 0x5401 /* TCGETS */, buf_).error(), kENOTTY);
+  EXPECT_EQ(Call(nr::ioctl, 1, 0x5451 /* FIOCLEX */, 0).value(), 0u);
+  EXPECT_EQ(Call(nr::fcntl, 1, F_GETFD).value(), uint64_t{FD_CLOEXEC});
+
+  PutString(buf_ + 1000, "/proc/self/exe");
+  EXPECT_EQ(Call(nr::readlink, buf_ + 1000, buf_, 100).value(), 10u);
+  char link[11] = {};
+  ASSERT_TRUE(task_->CopyInFull(buf_, link, 10).ok());
+  EXPECT_STREQ(link, "/bin/guest");
+  EXPECT_EQ(Call(nr::readlink, buf_ + 1000, buf_, 4).value(), 4u);
+  EXPECT_EQ(Call(nr::readlink, buf_ + 1000, buf_, 0).error(), kEINVAL);
+  PutString(buf_ + 1000, "/proc/1/exe");
+  EXPECT_EQ(Call(nr::readlinkat, AT_FDCWD, buf_ + 1000, buf_, 100).value(),
+            10u);
+  PutString(buf_ + 1000, "/proc/2/exe");
+  EXPECT_EQ(Call(nr::readlink, buf_ + 1000, buf_, 100).error(), kENOENT);
+  EXPECT_EQ(Call(nr::readlink, 8, buf_, 100).error(), kEFAULT);
+  close(host_read);
+  close(host_write);
+}
+
+TEST_F(SyscallsTest, DupCloseFcntl) {
+  int host_read, host_write;
+  InstallPipe(0, 1, &host_read, &host_write);
+  EXPECT_EQ(Call(nr::dup, 1).value(), 2u);
+  EXPECT_EQ(Call(nr::dup2, 1, 10).value(), 10u);
+  EXPECT_EQ(Call(nr::dup2, 10, 10).value(), 10u);
+  EXPECT_EQ(Call(nr::dup2, 11, 11).error(), kEBADF);
+  EXPECT_EQ(Call(nr::dup3, 1, 1, 0).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::dup3, 1, 12, O_CLOEXEC).value(), 12u);
+  EXPECT_EQ(Call(nr::dup3, 1, 13, O_NONBLOCK).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::fcntl, 12, F_GETFD).value(), uint64_t{FD_CLOEXEC});
+  EXPECT_EQ(Call(nr::fcntl, 1, F_DUPFD, 5).value(), 5u);
+  EXPECT_EQ(Call(nr::fcntl, 1, F_DUPFD_CLOEXEC, 5).value(), 6u);
+  EXPECT_EQ(Call(nr::fcntl, 1, F_DUPFD, 1024).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::fcntl, 1, F_GETFL).value(), uint64_t{O_WRONLY});
+  EXPECT_EQ(Call(nr::fcntl, 1, F_SETFL, O_NONBLOCK | O_APPEND).value(), 0u);
+  // The guest's flag is set; the host description is untouched.
+  EXPECT_EQ(Call(nr::fcntl, 2, F_GETFL).value(),
+            uint64_t{O_WRONLY | O_NONBLOCK | O_APPEND});
+  EXPECT_EQ(Call(nr::close, 1).value(), 0u);
+  EXPECT_EQ(Call(nr::close, 1).error(), kEBADF);
+  EXPECT_EQ(Call(nr::dup2, 2, 1024).error(), kEBADF);
+  close(host_read);
+  close(host_write);
+}
+
+TEST_F(SyscallsTest, Limits) {
+  ASSERT_TRUE(Call(nr::prlimit64, 0, RLIMIT_NOFILE, 0, buf_).ok());
+  auto l = Get<abi::Rlimit64>(buf_);
+  EXPECT_EQ(l.rlim_cur, 1024u);
+  EXPECT_EQ(l.rlim_max, 4096u);
+  EXPECT_EQ(Call(nr::prlimit64, 0, 99, 0, buf_).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::prlimit64, 42, RLIMIT_NOFILE, 0, buf_).error(), kESRCH);
+  Put(buf_, &(const abi::Rlimit64&)abi::Rlimit64{3, 3}, 16);
+  ASSERT_TRUE(Call(nr::prlimit64, 1, RLIMIT_NOFILE, buf_, buf_ + 16).ok());
+  EXPECT_EQ(Get<abi::Rlimit64>(buf_ + 16).rlim_cur, 1024u);
+  // With a limit of 3, fd 3 cannot be made.
+  int host_read, host_write;
+  InstallPipe(0, 1, &host_read, &host_write);
+  EXPECT_EQ(Call(nr::dup, 1).value(), 2u);
+  EXPECT_EQ(Call(nr::dup, 1).error(), kEMFILE);
+  Put(buf_, &(const abi::Rlimit64&)abi::Rlimit64{5, 4}, 16);
+  EXPECT_EQ(Call(nr::prlimit64, 0, RLIMIT_NOFILE, buf_, 0).error(), kEINVAL);
+  close(host_read);
+  close(host_write);
+}
+
+TEST_F(SyscallsTest, RaisingHardLimitNeedsCapability) {
+  Init(kernel::Credentials::User(1000, 1000, {5, 3}));
+  EXPECT_EQ(Call(nr::getuid).value(), 1000u);
+  EXPECT_EQ(Call(nr::getgroups, 2, buf_).value(), 2u);
+  EXPECT_EQ(Get<uint32_t>(buf_), 3u);
+  EXPECT_EQ(Call(nr::getgroups, 1, buf_).error(), kEINVAL);
+  Put(buf_, &(const abi::Rlimit64&)abi::Rlimit64{1024, 8192}, 16);
+  EXPECT_EQ(Call(nr::prlimit64, 0, RLIMIT_NOFILE, buf_, 0).error(), kEPERM);
+}
+
+TEST_F(SyscallsTest, UnameSysinfoTime) {
+  ASSERT_TRUE(Call(nr::uname, buf_).ok());
+  auto u = Get<abi::Utsname>(buf_);
+  EXPECT_STREQ(u.sysname, "Linux");
+  EXPECT_STREQ(u.machine, "x86_64");
+  EXPECT_EQ(Call(nr::uname, 0).error(), kEFAULT);
+  ASSERT_TRUE(Call(nr::sysinfo, buf_).ok());
+  EXPECT_EQ(Get<abi::Sysinfo>(buf_).procs, 1);
+  EXPECT_EQ(Get<abi::Sysinfo>(buf_).mem_unit, 1u);
+  ASSERT_TRUE(Call(nr::clock_gettime, CLOCK_MONOTONIC, buf_).ok());
+  EXPECT_EQ(Call(nr::clock_gettime, 77, buf_).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::clock_gettime, CLOCK_REALTIME, 8).error(), kEFAULT);
+  ASSERT_TRUE(Call(nr::gettimeofday, buf_, buf_ + 16).ok());
+  EXPECT_GT(Get<abi::Timeval>(buf_).tv_sec, 1600000000);
+  EXPECT_GT(Call(nr::time, 0).value(), 1600000000u);
+  Put(buf_, &(const abi::Timespec&)abi::Timespec{0, 1000}, 16);
+  EXPECT_EQ(Call(nr::nanosleep, buf_, 0).value(), 0u);
+  Put(buf_, &(const abi::Timespec&)abi::Timespec{0, 1000000000}, 16);
+  EXPECT_EQ(Call(nr::nanosleep, buf_, 0).error(), kEINVAL);
+}
+
+TEST_F(SyscallsTest, Signals) {
+  abi::KernelSigaction act = {.handler = 1 /* SIG_IGN */,
+                              .mask = ~uint64_t{0}};
+  Put(buf_, &act, sizeof(act));
+  EXPECT_EQ(Call(nr::rt_sigaction, SIGINT, buf_, buf_ + 64, 7).error(),
+            kEINVAL);
+  EXPECT_EQ(Call(nr::rt_sigaction, SIGKILL, buf_, 0, 8).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::rt_sigaction, 65, buf_, 0, 8).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::rt_sigaction, SIGINT, buf_, buf_ + 64, 8).value(), 0u);
+  EXPECT_EQ(Get<abi::KernelSigaction>(buf_ + 64).handler, 0u);
+  EXPECT_EQ(task_->thread_group().GetAction(SIGINT).handler, 1u);
+  // SIGKILL and SIGSTOP are never in a mask.
+  EXPECT_EQ(task_->thread_group().GetAction(SIGINT).mask & (1u << 8), 0u);
+  EXPECT_EQ(Call(nr::rt_sigaction, SIGKILL, 0, buf_ + 64, 8).value(), 0u);
+
+  uint64_t set = ~uint64_t{0};
+  Put(buf_, &set, 8);
+  EXPECT_EQ(Call(nr::rt_sigprocmask, SIG_BLOCK, buf_, 0, 8).value(), 0u);
+  EXPECT_EQ(task_->signal_mask(),
+            ~((uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1))));
+  EXPECT_EQ(Call(nr::rt_sigprocmask, 7, buf_, 0, 8).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::rt_sigprocmask, 7, 0, buf_ + 8, 8).value(), 0u);
+  EXPECT_EQ(Call(nr::rt_sigprocmask, SIG_SETMASK, buf_, 0, 4).error(),
+            kEINVAL);
+}
+
+TEST_F(SyscallsTest, ArchPrctlAndRandom) {
+  EXPECT_EQ(Call(nr::arch_prctl, 0x1002, 0x12345000).value(), 0u);
+  EXPECT_EQ(task_->cpu().regs.fs_base, 0x12345000u);
+  EXPECT_EQ(Call(nr::arch_prctl, 0x1003, buf_).value(), 0u);
+  EXPECT_EQ(Get<uint64_t>(buf_), 0x12345000u);
+  EXPECT_EQ(Call(nr::arch_prctl, 0x1002, 0x800000000000).error(), kEPERM);
+  EXPECT_EQ(Call(nr::arch_prctl, 0x9999, 0).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::getrandom, buf_, 16, 0).value(), 16u);
+  EXPECT_EQ(Call(nr::getrandom, buf_, 16, 6).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::getrandom, buf_, 16, 8).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::getrandom, 8, 16, 0).error(), kEFAULT);
+}
+
+TEST_F(SyscallsTest, Memory) {
+  task_->mm().SetBrkStart(0x600000);
+  uint64_t brk0 = Call(nr::brk, 0).value();
+  EXPECT_EQ(brk0, 0x600000u);
+  EXPECT_EQ(Call(nr::brk, brk0 + 8192).value(), brk0 + 8192);
+  auto m = Call(nr::mmap, 0, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+                static_cast<uint64_t>(-1), 0);
+  ASSERT_TRUE(m.ok());
+  // Read-only: a copy-out (the kernel writing for the guest) fails.
+  EXPECT_EQ(Call(nr::clock_gettime, CLOCK_REALTIME, m.value()).error(),
+            kEFAULT);
+  EXPECT_EQ(Call(nr::mprotect, m.value(), 8192, PROT_READ | PROT_WRITE).value(),
+            0u);
+  EXPECT_EQ(Call(nr::clock_gettime, CLOCK_REALTIME, m.value()).value(), 0u);
+  EXPECT_EQ(Call(nr::munmap, m.value(), 8192).value(), 0u);
+  EXPECT_EQ(Call(nr::clock_gettime, CLOCK_REALTIME, m.value()).error(),
+            kEFAULT);
+  EXPECT_EQ(Call(nr::mmap, 0, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+                 static_cast<uint64_t>(-1), 0).error(),
+            kEINVAL);
+  // A file mapping of a missing FD.
+  EXPECT_EQ(Call(nr::mmap, 0, 4096, PROT_READ, MAP_PRIVATE, 55, 0).error(),
+            kEBADF);
+}
+
+TEST_F(SyscallsTest, ExitGroupAndExit) {
+  EXPECT_FALSE(task_->thread_group().exiting());
+  EXPECT_EQ(Call(nr::exit_group, 300).value(), 0u);
+  EXPECT_TRUE(task_->thread_group().exiting());
+  auto st = task_->thread_group().exit_status();
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->ShellStatus(), 300 & 0xff);
+  EXPECT_EQ(kernel::ExitStatus::Killed(SIGSEGV).ShellStatus(), 139);
+  EXPECT_EQ(kernel::ExitStatus::Killed(SIGSEGV, true).WaitStatus(), 0x8b);
+  EXPECT_EQ(kernel::ExitStatus::Exited(3).WaitStatus(), 0x300);
+}
+
+TEST_F(SyscallsTest, StraceLine) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  kernel::SetLogFds(2, p[1]);
+  table_->SetStraceOptions({.log_calls = true, .count = true});
+  int host_read, host_write;
+  InstallPipe(0, 1, &host_read, &host_write);
+  PutString(buf_, "hi\n");
+  EXPECT_EQ(Call(nr::write, 1, buf_, 3).value(), 3u);
+  EXPECT_EQ(Call(nr::close, 99).error(), kEBADF);
+  kernel::SetLogFds(2, 2);
+  close(p[1]);
+  char out[512] = {};
+  ASSERT_GT(read(p[0], out, sizeof(out) - 1), 0);
+  std::string s(out);
+  EXPECT_NE(s.find("[    1] write(1, \"hi\\n\", 3) = 3\n"), std::string::npos)
+      << s;
+  EXPECT_NE(s.find("close(99) = -1 EBADF (Bad file descriptor)"),
+            std::string::npos)
+      << s;
+  close(p[0]);
+  close(host_read);
+  close(host_write);
+}
+
+}  // namespace
+}  // namespace sandbox::syscalls

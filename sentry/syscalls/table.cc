@@ -1,0 +1,169 @@
+#include "sentry/syscalls/table.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "sentry/kernel/log.h"
+
+namespace sandbox::syscalls {
+
+SyscallTable::SyscallTable() {
+  for (int nr = 0; nr < abi::kMaxSyscall; ++nr) {
+    entries_[nr].name = abi::SyscallName(nr);
+  }
+}
+
+std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
+  auto t = std::make_unique<SyscallTable>();
+  RegisterFileSyscalls(*t);
+  RegisterMmSyscalls(*t);
+  RegisterProcessSyscalls(*t);
+  RegisterIdentitySyscalls(*t);
+  RegisterTimeSyscalls(*t);
+  RegisterSignalSyscalls(*t);
+  RegisterRandomSyscalls(*t);
+  return t;
+}
+
+SyscallEntry& SyscallTable::Add(int nr, HandlerFn fn, FormatFn format,
+                                Support support, const char* note) {
+  SyscallEntry& e = entries_.at(nr);
+  e.registered = true;
+  e.fn = fn;
+  e.format = format;
+  e.support = support;
+  e.note = note;
+  return e;
+}
+
+SyscallEntry& SyscallTable::Unsupported(int nr, Errno error,
+                                        const char* note) {
+  SyscallEntry& e = entries_.at(nr);
+  e.registered = true;
+  e.fn = nullptr;
+  e.format = nullptr;
+  e.support = Support::kUnsupported;
+  e.note = note;
+  e.error = error;
+  return e;
+}
+
+const SyscallEntry* SyscallTable::Lookup(uint64_t nr) const {
+  if (nr >= abi::kMaxSyscall) return nullptr;
+  const SyscallEntry& e = entries_[nr];
+  return e.registered ? &e : nullptr;
+}
+
+void SyscallTable::LogOnce(uint64_t nr, const SyscallEntry* e) {
+  if (nr >= abi::kMaxSyscall) {
+    absl::MutexLock l(&out_of_range_mu_);
+    if (out_of_range_logged_.size() >= kMaxLoggedOutOfRange ||
+        !out_of_range_logged_.insert(nr).second) {
+      return;
+    }
+    kernel::LogWarning("unknown syscall %d: ENOSYS", static_cast<int64_t>(nr));
+    return;
+  }
+  if (logged_[nr].exchange(true, std::memory_order_relaxed)) return;
+  const char* name = entries_[nr].name != nullptr ? entries_[nr].name : "?";
+  if (e == nullptr) {
+    kernel::LogWarning("unimplemented syscall %d (%s): ENOSYS",
+                       static_cast<int>(nr), name);
+  } else if (e->support == Support::kUnsupported) {
+    kernel::LogDebug("unsupported syscall %d (%s): %s; %s",
+                     static_cast<int>(nr), name, e->error.name(), e->note);
+  } else {
+    kernel::LogDebug("partially supported syscall %d (%s): %s",
+                     static_cast<int>(nr), name, e->note);
+  }
+}
+
+void SyscallTable::Count(uint64_t nr, bool failed) {
+  size_t i = std::min<uint64_t>(nr, abi::kMaxSyscall);
+  calls_[i].fetch_add(1, std::memory_order_relaxed);
+  if (failed) errors_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+
+std::string ResultString(const KResult<uint64_t>& r, bool hex) {
+  if (r.ok()) {
+    return hex ? absl::StrFormat("%#x", r.value())
+               : absl::StrCat(static_cast<int64_t>(r.value()));
+  }
+  return absl::StrFormat("-1 %s (%s)", r.error().name(), r.error().message());
+}
+
+}  // namespace
+
+KResult<uint64_t> SyscallTable::Dispatch(Task& task, uint64_t nr,
+                                         const SyscallArgs& args) {
+  const SyscallEntry* e = Lookup(nr);
+  if (e == nullptr || e->support != Support::kFull) LogOnce(nr, e);
+
+  std::string line;
+  if (strace_.log_calls) {
+    const char* name = nr < abi::kMaxSyscall ? entries_[nr].name : nullptr;
+    std::string decoded =
+        e != nullptr && e->format != nullptr
+            ? e->format(task, args)
+            : absl::StrFormat("%#x, %#x, %#x, %#x, %#x, %#x", args.v[0],
+                              args.v[1], args.v[2], args.v[3], args.v[4],
+                              args.v[5]);
+    line = name != nullptr
+               ? absl::StrFormat("[%5d] %s(%s)", task.tid(), name, decoded)
+               : absl::StrFormat("[%5d] syscall_%d(%s)", task.tid(),
+                                 static_cast<int64_t>(nr), decoded);
+  }
+
+  KResult<uint64_t> r = kENOSYS;
+  if (e != nullptr) r = e->fn != nullptr ? e->fn(task, args) : e->error;
+
+  if (strace_.count) Count(nr, !r.ok());
+  if (strace_.log_calls) {
+    kernel::WriteDebug(absl::StrFormat(
+        "%s = %s", line, ResultString(r, e != nullptr && e->hex_result)));
+  }
+  return r;
+}
+
+uint64_t SyscallTable::CallCount(uint64_t nr) const {
+  return calls_[std::min<uint64_t>(nr, abi::kMaxSyscall)].load();
+}
+
+std::string SyscallTable::Summary() const {
+  struct Row {
+    uint64_t calls, errors;
+    std::string name;
+  };
+  std::vector<Row> rows;
+  uint64_t total = 0, total_errors = 0;
+  for (int i = 0; i <= abi::kMaxSyscall; ++i) {
+    uint64_t c = calls_[i].load(std::memory_order_relaxed);
+    if (c == 0) continue;
+    uint64_t err = errors_[i].load(std::memory_order_relaxed);
+    const char* name = i < abi::kMaxSyscall ? entries_[i].name : nullptr;
+    rows.push_back({c, err,
+                    name != nullptr ? std::string(name)
+                    : i < abi::kMaxSyscall ? absl::StrCat("syscall_", i)
+                                           : std::string("(out of range)")});
+    total += c;
+    total_errors += err;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.calls != b.calls ? a.calls > b.calls : a.name < b.name;
+  });
+  std::string out = absl::StrFormat("%10s %10s %s\n", "calls", "errors",
+                                    "syscall");
+  out += "---------- ---------- ----------------\n";
+  for (const Row& r : rows) {
+    out += absl::StrFormat("%10d %10s %s\n", r.calls,
+                           r.errors ? absl::StrCat(r.errors) : "", r.name);
+  }
+  out += "---------- ---------- ----------------\n";
+  out += absl::StrFormat("%10d %10d total\n", total, total_errors);
+  return out;
+}
+
+}  // namespace sandbox::syscalls
