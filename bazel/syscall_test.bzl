@@ -1,0 +1,93 @@
+"""syscall_test: a statically linked gtest binary of real syscalls, run through
+the syscall test runner (//test/syscalls/runner) natively and, optionally,
+under a sandbox.
+
+    load("//bazel:syscall_test.bzl", "syscall_test")
+    syscall_test(name = "read_write_test", srcs = ["read_write.cc"])
+
+makes
+  :read_write_test          the test binary (cc_binary, -static: the first
+                            sandbox has no dynamic loader). Linked with gtest,
+                            gmock, gtest_main and //test/util:test_util.
+  :read_write_test_native   sh_test: runner --timeout=... <binary>. The runner
+                            writes one XML testcase per gtest case to
+                            $XML_OUTPUT_FILE (suite "read_write_test.native").
+  :read_write_test_sandbox  only if `sandbox` is given (the hook for runsc):
+                            sh_test: runner --sandbox="<sandbox> <sandbox_args>"
+                            <binary>, which runs the binary natively and in
+                            the sandbox and fails if a case that passes
+                            natively does not pass in the sandbox (suites
+                            "<name>.native" and "<name>.sandbox").
+
+The sandbox hook: pass sandbox = "//runsc-compat:runsc" (any executable
+label; it becomes a data dependency found through runfiles) and
+sandbox_args = ["do", "--"] (the default): the runner then runs
+`<runsc> do -- <binary> --gtest_color=no` in a fresh temporary directory. To
+turn it on for every test at once, set SANDBOX below instead of editing each
+call. sandbox_tags (e.g. ["manual"]) keep the sandbox variant out of //...
+until it is expected to pass.
+"""
+
+# The default sandbox for every syscall_test: None, or a label such as
+# "//runsc-compat:runsc" once that binary exists.
+SANDBOX = None
+
+_RUNNER = "//test/syscalls/runner:runner"
+_WRAPPER = "//test/syscalls:run_syscall_test.sh"
+
+def syscall_test(
+        name,
+        srcs,
+        deps = [],
+        size = "small",
+        timeout_secs = 120,
+        sandbox = SANDBOX,
+        sandbox_args = ["do", "--"],
+        sandbox_tags = [],
+        tags = [],
+        copts = [],
+        visibility = None):
+    native.cc_binary(
+        name = name,
+        testonly = True,
+        srcs = srcs,
+        copts = copts,
+        deps = deps + [
+            "//test/util:test_util",
+            "@sys//:gmock_static",
+            "@sys//:gtest_main_static",
+            "@sys//:gtest_static",
+        ],
+        linkopts = ["-static"],
+        linkstatic = True,
+        visibility = visibility,
+    )
+    runner_args = [
+        "$(rootpath %s)" % _RUNNER,
+        "--timeout=%ds" % timeout_secs,
+    ]
+    native.sh_test(
+        name = name + "_native",
+        size = size,
+        srcs = [_WRAPPER],
+        args = runner_args + ["$(rootpath :%s)" % name],
+        data = [_RUNNER, ":" + name],
+        tags = tags,
+        visibility = visibility,
+    )
+    if sandbox:
+        # Single quotes: Bazel splits args like a shell, and the prefix must
+        # reach the runner as one argument.
+        prefix = " ".join(["$(rootpath %s)" % sandbox] + sandbox_args)
+        native.sh_test(
+            name = name + "_sandbox",
+            size = size,
+            srcs = [_WRAPPER],
+            args = runner_args + [
+                "'--sandbox=%s'" % prefix,
+                "$(rootpath :%s)" % name,
+            ],
+            data = [_RUNNER, ":" + name, sandbox],
+            tags = tags + sandbox_tags,
+            visibility = visibility,
+        )

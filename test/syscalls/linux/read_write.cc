@@ -1,0 +1,183 @@
+// read(2), write(2), pread64/pwrite64, readv/writev on pipes and files.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/util/test_util.h"
+
+namespace sandbox::testutil {
+namespace {
+
+class Pipe {
+ public:
+  explicit Pipe(int flags = 0) {
+    int fds[2];
+    EXPECT_THAT(pipe2(fds, flags | O_CLOEXEC), SyscallSucceeds());
+    read_end.reset(fds[0]);
+    write_end.reset(fds[1]);
+  }
+  FileDescriptor read_end;
+  FileDescriptor write_end;
+};
+
+TEST(ReadWriteTest, PipeRoundTrip) {
+  Pipe p;
+  constexpr char kMsg[] = "hello, pipe";
+  ASSERT_THAT(write(p.write_end.get(), kMsg, sizeof(kMsg)),
+              SyscallSucceedsWithValue(sizeof(kMsg)));
+  char buf[64] = {};
+  ASSERT_THAT(read(p.read_end.get(), buf, sizeof(buf)),
+              SyscallSucceedsWithValue(sizeof(kMsg)));
+  EXPECT_STREQ(buf, kMsg);
+}
+
+TEST(ReadWriteTest, PipeShortReadReturnsWhatIsThere) {
+  Pipe p;
+  ASSERT_THAT(write(p.write_end.get(), "abc", 3), SyscallSucceedsWithValue(3));
+  char buf[2];
+  EXPECT_THAT(read(p.read_end.get(), buf, 2), SyscallSucceedsWithValue(2));
+  EXPECT_EQ(std::string(buf, 2), "ab");
+  EXPECT_THAT(read(p.read_end.get(), buf, 2), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(buf[0], 'c');
+}
+
+TEST(ReadWriteTest, EmptyNonblockingPipeIsEagain) {
+  Pipe p(O_NONBLOCK);
+  char c;
+  EXPECT_THAT(read(p.read_end.get(), &c, 1), SyscallFailsWithErrno(EAGAIN));
+}
+
+TEST(ReadWriteTest, PipeEofAfterWriterCloses) {
+  Pipe p;
+  p.write_end.reset();
+  char c;
+  EXPECT_THAT(read(p.read_end.get(), &c, 1), SyscallSucceedsWithValue(0));
+}
+
+TEST(ReadWriteTest, WriteToPipeWithoutReaderIsEpipe) {
+  struct sigaction ignore = {}, old = {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_THAT(sigaction(SIGPIPE, &ignore, &old), SyscallSucceeds());
+  Pipe p;
+  p.read_end.reset();
+  EXPECT_THAT(write(p.write_end.get(), "x", 1), SyscallFailsWithErrno(EPIPE));
+  sigaction(SIGPIPE, &old, nullptr);
+}
+
+TEST(ReadWriteTest, WriteToPipeWithoutReaderRaisesSigpipe) {
+  Pipe p;
+  p.read_end.reset();
+  int wfd = p.write_end.get();
+  EXPECT_THAT(InForkedChild([wfd] {
+                signal(SIGPIPE, SIG_DFL);
+                (void)!write(wfd, "x", 1);
+              }),
+              KilledBySignal(SIGPIPE));
+}
+
+TEST(ReadWriteTest, ZeroLengthReadAndWrite) {
+  Pipe p;
+  char c;
+  EXPECT_THAT(read(p.read_end.get(), &c, 0), SyscallSucceedsWithValue(0));
+  EXPECT_THAT(write(p.write_end.get(), &c, 0), SyscallSucceedsWithValue(0));
+}
+
+TEST(ReadWriteTest, FileWriteSeekRead) {
+  TempPath file = TempPath::CreateFile();
+  FileDescriptor fd(open(file.path().c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid()) << strerror(errno);
+  ASSERT_THAT(write(fd.get(), "0123456789", 10), SyscallSucceedsWithValue(10));
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(10));
+  char buf[16] = {};
+  // At EOF.
+  EXPECT_THAT(read(fd.get(), buf, sizeof(buf)), SyscallSucceedsWithValue(0));
+  ASSERT_THAT(lseek(fd.get(), 3, SEEK_SET), SyscallSucceedsWithValue(3));
+  EXPECT_THAT(read(fd.get(), buf, 4), SyscallSucceedsWithValue(4));
+  EXPECT_EQ(std::string(buf, 4), "3456");
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(7));
+}
+
+TEST(ReadWriteTest, PreadPwriteDoNotMoveOffset) {
+  TempPath file = TempPath::CreateFile();
+  FileDescriptor fd(open(file.path().c_str(), O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid()) << strerror(errno);
+  ASSERT_THAT(pwrite(fd.get(), "abcdef", 6, 100), SyscallSucceedsWithValue(6));
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(0));
+  char buf[6];
+  ASSERT_THAT(pread(fd.get(), buf, 6, 100), SyscallSucceedsWithValue(6));
+  EXPECT_EQ(std::string(buf, 6), "abcdef");
+  // The hole reads as zeros.
+  ASSERT_THAT(pread(fd.get(), buf, 6, 50), SyscallSucceedsWithValue(6));
+  EXPECT_EQ(std::string(buf, 6), std::string(6, '\0'));
+  EXPECT_THAT(pread(fd.get(), buf, 6, -1), SyscallFailsWithErrno(EINVAL));
+}
+
+TEST(ReadWriteTest, AppendWritesAtEnd) {
+  TempPath file = TempPath::CreateFile();
+  FileDescriptor fd(open(file.path().c_str(), O_RDWR | O_APPEND | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid()) << strerror(errno);
+  ASSERT_THAT(write(fd.get(), "abc", 3), SyscallSucceedsWithValue(3));
+  ASSERT_THAT(lseek(fd.get(), 0, SEEK_SET), SyscallSucceedsWithValue(0));
+  ASSERT_THAT(write(fd.get(), "de", 2), SyscallSucceedsWithValue(2));
+  char buf[8];
+  ASSERT_THAT(pread(fd.get(), buf, sizeof(buf), 0),
+              SyscallSucceedsWithValue(5));
+  EXPECT_EQ(std::string(buf, 5), "abcde");
+}
+
+TEST(ReadWriteTest, ReadvWritevScatterGather) {
+  Pipe p;
+  char a[] = "abc", b[] = "defg";
+  struct iovec out[2] = {{a, 3}, {b, 4}};
+  ASSERT_THAT(writev(p.write_end.get(), out, 2), SyscallSucceedsWithValue(7));
+  char x[2], y[5];
+  struct iovec in[2] = {{x, 2}, {y, 5}};
+  ASSERT_THAT(readv(p.read_end.get(), in, 2), SyscallSucceedsWithValue(7));
+  EXPECT_EQ(std::string(x, 2), "ab");
+  EXPECT_EQ(std::string(y, 5), "cdefg");
+}
+
+TEST(ReadWriteTest, BadFdIsEbadf) {
+  char c;
+  EXPECT_THAT(read(-1, &c, 1), SyscallFailsWithErrno(EBADF));
+  EXPECT_THAT(write(-1, &c, 1), SyscallFailsWithErrno(EBADF));
+  // An fd number nothing is open on.
+  EXPECT_THAT(read(1000000, &c, 1), SyscallFailsWithErrno(EBADF));
+}
+
+TEST(ReadWriteTest, WrongAccessModeIsEbadf) {
+  Pipe p;
+  char c = 'x';
+  EXPECT_THAT(write(p.read_end.get(), &c, 1), SyscallFailsWithErrno(EBADF));
+  EXPECT_THAT(read(p.write_end.get(), &c, 1), SyscallFailsWithErrno(EBADF));
+}
+
+TEST(ReadWriteTest, BadBufferIsEfault) {
+  Pipe p;
+  ASSERT_THAT(write(p.write_end.get(), "x", 1), SyscallSucceedsWithValue(1));
+  // Raw syscalls: libc wrappers might touch the buffer themselves.
+  EXPECT_THAT(
+      syscall(SYS_read, p.read_end.get(), reinterpret_cast<void*>(8), 1),
+      SyscallFailsWithErrno(EFAULT));
+  EXPECT_THAT(
+      syscall(SYS_write, p.write_end.get(), reinterpret_cast<void*>(8), 1),
+      SyscallFailsWithErrno(EFAULT));
+}
+
+TEST(ReadWriteTest, ReadFromDirectoryIsEisdir) {
+  FileDescriptor fd(open(TempDir().c_str(), O_RDONLY | O_DIRECTORY));
+  ASSERT_TRUE(fd.valid()) << strerror(errno);
+  char c;
+  EXPECT_THAT(read(fd.get(), &c, 1), SyscallFailsWithErrno(EISDIR));
+}
+
+}  // namespace
+}  // namespace sandbox::testutil

@@ -1,0 +1,84 @@
+#include "test/util/test_util.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace sandbox::testutil {
+
+int InForkedChild(const std::function<void()>& fn) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    fn();
+    _exit(0);
+  }
+  int status = 0;
+  pid_t w;
+  do {
+    w = waitpid(pid, &status, 0);
+  } while (w < 0 && errno == EINTR);
+  return w == pid ? status : -1;
+}
+
+std::string TempDir() {
+  const char* dir = getenv("TEST_TMPDIR");
+  if (dir != nullptr && *dir != '\0') return dir;
+  return "/tmp";
+}
+
+std::string NewTempPath() {
+  static std::atomic<int> counter{0};
+  return TempDir() + "/tmp." + std::to_string(getpid()) + "." +
+         std::to_string(counter.fetch_add(1));
+}
+
+TempPath TempPath::CreateFile(mode_t mode) {
+  std::string path = NewTempPath();
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
+  if (fd < 0) {
+    ADD_FAILURE() << "creating " << path << ": " << strerror(errno);
+  } else {
+    close(fd);
+  }
+  return TempPath(path);
+}
+
+TempPath TempPath::CreateDir(mode_t mode) {
+  std::string path = NewTempPath();
+  if (mkdir(path.c_str(), mode) != 0) {
+    ADD_FAILURE() << "mkdir " << path << ": " << strerror(errno);
+  }
+  return TempPath(path);
+}
+
+TempPath::~TempPath() {
+  if (path_.empty()) return;
+  nftw(
+      path_.c_str(),
+      [](const char* p, const struct stat*, int type, struct FTW*) {
+        if (type == FTW_DP) {
+          rmdir(p);
+        } else {
+          unlink(p);
+        }
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
+size_t PageSize() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+}  // namespace sandbox::testutil
