@@ -1,0 +1,586 @@
+/* The stub blob: the only code that runs in stub processes besides guest code.
+ *
+ * Freestanding: no libc, no stack protector (the canary would be read through
+ * the guest's %fs), no global data. Every function lives in the section
+ * "sandbox_stub", which the Sentry copies to S + STUB_CODE_OFF; code reaches
+ * the read-only params block at S through __start_sandbox_stub. The code is
+ * position independent (only PC-relative references inside the section); the
+ * Sentry refuses to start if the section contains relocations it cannot
+ * honour (see systrap.cc).
+ *
+ * Trust: the params block and the request page are read-only here. Slots,
+ * result pages and the alternate stacks are writable by every guest thread
+ * of the stub, so nothing here relies on them for anything but the guest's
+ * own state; the seccomp filters are the boundary.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform/systrap/stub_abi.h"
+
+#define STUB_FN                                                   \
+  __attribute__((section("sandbox_stub"), used, noinline, \
+                 visibility("hidden")))
+#define INL static inline __attribute__((always_inline))
+
+_Static_assert(offsetof(struct stub_params, code_start) == STUB_P_CODE_START,
+               "asm offset");
+_Static_assert(offsetof(struct stub_params, code_len) == STUB_P_CODE_LEN,
+               "asm offset");
+_Static_assert(offsetof(struct stub_params, cpuid_faulting) ==
+                   STUB_P_CPUID_FAULTING,
+               "asm offset");
+_Static_assert(offsetof(struct stub_params, use_sud) == STUB_P_USE_SUD,
+               "asm offset");
+_Static_assert(offsetof(struct stub_params, guest_filter) ==
+                   STUB_P_GUEST_FILTER,
+               "asm offset");
+_Static_assert(offsetof(struct stub_request, ss_sp) == STUB_REQ_SS_OFF,
+               "asm offset");
+_Static_assert(sizeof(struct stub_slot) == STUB_SLOT_HEADER, "slot header");
+
+extern char __start_sandbox_stub[] __attribute__((visibility("hidden")));
+_Static_assert(STUB_CODE_OFF == 0x2000, "P() hard-codes the offset");
+
+/* Kernel ABI (x86-64). */
+#define NR_rt_sigaction 13
+#define NR_rt_sigprocmask 14
+#define NR_rt_sigreturn 15
+#define NR_sched_yield 24
+#define NR_mmap 9
+#define NR_munmap 11
+#define NR_getppid 110
+#define NR_setsid 112
+#define NR_sigaltstack 131
+#define NR_prctl 157
+#define NR_arch_prctl 158
+#define NR_futex 202
+#define NR_exit_group 231
+#define NR_clone 56
+#define NR_seccomp 317
+#define NR_close_range 436
+
+#define SIGKILL 9
+#define SIGSEGV 11
+#define SIGCHLD 17
+#define SIGSYS 31
+#define SI_KERNEL 0x80
+#define AUDIT_ARCH_X86_64 0xc000003eu
+
+struct k_sigaction {
+  void* handler;
+  unsigned long flags;
+  void* restorer;
+  uint64_t mask;
+};
+
+struct k_stack {
+  uint64_t ss_sp;
+  int32_t ss_flags;
+  int32_t pad;
+  uint64_t ss_size;
+};
+
+struct k_sigcontext {
+  uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+  uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+  uint16_t cs, gs, fs, ss;
+  uint64_t err, trapno, oldmask, cr2;
+  uint64_t fpstate;
+  uint64_t reserved1[8];
+};
+
+struct k_ucontext {
+  uint64_t uc_flags;
+  uint64_t uc_link;
+  struct k_stack uc_stack;
+  struct k_sigcontext uc_mcontext;
+  uint64_t uc_sigmask;
+};
+
+struct k_siginfo {
+  int32_t si_signo;
+  int32_t si_errno;
+  int32_t si_code;
+  int32_t pad;
+  uint64_t addr; /* si_addr, or si_call_addr for SIGSYS */
+  int32_t syscall;
+  uint32_t arch;
+};
+
+INL long sys6(long n, long a, long b, long c, long d, long e, long f) {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8),
+                     "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+#define sys0(n) sys6(n, 0, 0, 0, 0, 0, 0)
+#define sys1(n, a) sys6(n, (long)(a), 0, 0, 0, 0, 0)
+#define sys2(n, a, b) sys6(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define sys3(n, a, b, c) sys6(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define sys4(n, a, b, c, d) \
+  sys6(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+/* The params block sits STUB_CODE_OFF bytes below the code. */
+INL const struct stub_params* P(void) {
+  const struct stub_params* p;
+  __asm__("lea __start_sandbox_stub-0x2000(%%rip), %0" : "=r"(p));
+  return p;
+}
+
+INL void copy(void* dst, const void* src, uint64_t n) {
+  __asm__ volatile("rep movsb"
+                   : "+D"(dst), "+S"(src), "+c"(n)
+                   :
+                   : "memory");
+}
+
+INL void zero(void* dst, uint64_t n) {
+  __asm__ volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(0) : "memory");
+}
+
+INL uint32_t load32(const uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+INL void store32(uint32_t* p, uint32_t v) {
+  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
+INL void futex_wake(uint32_t* p) { sys3(NR_futex, p, 1 /*WAKE*/, 1); }
+INL void futex_wait(uint32_t* p, uint32_t v) {
+  sys4(NR_futex, p, 0 /*WAIT*/, v, 0);
+}
+
+INL uintptr_t get_sp(void) {
+  uintptr_t sp;
+  __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+  return sp;
+}
+
+INL struct stub_slot* slot_from_sp(const struct stub_params* p) {
+  uintptr_t base = get_sp() & ~(uintptr_t)(p->region_size - 1);
+  return (struct stub_slot*)(base + p->slot_off);
+}
+
+INL uint64_t get_fs(const struct stub_params* p, uint64_t* tmp) {
+  if (p->use_fsgsbase) {
+    uint64_t v;
+    __asm__ volatile("rdfsbase %0" : "=r"(v));
+    return v;
+  }
+  *tmp = 0;
+  sys2(NR_arch_prctl, 0x1003 /*ARCH_GET_FS*/, tmp);
+  return *tmp;
+}
+
+INL uint64_t get_gs(const struct stub_params* p, uint64_t* tmp) {
+  if (p->use_fsgsbase) {
+    uint64_t v;
+    __asm__ volatile("rdgsbase %0" : "=r"(v));
+    return v;
+  }
+  *tmp = 0;
+  sys2(NR_arch_prctl, 0x1004 /*ARCH_GET_GS*/, tmp);
+  return *tmp;
+}
+
+INL void set_fs(const struct stub_params* p, uint64_t v) {
+  if (p->use_fsgsbase) {
+    __asm__ volatile("wrfsbase %0" ::"r"(v) : "memory");
+  } else {
+    sys2(NR_arch_prctl, 0x1002 /*ARCH_SET_FS*/, v);
+  }
+}
+
+INL void set_gs(const struct stub_params* p, uint64_t v) {
+  if (p->use_fsgsbase) {
+    __asm__ volatile("wrgsbase %0" ::"r"(v) : "memory");
+  } else {
+    sys2(NR_arch_prctl, 0x1001 /*ARCH_SET_GS*/, v);
+  }
+}
+
+/* Publishes the slot's event to the Sentry and waits until it hands the slot
+ * back. */
+INL void handoff(const struct stub_params* p, struct stub_slot* s) {
+  store32(&s->state, STUB_SLOT_SENTRY);
+  if (load32(&s->sentry_waiting)) futex_wake(&s->state);
+  uint32_t spin = s->spin;
+  if (spin > p->max_spin) spin = p->max_spin;
+  for (uint32_t i = 0; i < spin; i++) {
+    if (load32(&s->state) == STUB_SLOT_STUB) return;
+    __asm__ volatile("pause");
+  }
+  for (;;) {
+    store32(&s->stub_waiting, 1);
+    uint32_t st = load32(&s->state);
+    if (st == STUB_SLOT_STUB) break;
+    futex_wait(&s->state, st);
+  }
+  store32(&s->stub_waiting, 0);
+}
+
+/* Loads what the Sentry wrote into the frame that rt_sigreturn restores. */
+INL void load_state(const struct stub_params* p, struct stub_slot* s,
+                    struct k_ucontext* uc, uint64_t cur_fs, uint64_t cur_gs) {
+  struct k_sigcontext* m = &uc->uc_mcontext;
+  const struct stub_regs* r = &s->regs;
+  m->r8 = r->r8;
+  m->r9 = r->r9;
+  m->r10 = r->r10;
+  m->r11 = r->r11;
+  m->r12 = r->r12;
+  m->r13 = r->r13;
+  m->r14 = r->r14;
+  m->r15 = r->r15;
+  m->rdi = r->rdi;
+  m->rsi = r->rsi;
+  m->rbp = r->rbp;
+  m->rbx = r->rbx;
+  m->rdx = r->rdx;
+  m->rax = r->rax;
+  m->rcx = r->rcx;
+  m->rsp = r->rsp;
+  m->rip = r->rip;
+  m->eflags = r->eflags;
+  uint64_t fs = r->fs_base, gs = r->gs_base;
+  if (fs != cur_fs) set_fs(p, fs);
+  if (gs != cur_gs) set_gs(p, gs);
+  uint8_t* fp = (uint8_t*)m->fpstate;
+  if (s->fp_load == STUB_FP_LOAD && fp != 0) {
+    uint64_t n = p->xsave_size;
+    uint32_t frame_size =
+        *(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF + 16); /* xstate_size */
+    if (*(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF) !=
+        STUB_FP_XSTATE_MAGIC1) {
+      frame_size = STUB_XSAVE_HDR_OFF;
+    }
+    if (frame_size < n) n = frame_size;
+    copy(fp, s->xsave, STUB_XSAVE_SW_RESERVED_OFF);
+    if (n > STUB_XSAVE_HDR_OFF) {
+      copy(fp + STUB_XSAVE_HDR_OFF, s->xsave + STUB_XSAVE_HDR_OFF,
+           n - STUB_XSAVE_HDR_OFF);
+    }
+  }
+}
+
+/* The handler of every trapping signal; runs on the thread's altstack. */
+STUB_FN void stub_handler(int sig, struct k_siginfo* info,
+                          struct k_ucontext* uc) {
+  const struct stub_params* p = P();
+  struct stub_slot* s = slot_from_sp(p);
+  struct k_sigcontext* m = &uc->uc_mcontext;
+  struct stub_regs* r = &s->regs;
+  uint64_t tmp;
+
+  r->r8 = m->r8;
+  r->r9 = m->r9;
+  r->r10 = m->r10;
+  r->r11 = m->r11;
+  r->r12 = m->r12;
+  r->r13 = m->r13;
+  r->r14 = m->r14;
+  r->r15 = m->r15;
+  r->rdi = m->rdi;
+  r->rsi = m->rsi;
+  r->rbp = m->rbp;
+  r->rbx = m->rbx;
+  r->rdx = m->rdx;
+  r->rax = m->rax;
+  r->rcx = m->rcx;
+  r->rsp = m->rsp;
+  r->rip = m->rip;
+  r->eflags = m->eflags;
+  r->cs = m->cs;
+  r->ss = m->ss;
+  r->orig_rax = (uint64_t)-1;
+  uint64_t cur_fs = get_fs(p, &tmp);
+  uint64_t cur_gs = get_gs(p, &tmp);
+  r->fs_base = cur_fs;
+  r->gs_base = cur_gs;
+
+  s->signo = (uint32_t)sig;
+  s->fault_code = info->si_code;
+  s->fault_addr = info->addr;
+  s->fault_err = m->err;
+  s->trapno = m->trapno;
+  copy(s->siginfo, info, sizeof(s->siginfo));
+
+  uint8_t* fp = (uint8_t*)m->fpstate;
+  uint32_t len = 0;
+  if (fp != 0) {
+    len = STUB_XSAVE_HDR_OFF;
+    if (*(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF) ==
+        STUB_FP_XSTATE_MAGIC1) {
+      len = *(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF + 16);
+    }
+    if (len > p->xsave_size) len = (uint32_t)p->xsave_size;
+    copy(s->xsave, fp, len);
+  }
+  s->xsave_len = len;
+
+  uint32_t ev = STUB_EV_FAULT;
+  if (sig == SIGSYS) {
+    ev = STUB_EV_SYSCALL;
+    /* The kernel rolled rax back to the full syscall number. */
+    uint64_t nr = m->rax;
+    if (info->arch != AUDIT_ARCH_X86_64) {
+      nr = (uint64_t)(uint32_t)info->syscall | 0x86000000ull;
+    }
+    r->orig_rax = nr;
+    r->rax = (uint64_t)-38; /* -ENOSYS, as at syscall entry */
+  } else if (sig == SIGCHLD) {
+    ev = STUB_EV_INTERRUPT;
+  } else if (sig == SIGSEGV && info->si_code == SI_KERNEL && m->trapno == 13) {
+    /* A #GP: CPUID with faulting on? A fault here (the guest unmapped its
+     * own code meanwhile) kills the stub, never the Sentry. */
+    const uint8_t* ip = (const uint8_t*)m->rip;
+    if (ip[0] == 0x0f && ip[1] == 0xa2) ev = STUB_EV_CPUID;
+  }
+  s->event = ev;
+  handoff(p, s);
+  load_state(p, s, uc, cur_fs, cur_gs);
+}
+
+/* First entry of a new guest thread (called from the syscall loop once the
+ * thread's filter is installed). Builds a signal frame by hand and returns
+ * into guest code through rt_sigreturn, like the handler does. */
+STUB_FN __attribute__((noreturn)) void stub_guest_thread_main(void) {
+  const struct stub_params* p = P();
+  struct stub_slot* s = slot_from_sp(p);
+  uintptr_t region = get_sp() & ~(uintptr_t)(p->region_size - 1);
+  uintptr_t alt = region + p->altstack_off;
+  struct k_ucontext* uc = (struct k_ucontext*)(alt + 256);
+  uint8_t* fp = (uint8_t*)(alt + 1024);
+  uint64_t tmp;
+
+  zero(uc, sizeof(*uc));
+  zero(fp, p->xsave_size + 4);
+  *(uint16_t*)(fp + 0) = 0x37f;   /* fcw */
+  *(uint32_t*)(fp + 24) = 0x1f80; /* mxcsr */
+  *(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF) = STUB_FP_XSTATE_MAGIC1;
+  *(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF + 4) =
+      (uint32_t)p->xsave_size + 4;
+  *(uint64_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF + 8) = p->xfeatures;
+  *(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF + 16) = (uint32_t)p->xsave_size;
+  *(uint32_t*)(fp + p->xsave_size) = STUB_FP_XSTATE_MAGIC2;
+  *(uint64_t*)(fp + STUB_XSAVE_HDR_OFF) = 3; /* x87 | SSE */
+
+  uc->uc_flags = 1 | 2 | 4; /* FP_XSTATE | SIGCONTEXT_SS | STRICT_RESTORE_SS */
+  uc->uc_stack.ss_sp = alt;
+  uc->uc_stack.ss_size = p->altstack_size;
+  uc->uc_mcontext.cs = 0x33;
+  uc->uc_mcontext.ss = 0x2b;
+  uc->uc_mcontext.eflags = 0x202;
+  uc->uc_mcontext.fpstate = (uint64_t)fp;
+  uc->uc_sigmask = 0;
+
+  uint64_t cur_fs = get_fs(p, &tmp);
+  uint64_t cur_gs = get_gs(p, &tmp);
+  s->event = STUB_EV_READY;
+  handoff(p, s);
+  load_state(p, s, uc, cur_fs, cur_gs);
+  __asm__ volatile(
+      "mov %0, %%rsp\n"
+      "mov $15, %%eax\n"
+      "syscall\n"
+      "ud2\n" ::"r"(uc)
+      : "memory");
+  __builtin_unreachable();
+}
+
+/* The syscall thread's loop and a new guest thread's set-up. Uses no stack:
+ * guest threads can write to any writable page of the stub. Registers:
+ * r12 = request page (read-only), r13 = result page, r14d = last sequence,
+ * r15 = params. A clone request returns to the new thread on its own stack,
+ * which is how the two paths are told apart (the loop runs with rsp = 0). */
+__asm__(
+    ".pushsection sandbox_stub,\"ax\",@progbits\n"
+    ".globl stub_syscall_loop\n"
+    ".hidden stub_syscall_loop\n"
+    ".type stub_syscall_loop,@function\n"
+    "stub_syscall_loop:\n"
+    "  mov %rdi, %r12\n"
+    "  mov %rsi, %r13\n"
+    "  mov %rdx, %r15\n"
+    "  xor %r14d, %r14d\n"
+    "  xor %esp, %esp\n"
+    "1:\n"
+    "  mov (%r12), %eax\n"
+    "  cmp %eax, %r14d\n"
+    "  jne 2f\n"
+    "  mov $202, %eax\n" /* futex(&req->seq, FUTEX_WAIT, last, NULL) */
+    "  mov %r12, %rdi\n"
+    "  xor %esi, %esi\n"
+    "  mov %r14d, %edx\n"
+    "  xor %r10d, %r10d\n"
+    "  syscall\n"
+    "  jmp 1b\n"
+    "2:\n"
+    "  mov %eax, %r14d\n"
+    "  mov 8(%r12), %rax\n"
+    "  mov 16(%r12), %rdi\n"
+    "  mov 24(%r12), %rsi\n"
+    "  mov 32(%r12), %rdx\n"
+    "  mov 40(%r12), %r10\n"
+    "  mov 48(%r12), %r8\n"
+    "  mov 56(%r12), %r9\n"
+    "  syscall\n"
+    "  test %rsp, %rsp\n"
+    "  jnz 3f\n"
+    "  mov %rax, 8(%r13)\n"
+    "  mov %r14d, (%r13)\n"
+    "  mov $202, %eax\n" /* futex(&res->seq, FUTEX_WAKE, 1) */
+    "  mov %r13, %rdi\n"
+    "  mov $1, %esi\n"
+    "  mov $1, %edx\n"
+    "  syscall\n"
+    "  jmp 1b\n"
+    "3:\n" /* a new guest thread: confine it before it touches memory */
+    "  mov $131, %eax\n" /* sigaltstack(&req->ss, NULL) */
+    "  lea 64(%r12), %rdi\n"
+    "  xor %esi, %esi\n"
+    "  syscall\n"
+    "  test %rax, %rax\n"
+    "  jnz 9f\n"
+    "  cmpl $0, 100(%r15)\n" /* use_sud */
+    "  je 4f\n"
+    "  mov $157, %eax\n" /* prctl(PR_SET_SYSCALL_USER_DISPATCH, ON, ...) */
+    "  mov $59, %edi\n"
+    "  mov $1, %esi\n"
+    "  mov 16(%r15), %rdx\n"
+    "  mov 24(%r15), %r10\n"
+    "  xor %r8d, %r8d\n"
+    "  syscall\n"
+    "  test %rax, %rax\n"
+    "  jnz 9f\n"
+    "4:\n"
+    "  cmpl $0, 96(%r15)\n" /* cpuid_faulting */
+    "  je 5f\n"
+    "  mov $158, %eax\n" /* arch_prctl(ARCH_SET_CPUID, 0) */
+    "  mov $0x1012, %edi\n"
+    "  xor %esi, %esi\n"
+    "  syscall\n"
+    "  test %rax, %rax\n"
+    "  jnz 9f\n"
+    "5:\n"
+    "  mov $317, %eax\n" /* seccomp(SET_MODE_FILTER, 0, &guest_filter) */
+    "  mov $1, %edi\n"
+    "  xor %esi, %esi\n"
+    "  lea 128(%r15), %rdx\n"
+    "  syscall\n"
+    "  test %rax, %rax\n"
+    "  jnz 9f\n"
+    "  and $-16, %rsp\n"
+    "  call stub_guest_thread_main\n"
+    "9:\n"
+    "  ud2\n" /* signals are blocked: the kernel kills the stub */
+    ".size stub_syscall_loop, .-stub_syscall_loop\n"
+    "\n"
+    ".globl stub_restorer\n"
+    ".hidden stub_restorer\n"
+    "stub_restorer:\n"
+    "  mov $15, %eax\n"
+    "  syscall\n"
+    "  ud2\n"
+    ".popsection\n");
+
+void stub_syscall_loop(void* req, void* res, const void* params)
+    __attribute__((noreturn, visibility("hidden")));
+void stub_restorer(void) __attribute__((visibility("hidden")));
+
+/* A new stub process (forked from the source). Becomes its syscall thread. */
+STUB_FN __attribute__((noreturn)) void stub_new_main(
+    const struct stub_params* p, uint64_t shared_off) {
+  uint64_t base = p->stub_base;
+  sys2(NR_prctl, 1 /*PR_SET_PDEATHSIG*/, SIGKILL);
+  if ((uint64_t)sys0(NR_getppid) != p->sentry_pid) sys1(NR_exit_group, 1);
+  sys2(NR_munmap, base + STUB_SOURCE_CTL_OFF, 4096);
+  long r = sys6(NR_mmap, base + STUB_REQUEST_OFF, 4096, 1 /*PROT_READ*/,
+                0x11 /*MAP_SHARED|MAP_FIXED*/, p->memfd, shared_off);
+  if (r != (long)(base + STUB_REQUEST_OFF)) sys1(NR_exit_group, 2);
+  r = sys6(NR_mmap, base + STUB_RESULT_OFF, 4096, 3 /*PROT_READ|WRITE*/, 0x11,
+           p->memfd, shared_off + 4096);
+  if (r != (long)(base + STUB_RESULT_OFF)) sys1(NR_exit_group, 3);
+
+  /* SIGSYS, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGCHLD. */
+  const uint64_t kMask = (1ull << 30) | (1ull << 10) | (1ull << 6) |
+                         (1ull << 7) | (1ull << 3) | (1ull << 4) | (1ull << 16);
+  struct k_sigaction sa;
+  sa.handler = (void*)stub_handler;
+  sa.flags = 4 /*SA_SIGINFO*/ | 0x08000000 /*SA_ONSTACK*/ |
+             0x04000000 /*SA_RESTORER*/;
+  sa.restorer = (void*)stub_restorer;
+  sa.mask = kMask;
+  for (int sig = 1; sig <= 64; sig++) {
+    if (!(kMask & (1ull << (sig - 1)))) continue;
+    if (sys4(NR_rt_sigaction, sig, &sa, 0, 8) != 0) sys1(NR_exit_group, 4);
+  }
+  if (sys6(NR_prctl, 38 /*PR_SET_NO_NEW_PRIVS*/, 1, 0, 0, 0, 0) != 0) {
+    sys1(NR_exit_group, 5);
+  }
+  if (sys3(NR_seccomp, 1 /*SET_MODE_FILTER*/, 0, &p->process_filter) != 0) {
+    sys1(NR_exit_group, 6);
+  }
+  stub_syscall_loop((void*)(base + STUB_REQUEST_OFF),
+                    (void*)(base + STUB_RESULT_OFF), p);
+}
+
+/* The source stub: entered right after the Sentry's fork, on its own stack.
+ * Drops everything inherited from the Sentry but the memory file and the stub
+ * region, then clones new stubs on request. */
+STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
+  const struct stub_params* p = P();
+  uint64_t base = p->stub_base;
+  struct stub_source_ctl* ctl =
+      (struct stub_source_ctl*)(base + STUB_SOURCE_CTL_OFF);
+  sys2(NR_prctl, 1 /*PR_SET_PDEATHSIG*/, SIGKILL);
+  if ((uint64_t)sys0(NR_getppid) != p->sentry_pid) sys1(NR_exit_group, 1);
+  sys0(NR_setsid);
+  uint64_t all = ~0ull;
+  sys4(NR_rt_sigprocmask, 2 /*SIG_SETMASK*/, &all, 0, 8);
+  struct k_sigaction dfl;
+  zero(&dfl, sizeof(dfl));
+  for (int sig = 1; sig <= 64; sig++) {
+    if (sig != 9 && sig != 19) sys4(NR_rt_sigaction, sig, &dfl, 0, 8);
+  }
+  if (p->memfd > 0) sys3(NR_close_range, 0, p->memfd - 1, 0);
+  sys3(NR_close_range, p->memfd + 1, ~0u, 0);
+  sys2(NR_munmap, 0, base);
+  uint64_t top = 0x7ffffffff000ull;
+  uint64_t end = base + STUB_SOURCE_END;
+  if (end < top) sys2(NR_munmap, end, top - end);
+
+  store32(&ctl->ready, 1);
+  sys3(NR_futex, &ctl->ready, 1, 0x7fffffff);
+  uint32_t last = 0;
+  for (;;) {
+    uint32_t seq = load32(&ctl->req_seq);
+    if (seq == last) {
+      futex_wait(&ctl->req_seq, last);
+      continue;
+    }
+    last = seq;
+    uint64_t off = ctl->shared_off;
+    long pid = sys6(NR_clone, 0x8000 /*CLONE_PARENT*/ | SIGCHLD, 0, 0, 0, 0, 0);
+    if (pid == 0) stub_new_main(p, off);
+    ctl->result = pid;
+    store32(&ctl->done_seq, seq);
+    futex_wake(&ctl->done_seq);
+  }
+}
+
+/* Where the blob is in the Sentry's binary (ordinary code, not copied). */
+extern char __stop_sandbox_stub[] __attribute__((visibility("hidden")));
+const void* sandbox_stub_blob(uint64_t* len, uint64_t* source_main_off) {
+  *len = (uint64_t)(__stop_sandbox_stub - __start_sandbox_stub);
+  *source_main_off =
+      (uint64_t)((const char*)stub_source_main - __start_sandbox_stub);
+  return __start_sandbox_stub;
+}

@@ -1,0 +1,177 @@
+/* The contract between the Sentry and the stub blob (stub.c).
+ *
+ * Plain C so that the freestanding blob and the C++ Sentry share one layout.
+ * Everything in a struct that lives in memory a guest can write (slots,
+ * result pages) is attacker-controlled from the Sentry's point of view and is
+ * validated on every read. The params block and the request page are mapped
+ * read-only in stubs.
+ *
+ * Stub address-space layout, relative to the stub base S (STUB_*_OFF):
+ *   S + 0x0000   params block + BPF programs (read-only)
+ *   S + 0x2000   blob code (read+exec), at most STUB_CODE_MAX bytes
+ *   S + 0x10000  source control page (shared anonymous; source stub only)
+ *   S + 0x11000  source stack (private; the Sentry unmaps it in new stubs)
+ *   S + 0x100000 request page (memfd, read-only), result page (memfd, rw)
+ *   S + 0x200000 thread regions: thread i at S + 0x200000 + i * region_size;
+ *                [guard page][slot][alternate signal stack]
+ * The guest's addresses lie below S.
+ */
+#ifndef PLATFORM_SYSTRAP_STUB_ABI_H_
+#define PLATFORM_SYSTRAP_STUB_ABI_H_
+
+#include <stdint.h>
+
+#define STUB_PARAMS_OFF 0x0ul
+#define STUB_PARAMS_SIZE 0x2000ul
+#define STUB_CODE_OFF 0x2000ul
+#define STUB_CODE_MAX (0x10000ul - 0x2000ul)
+#define STUB_SOURCE_CTL_OFF 0x10000ul
+#define STUB_SOURCE_STACK_OFF 0x11000ul
+#define STUB_SOURCE_STACK_SIZE 0x8000ul
+#define STUB_SOURCE_END 0x19000ul
+#define STUB_REQUEST_OFF 0x100000ul
+#define STUB_RESULT_OFF 0x101000ul
+#define STUB_THREADS_OFF 0x200000ul
+#define STUB_MAX_THREADS 1024ul
+/* Size of the whole stub region reserved above the guest's addresses. */
+#define STUB_REGION_SIZE 0x20000000ul
+
+#define STUB_PARAMS_MAGIC 0x53595354524150ull /* "SYSTRAP" */
+
+/* The BPF programs live in the params block. */
+#define STUB_FILTER_MAX_INSNS 200
+
+struct stub_sock_filter {
+  uint16_t code;
+  uint8_t jt;
+  uint8_t jf;
+  uint32_t k;
+};
+
+struct stub_sock_fprog {
+  uint16_t len;
+  uint16_t pad[3];
+  uint64_t filter; /* address of stub_sock_filter[len] in the stub */
+};
+
+struct stub_params {
+  uint64_t magic;
+  uint64_t stub_base;
+  uint64_t code_start;
+  uint64_t code_len;
+  uint64_t region_size;     /* per-thread region, a power of two */
+  uint64_t slot_off;        /* slot within the region */
+  uint64_t altstack_off;    /* alternate signal stack within the region */
+  uint64_t altstack_size;
+  uint64_t xsave_size;      /* user XSAVE image size (CPUID 0xD, no AMX data) */
+  uint64_t xfeatures;       /* user xfeatures (XCR0 without dynamic ones) */
+  uint64_t sentry_pid;      /* expected parent of every stub */
+  int32_t memfd;
+  int32_t use_fsgsbase;     /* rdfsbase/wrfsbase usable, else arch_prctl */
+  int32_t cpuid_faulting;   /* enable CPUID faulting in guest threads */
+  int32_t use_sud;          /* syscall user dispatch in guest threads */
+  uint32_t max_spin;        /* bound on the stub's spin iterations */
+  uint32_t pad0;
+  struct stub_sock_fprog process_filter; /* every stub thread */
+  struct stub_sock_fprog guest_filter;   /* stacked by guest threads */
+  struct stub_sock_filter process_insns[STUB_FILTER_MAX_INSNS];
+  struct stub_sock_filter guest_insns[STUB_FILTER_MAX_INSNS];
+};
+
+/* Offsets used by the blob's assembly (checked with static asserts). */
+#define STUB_P_CODE_START 16
+#define STUB_P_CODE_LEN 24
+#define STUB_P_CPUID_FAULTING 96
+#define STUB_P_USE_SUD 100
+#define STUB_P_GUEST_FILTER 128
+
+/* Source control page: Sentry <-> source stub (trusted on both sides). */
+struct stub_source_ctl {
+  uint32_t ready;    /* futex: source sets 1 once it waits for requests */
+  uint32_t req_seq;  /* futex: Sentry increments to request a stub */
+  uint32_t done_seq; /* futex: source sets to req_seq when answered */
+  uint32_t pad;
+  uint64_t shared_off; /* memfd offset of the new stub's request page */
+  int64_t result;      /* new stub pid or -errno */
+};
+
+/* Request page (read-only in the stub): Sentry -> syscall thread. */
+struct stub_request {
+  uint32_t seq; /* futex: Sentry increments per request */
+  uint32_t pad;
+  uint64_t sysno;
+  uint64_t args[6];
+  /* For a thread clone: the new thread's sigaltstack (stack_t layout). */
+  uint64_t ss_sp;
+  int32_t ss_flags;
+  int32_t pad1;
+  uint64_t ss_size;
+};
+#define STUB_REQ_SEQ_OFF 0
+#define STUB_REQ_SYSNO_OFF 8
+#define STUB_REQ_ARGS_OFF 16
+#define STUB_REQ_SS_OFF 64
+
+/* Result page (writable by the stub, hence by the guest). */
+struct stub_result {
+  uint32_t seq;   /* futex: syscall thread sets to the request's seq */
+  uint32_t ready; /* set to 1 when the new stub waits for requests */
+  int64_t ret;
+};
+#define STUB_RES_SEQ_OFF 0
+#define STUB_RES_RET_OFF 8
+
+/* Slot states (futex word). */
+#define STUB_SLOT_SENTRY 1u /* the Sentry owns the slot: an event is ready */
+#define STUB_SLOT_STUB 2u   /* the stub owns the slot: run the guest */
+#define STUB_SLOT_DEAD 3u   /* written by the Sentry when the stub died */
+
+/* Events (stub -> Sentry). */
+#define STUB_EV_READY 1u     /* a new thread is ready for its first context */
+#define STUB_EV_SYSCALL 2u
+#define STUB_EV_FAULT 3u
+#define STUB_EV_CPUID 4u     /* #GP on a CPUID instruction (faulting on) */
+#define STUB_EV_INTERRUPT 5u /* the interrupt signal arrived */
+
+/* fp_load values (Sentry -> stub). */
+#define STUB_FP_KEEP 0u /* keep the state the kernel saved at the trap */
+#define STUB_FP_LOAD 1u /* load the slot's XSAVE image */
+
+/* Layout of user_regs_struct (sys/user.h). */
+struct stub_regs {
+  uint64_t r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8;
+  uint64_t rax, rcx, rdx, rsi, rdi, orig_rax, rip, cs, eflags, rsp, ss;
+  uint64_t fs_base, gs_base, ds, es, fs, gs;
+};
+
+/* Per guest thread, at region + slot_off. Shared with the Sentry. */
+struct stub_slot {
+  uint32_t state;          /* futex word, STUB_SLOT_* */
+  uint32_t event;          /* STUB_EV_* */
+  uint32_t stub_waiting;   /* stub is (about to be) in FUTEX_WAIT */
+  uint32_t sentry_waiting; /* Sentry is (about to be) in FUTEX_WAIT */
+  uint32_t fp_load;        /* STUB_FP_* */
+  uint32_t spin;           /* stub spin iterations requested by the Sentry */
+  uint32_t xsave_len;      /* bytes of xsave[] the stub filled */
+  uint32_t signo;
+  int32_t fault_code;
+  uint32_t pad;
+  uint64_t fault_addr;
+  uint64_t fault_err;      /* page-fault error code (REG_ERR) */
+  uint64_t trapno;
+  uint64_t tid;            /* set by the thread at start */
+  struct stub_regs regs;
+  uint8_t siginfo[128];
+  uint8_t pad2[1024 - 72 - 27 * 8 - 128];
+  uint8_t xsave[];         /* 64-byte aligned XSAVE image */
+};
+
+#define STUB_SLOT_HEADER 1024u
+
+/* Offsets into the XSAVE legacy area. */
+#define STUB_XSAVE_SW_RESERVED_OFF 464
+#define STUB_XSAVE_HDR_OFF 512
+#define STUB_FP_XSTATE_MAGIC1 0x46505853u
+#define STUB_FP_XSTATE_MAGIC2 0x46505845u
+
+#endif /* PLATFORM_SYSTRAP_STUB_ABI_H_ */

@@ -1,0 +1,1008 @@
+#include "platform/systrap/systrap.h"
+
+#include <cpuid.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <asm/prctl.h>
+#include <atomic>
+#include <future>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "platform/systrap/cpuid.h"
+#include "platform/systrap/seccomp_filters.h"
+#include "platform/systrap/stub_abi.h"
+
+extern "C" const void* sandbox_stub_blob(uint64_t* len,
+                                         uint64_t* source_main_off);
+
+namespace sandbox::platform {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kMinUserAddress = 0x10000;
+constexpr uint32_t kResultDead = 0xffffffffu;
+constexpr uint64_t kXFeatureMaskXtileData = 1ull << 18;
+// Stub-side spin (pause iterations) while the Sentry serves an event.
+constexpr uint32_t kStubSpinIters = 4000;
+
+static_assert(sizeof(stub_regs) == sizeof(user_regs_struct));
+static_assert(sizeof(stub_slot) == STUB_SLOT_HEADER);
+static_assert(offsetof(stub_params, code_start) == STUB_P_CODE_START);
+static_assert(offsetof(stub_params, guest_filter) == STUB_P_GUEST_FILTER);
+static_assert(sizeof(stub_params) <= STUB_PARAMS_SIZE);
+static_assert(sizeof(sock_filter) == sizeof(stub_sock_filter));
+
+absl::Status ErrnoStatus(int e, const char* what) {
+  return absl::Status(absl::ErrnoToStatusCode(e),
+                      absl::StrFormat("%s: %s", what, strerror(e)));
+}
+
+long Futex(uint32_t* addr, int op, uint32_t val,
+           const struct timespec* ts = nullptr) {
+  return syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+void FutexWake(uint32_t* addr, int n = 1) { Futex(addr, FUTEX_WAKE, n); }
+
+uint32_t Load(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+void Store(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+
+uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+
+// ---------------------------------------------------------------------------
+// Host features.
+
+bool ProbeInThread(bool (*fn)()) {
+  bool ok = false;
+  std::thread t([&] { ok = fn(); });
+  t.join();
+  return ok;
+}
+
+bool ProbeSud() {
+  if (prctl(59, 1, 0, 0x7fffffffffffUL, 0) != 0) return false;
+  return prctl(59, 0, 0, 0, 0) == 0;
+}
+
+bool ProbeCpuidFaulting() {
+  if (syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) != 0) return false;
+  syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
+  return true;
+}
+
+uint64_t Xgetbv0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+// TSC ticks per nanosecond, for bounded spinning.
+double TscPerNs() {
+  static const double v = [] {
+    auto t0 = std::chrono::steady_clock::now();
+    uint64_t c0 = __rdtsc();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto t1 = std::chrono::steady_clock::now();
+    uint64_t c1 = __rdtsc();
+    double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+    return ns > 0 ? (c1 - c0) / ns : 1.0;
+  }();
+  return v;
+}
+
+}  // namespace
+
+SystrapFeatures ProbeSystrapFeatures() {
+  static const SystrapFeatures f = [] {
+    SystrapFeatures f;
+    f.syscall_user_dispatch = ProbeInThread(ProbeSud);
+    f.cpuid_faulting = ProbeInThread(ProbeCpuidFaulting);
+    f.fsgsbase = (getauxval(AT_HWCAP2) & 2) != 0;
+    f.min_sigstksz = getauxval(51 /*AT_MINSIGSTKSZ*/);
+    if (f.min_sigstksz == 0) f.min_sigstksz = MINSIGSTKSZ;
+    uint32_t a, b, c, d;
+    __cpuid_count(1, 0, a, b, c, d);
+    bool osxsave = (c & (1u << 27)) != 0;
+    if (osxsave) {
+      f.xfeatures = Xgetbv0() & ~kXFeatureMaskXtileData;
+      uint32_t size = 576;
+      for (int i = 2; i < 63; ++i) {
+        if (!(f.xfeatures & (1ull << i))) continue;
+        __cpuid_count(0xd, i, a, b, c, d);
+        if (a + b > size) size = a + b;
+      }
+      f.xsave_size = size;
+    } else {
+      f.xfeatures = 3;
+      f.xsave_size = 512;
+    }
+    cpu_set_t set;
+    f.cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                          : 1;
+    return f;
+  }();
+  return f;
+}
+
+std::string SeccompNeeds() {
+  return "futex; tgkill(stub, tid, SIGCHLD); pidfd_open; "
+         "pidfd_send_signal(SIGKILL); waitid(P_PIDFD, WEXITED); "
+         "epoll_create1, epoll_ctl, epoll_wait; eventfd2; read/write on "
+         "eventfd; sched_setaffinity (stub threads)";
+}
+
+namespace {
+
+class SystrapPlatform;
+class Stub;
+
+// One guest thread of a stub process, with its slot.
+struct StubThread {
+  Stub* stub = nullptr;
+  int index = 0;
+  pid_t tid = 0;
+  uint64_t mem_off = 0;       // memory-file offset of the mapped region part
+  stub_slot* slot = nullptr;  // the Sentry's view of the slot
+  const void* fp_owner = nullptr;  // Context whose FP state the thread holds
+};
+
+// A stub process: one guest address space.
+class Stub {
+ public:
+  Stub(SystrapPlatform* plat, pid_t pid, int pidfd, uint64_t shared_off,
+       uint64_t id)
+      : plat_(plat), pid_(pid), pidfd_(pidfd), shared_off_(shared_off),
+        id_(id) {}
+  ~Stub();
+
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_; }
+  uint64_t id() const { return id_; }
+  bool dead() const { return dead_.load(); }
+
+  // Runs one syscall in the stub's syscall thread.
+  absl::StatusOr<int64_t> Call(long sysno, uint64_t a0 = 0, uint64_t a1 = 0,
+                               uint64_t a2 = 0, uint64_t a3 = 0,
+                               uint64_t a4 = 0, uint64_t a5 = 0,
+                               uint64_t ss_sp = 0, uint64_t ss_size = 0)
+      ABSL_LOCKS_EXCLUDED(req_mu_);
+
+  absl::StatusOr<StubThread*> AcquireThread() ABSL_LOCKS_EXCLUDED(threads_mu_);
+  void ReleaseThread(StubThread* t) ABSL_LOCKS_EXCLUDED(threads_mu_);
+
+  // Called once the process is known to be gone: wakes every waiter.
+  void MarkDead() ABSL_LOCKS_EXCLUDED(threads_mu_);
+  // Kills the process and reaps it.
+  void Kill();
+
+ private:
+  absl::StatusOr<StubThread*> NewThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(threads_mu_);
+
+  SystrapPlatform* const plat_;
+  const pid_t pid_;
+  const int pidfd_;
+  const uint64_t shared_off_;
+  const uint64_t id_;
+  std::atomic<bool> dead_{false};
+  std::atomic<bool> reaped_{false};
+
+  absl::Mutex req_mu_;
+  uint32_t req_seq_ ABSL_GUARDED_BY(req_mu_) = 0;
+
+  absl::Mutex threads_mu_ ABSL_ACQUIRED_BEFORE(slots_mu_);
+  std::vector<std::unique_ptr<StubThread>> threads_ ABSL_GUARDED_BY(threads_mu_);
+  // The futex words MarkDead must reach (a leaf lock: MarkDead runs from
+  // anywhere, including under threads_mu_).
+  absl::Mutex slots_mu_;
+  std::vector<uint32_t*> slot_words_ ABSL_GUARDED_BY(slots_mu_);
+  std::vector<StubThread*> idle_ ABSL_GUARDED_BY(threads_mu_);
+};
+
+class SystrapAddressSpace final : public AddressSpace {
+ public:
+  SystrapAddressSpace(SystrapPlatform* plat, std::shared_ptr<Stub> stub)
+      : plat_(plat), stub_(std::move(stub)) {}
+  ~SystrapAddressSpace() override;
+
+  absl::Status MapFile(uintptr_t addr, uint64_t offset, size_t length,
+                       int prot) override;
+  absl::Status Unmap(uintptr_t addr, size_t length) override;
+
+  const std::shared_ptr<Stub>& stub() const { return stub_; }
+
+ private:
+  absl::Status CheckRange(uintptr_t addr, size_t length) const;
+  SystrapPlatform* const plat_;
+  const std::shared_ptr<Stub> stub_;
+};
+
+class SystrapContext final : public Context {
+ public:
+  explicit SystrapContext(SystrapPlatform* plat) : plat_(plat) {}
+  ~SystrapContext() override { Unbind(); }
+
+  SwitchResult Switch(AddressSpace& as, CpuState& state) override;
+  void Interrupt() override;
+  void ClearInterrupt() override { interrupt_.store(false); }
+
+ private:
+  void Unbind();
+  // Waits for the stub to hand the slot back. False if the stub died.
+  bool WaitForStub(StubThread* t, bool spin);
+  SwitchResult Dead();
+
+  SystrapPlatform* const plat_;
+  std::shared_ptr<Stub> stub_;  // the stub `thread_` belongs to
+  StubThread* thread_ = nullptr;
+  std::atomic<bool> interrupt_{false};
+  // (pid << 32 | tid) of the stub thread running this context, or 0.
+  std::atomic<uint64_t> running_{0};
+};
+
+class SystrapPlatform final : public Platform {
+ public:
+  SystrapPlatform(std::unique_ptr<MemoryFile> mf, const SystrapOptions& opts)
+      : mf_(std::move(mf)), opts_(opts), features_(ProbeSystrapFeatures()) {}
+  ~SystrapPlatform() override;
+
+  absl::Status Init();
+
+  absl::StatusOr<std::unique_ptr<AddressSpace>> NewAddressSpace() override;
+  absl::StatusOr<std::unique_ptr<Context>> NewContext() override {
+    return std::unique_ptr<Context>(new SystrapContext(this));
+  }
+  uintptr_t MinUserAddress() const override { return kMinUserAddress; }
+  uintptr_t MaxUserAddress() const override { return base_; }
+  size_t FpStateSize() const override { return features_.xsave_size; }
+  void Cpuid(uint32_t leaf, uint32_t subleaf, uint32_t out[4]) const override {
+    CpuidRegs r = cpuid_.Query(leaf, subleaf);
+    out[0] = r.eax;
+    out[1] = r.ebx;
+    out[2] = r.ecx;
+    out[3] = r.edx;
+  }
+  MemoryFile& memory_file() override { return *mf_; }
+
+  const SystrapOptions& opts() const { return opts_; }
+  const SystrapFeatures& features() const { return features_; }
+  uintptr_t base() const { return base_; }
+  uint64_t region_size() const { return region_size_; }
+  uint64_t slot_off() const { return slot_off_; }
+  uint64_t altstack_off() const { return altstack_off_; }
+  uint64_t spin_ticks() const { return spin_ticks_; }
+
+  // Number of Switch calls in progress; spinning is allowed only while
+  // twice that fits in the CPUs (one CPU for the guest, one for the spinner).
+  std::atomic<int> active_switches{0};
+  bool MaySpin() const {
+    return opts_.spin && features_.cpus > 1 &&
+           2 * active_switches.load(std::memory_order_relaxed) <=
+               features_.cpus;
+  }
+
+  void Unwatch(uint64_t id, int pidfd);
+
+ private:
+  absl::Status MapStubRegion();
+  void ServiceThread(std::promise<absl::Status>* started);
+  absl::Status StartSource();
+  void WatchLoop();
+
+  std::unique_ptr<MemoryFile> mf_;
+  const SystrapOptions opts_;
+  const SystrapFeatures features_;
+  CpuidTable cpuid_;
+  uint64_t spin_ticks_ = 0;
+
+  uintptr_t base_ = 0;  // stub base S
+  uint64_t region_size_ = 0, slot_off_ = 0, altstack_off_ = 0;
+  stub_source_ctl* ctl_ = nullptr;
+
+  std::thread service_;
+  int epfd_ = -1;
+  int stop_fd_ = -1;
+  pid_t source_pid_ = -1;
+  int source_pidfd_ = -1;
+
+  absl::Mutex source_mu_;  // one stub creation at a time
+  uint32_t source_seq_ ABSL_GUARDED_BY(source_mu_) = 0;
+
+  absl::Mutex watch_mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(watch_mu_) = 1;
+  absl::flat_hash_map<uint64_t, std::weak_ptr<Stub>> watched_
+      ABSL_GUARDED_BY(watch_mu_);
+  bool source_dead_ ABSL_GUARDED_BY(watch_mu_) = false;
+
+  friend class Stub;
+};
+
+// ---------------------------------------------------------------------------
+// Stub
+
+Stub::~Stub() {
+  Kill();
+  absl::MutexLock l(&threads_mu_);
+  for (auto& t : threads_) {
+    plat_->memory_file().Free(t->mem_off, plat_->region_size() - kPage);
+  }
+  plat_->memory_file().Free(shared_off_, 2 * kPage);
+  close(pidfd_);
+}
+
+void Stub::Kill() {
+  if (reaped_.exchange(true)) return;
+  plat_->Unwatch(id_, pidfd_);
+  syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+  siginfo_t info;
+  while (waitid(static_cast<idtype_t>(3 /*P_PIDFD*/), pidfd_, &info,
+                WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+  MarkDead();
+}
+
+void Stub::MarkDead() {
+  dead_.store(true);
+  MemoryFile& mf = plat_->memory_file();
+  if (uint8_t* res = mf.Internal(shared_off_ + kPage, kPage)) {
+    uint32_t* seq = reinterpret_cast<uint32_t*>(res + STUB_RES_SEQ_OFF);
+    Store(seq, kResultDead);
+    FutexWake(seq, INT32_MAX);
+  }
+  absl::MutexLock l(&slots_mu_);
+  for (uint32_t* w : slot_words_) {
+    Store(w, STUB_SLOT_DEAD);
+    FutexWake(w, INT32_MAX);
+  }
+}
+
+absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
+                                   uint64_t a2, uint64_t a3, uint64_t a4,
+                                   uint64_t a5, uint64_t ss_sp,
+                                   uint64_t ss_size) {
+  absl::MutexLock l(&req_mu_);
+  if (dead()) return absl::UnavailableError("stub process died");
+  MemoryFile& mf = plat_->memory_file();
+  auto* req = reinterpret_cast<stub_request*>(mf.Internal(shared_off_, kPage));
+  auto* res = reinterpret_cast<stub_result*>(
+      mf.Internal(shared_off_ + kPage, kPage));
+  req->sysno = sysno;
+  req->args[0] = a0;
+  req->args[1] = a1;
+  req->args[2] = a2;
+  req->args[3] = a3;
+  req->args[4] = a4;
+  req->args[5] = a5;
+  req->ss_sp = ss_sp;
+  req->ss_flags = 0;
+  req->ss_size = ss_size;
+  uint32_t seq = ++req_seq_;
+  if (seq == 0 || seq == kResultDead) seq = req_seq_ = 1;
+  Store(&req->seq, seq);
+  FutexWake(&req->seq);
+  for (;;) {
+    uint32_t v = Load(&res->seq);
+    if (v == seq) break;
+    if (dead()) return absl::UnavailableError("stub process died");
+    Futex(&res->seq, FUTEX_WAIT, v);
+  }
+  return static_cast<int64_t>(__atomic_load_n(&res->ret, __ATOMIC_SEQ_CST));
+}
+
+absl::StatusOr<StubThread*> Stub::AcquireThread() {
+  absl::MutexLock l(&threads_mu_);
+  if (!idle_.empty()) {
+    StubThread* t = idle_.back();
+    idle_.pop_back();
+    return t;
+  }
+  return NewThread();
+}
+
+void Stub::ReleaseThread(StubThread* t) {
+  absl::MutexLock l(&threads_mu_);
+  idle_.push_back(t);
+}
+
+absl::StatusOr<StubThread*> Stub::NewThread() {
+  if (threads_.size() >= STUB_MAX_THREADS) {
+    return absl::ResourceExhaustedError("too many threads in one stub");
+  }
+  MemoryFile& mf = plat_->memory_file();
+  const uint64_t region = plat_->region_size();
+  auto t = std::make_unique<StubThread>();
+  t->stub = this;
+  t->index = threads_.size();
+  auto off = mf.Allocate(region - kPage);
+  if (!off.ok()) return off.status();
+  t->mem_off = *off;
+  t->slot = reinterpret_cast<stub_slot*>(
+      mf.Internal(*off + plat_->slot_off() - kPage, STUB_SLOT_HEADER));
+  uintptr_t addr =
+      plat_->base() + STUB_THREADS_OFF + static_cast<uint64_t>(t->index) * region;
+  // Register before the stub can run it, so MarkDead reaches its slot.
+  StubThread* raw = t.get();
+  threads_.push_back(std::move(t));
+  {
+    absl::MutexLock l(&slots_mu_);
+    slot_words_.push_back(&raw->slot->state);
+  }
+  auto fail = [&](absl::Status s) {
+    // The region stays with the dead or failed thread record; freed with
+    // the stub.
+    return s;
+  };
+  auto r = Call(SYS_mmap, addr + kPage, region - kPage, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_FIXED, plat_->memory_file().fd(), *off);
+  if (!r.ok()) return fail(r.status());
+  if (*r != static_cast<int64_t>(addr + kPage)) {
+    return fail(absl::InternalError(
+        absl::StrFormat("stub mmap of thread region: %d", *r)));
+  }
+  uint64_t alt = addr + plat_->altstack_off();
+  auto tid = Call(SYS_clone, kStubThreadCloneFlags, addr + region - 64, 0, 0,
+                  0, 0, alt, region - plat_->altstack_off());
+  if (!tid.ok()) return fail(tid.status());
+  if (*tid <= 0) {
+    return fail(absl::InternalError(
+        absl::StrFormat("stub clone of a thread: %d", *tid)));
+  }
+  raw->tid = static_cast<pid_t>(*tid);
+  // Wait for the thread's first handoff (READY).
+  for (;;) {
+    uint32_t v = Load(&raw->slot->state);
+    if (v == STUB_SLOT_SENTRY) break;
+    if (dead()) return fail(absl::UnavailableError("stub process died"));
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    Futex(&raw->slot->state, FUTEX_WAIT, v, &ts);
+  }
+  if (raw->slot->event != STUB_EV_READY) {
+    Kill();
+    return absl::InternalError("stub thread misbehaved at start");
+  }
+  return raw;
+}
+
+// ---------------------------------------------------------------------------
+// Address space
+
+SystrapAddressSpace::~SystrapAddressSpace() { stub_->Kill(); }
+
+absl::Status SystrapAddressSpace::CheckRange(uintptr_t addr,
+                                             size_t length) const {
+  if (addr % kPage != 0 || length % kPage != 0 || length == 0 ||
+      addr < plat_->MinUserAddress() || addr > plat_->MaxUserAddress() ||
+      length > plat_->MaxUserAddress() - addr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("bad range [%#x, +%#x)", addr, length));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SystrapAddressSpace::MapFile(uintptr_t addr, uint64_t offset,
+                                          size_t length, int prot) {
+  if (auto s = CheckRange(addr, length); !s.ok()) return s;
+  if (offset % kPage != 0 || (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC))) {
+    return absl::InvalidArgumentError("bad offset or protection");
+  }
+  auto r = stub_->Call(SYS_mmap, addr, length, prot, MAP_SHARED | MAP_FIXED,
+                       plat_->memory_file().fd(), offset);
+  if (!r.ok()) return r.status();
+  if (*r != static_cast<int64_t>(addr)) {
+    return *r < 0 ? ErrnoStatus(static_cast<int>(-*r), "stub mmap")
+                  : absl::InternalError("stub mmap returned a wrong address");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SystrapAddressSpace::Unmap(uintptr_t addr, size_t length) {
+  if (auto s = CheckRange(addr, length); !s.ok()) return s;
+  auto r = stub_->Call(SYS_munmap, addr, length);
+  if (!r.ok()) return r.status();
+  if (*r != 0) return ErrnoStatus(static_cast<int>(-*r), "stub munmap");
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Context
+
+void SystrapContext::Unbind() {
+  if (thread_ != nullptr) {
+    stub_->ReleaseThread(thread_);
+    thread_ = nullptr;
+  }
+  stub_.reset();
+}
+
+SwitchResult SystrapContext::Dead() {
+  Unbind();
+  SwitchResult r;
+  r.reason = SwitchReason::kDead;
+  return r;
+}
+
+void SystrapContext::Interrupt() {
+  interrupt_.store(true);
+  uint64_t r = running_.load();
+  if (r != 0) {
+    syscall(SYS_tgkill, static_cast<pid_t>(r >> 32),
+            static_cast<pid_t>(r & 0xffffffff), SIGCHLD);
+  }
+}
+
+bool SystrapContext::WaitForStub(StubThread* t, bool spin) {
+  stub_slot* s = t->slot;
+  if (spin) {
+    uint64_t end = __rdtsc() + plat_->spin_ticks();
+    while (Load(&s->state) != STUB_SLOT_SENTRY) {
+      if (__rdtsc() > end) break;
+      _mm_pause();
+    }
+  }
+  for (;;) {
+    uint32_t v = Load(&s->state);
+    if (v == STUB_SLOT_SENTRY) break;
+    if (stub_->dead()) return false;
+    Store(&s->sentry_waiting, 1);
+    v = Load(&s->state);
+    if (v == STUB_SLOT_SENTRY) break;
+    if (stub_->dead()) return false;
+    Futex(&s->state, FUTEX_WAIT, v);
+  }
+  Store(&s->sentry_waiting, 0);
+  return true;
+}
+
+void SanitizeXsave(uint8_t* x, size_t size, uint64_t xfeatures) {
+  if (size < 576) return;
+  uint32_t mxcsr;
+  memcpy(&mxcsr, x + 24, 4);
+  mxcsr &= 0xffff;
+  memcpy(x + 24, &mxcsr, 4);
+  uint64_t bv;
+  memcpy(&bv, x + STUB_XSAVE_HDR_OFF, 8);
+  bv &= xfeatures;
+  memcpy(x + STUB_XSAVE_HDR_OFF, &bv, 8);
+  memset(x + STUB_XSAVE_HDR_OFF + 8, 0, 56);  // xcomp_bv, reserved
+}
+
+SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
+  auto& sas = static_cast<SystrapAddressSpace&>(as);
+  if (interrupt_.exchange(false)) {
+    SwitchResult r;
+    r.reason = SwitchReason::kInterrupted;
+    return r;
+  }
+  if (stub_ != sas.stub()) {
+    Unbind();
+    auto t = sas.stub()->AcquireThread();
+    if (!t.ok()) return Dead();
+    stub_ = sas.stub();
+    thread_ = *t;
+  }
+  if (stub_->dead()) return Dead();
+
+  StubThread* t = thread_;
+  stub_slot* s = t->slot;
+  const size_t xsize = plat_->FpStateSize();
+  const uint64_t xfeatures = plat_->features().xfeatures;
+
+  bool load_fp = state.fp_changed || t->fp_owner != this;
+  state.fp_changed = false;
+  t->fp_owner = this;
+  if (load_fp) {
+    if (state.fp.size() == xsize) {
+      memcpy(s->xsave, state.fp.data(), xsize);
+      SanitizeXsave(s->xsave, xsize, xfeatures);
+    } else {
+      memset(s->xsave, 0, xsize);
+      uint16_t fcw = 0x37f;
+      uint32_t mxcsr = 0x1f80;
+      memcpy(s->xsave, &fcw, 2);
+      memcpy(s->xsave + 24, &mxcsr, 4);
+    }
+  }
+  s->fp_load = load_fp ? STUB_FP_LOAD : STUB_FP_KEEP;
+
+  plat_->active_switches.fetch_add(1);
+  running_.store((static_cast<uint64_t>(stub_->pid()) << 32) |
+                 static_cast<uint32_t>(t->tid));
+  SwitchResult result;
+  for (;;) {
+    memcpy(&s->regs, &state.regs, sizeof(stub_regs));
+    bool spin = plat_->MaySpin();
+    s->spin = spin ? kStubSpinIters : 0;
+    Store(&s->state, STUB_SLOT_STUB);
+    if (Load(&s->stub_waiting)) FutexWake(&s->state);
+    if (!WaitForStub(t, spin)) {
+      result.reason = SwitchReason::kDead;
+      break;
+    }
+    // Everything below comes from memory the guest can write.
+    uint32_t ev = Load(&s->event);
+    memcpy(&state.regs, &s->regs, sizeof(stub_regs));
+    state.regs.cs = 0x33;
+    state.regs.ss = 0x2b;
+    state.regs.ds = state.regs.es = state.regs.fs = state.regs.gs = 0;
+    s->fp_load = STUB_FP_KEEP;
+    if (ev == STUB_EV_CPUID) {
+      uint32_t out[4];
+      plat_->Cpuid(static_cast<uint32_t>(state.regs.rax),
+                   static_cast<uint32_t>(state.regs.rcx), out);
+      state.regs.rax = out[0];
+      state.regs.rbx = out[1];
+      state.regs.rcx = out[2];
+      state.regs.rdx = out[3];
+      state.regs.rip += 2;
+      continue;
+    }
+    if (ev == STUB_EV_INTERRUPT) {
+      if (interrupt_.exchange(false)) {
+        result.reason = SwitchReason::kInterrupted;
+        break;
+      }
+      continue;  // a stale interrupt signal
+    }
+    uint32_t len = Load(&s->xsave_len);
+    if (len > xsize) len = xsize;
+    state.fp.resize(xsize);
+    memcpy(state.fp.data(), s->xsave, len);
+    if (len < xsize) memset(state.fp.data() + len, 0, xsize - len);
+    if (ev == STUB_EV_SYSCALL) {
+      result.reason = SwitchReason::kSyscall;
+      break;
+    }
+    uint32_t signo = Load(&s->signo);
+    if (ev == STUB_EV_FAULT &&
+        (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE ||
+         signo == SIGILL || signo == SIGTRAP)) {
+      result.reason = SwitchReason::kFault;
+      result.signal.si_signo = signo;
+      result.signal.si_code = s->fault_code;
+      result.signal.si_addr = reinterpret_cast<void*>(s->fault_addr);
+      if ((signo == SIGSEGV || signo == SIGBUS) && s->trapno == 14) {
+        uint64_t err = s->fault_err;
+        result.access.write = (err & 2) != 0;
+        result.access.execute = (err & 16) != 0;
+        result.access.read = !result.access.write && !result.access.execute;
+      }
+      break;
+    }
+    // Corrupted shared memory: the guest tampered with its slot.
+    stub_->Kill();
+    result.reason = SwitchReason::kDead;
+    break;
+  }
+  running_.store(0);
+  plat_->active_switches.fetch_sub(1);
+  if (result.reason == SwitchReason::kDead) Dead();
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Platform
+
+SystrapPlatform::~SystrapPlatform() {
+  if (stop_fd_ >= 0) {
+    uint64_t one = 1;
+    (void)!write(stop_fd_, &one, sizeof(one));
+  }
+  if (service_.joinable()) service_.join();
+  if (source_pidfd_ >= 0) {
+    syscall(SYS_pidfd_send_signal, source_pidfd_, SIGKILL, nullptr, 0);
+    siginfo_t info;
+    waitid(static_cast<idtype_t>(3), source_pidfd_, &info, WEXITED);
+    close(source_pidfd_);
+  }
+  if (epfd_ >= 0) close(epfd_);
+  if (stop_fd_ >= 0) close(stop_fd_);
+  if (base_ != 0) munmap(reinterpret_cast<void*>(base_), STUB_SOURCE_END);
+}
+
+absl::Status SystrapPlatform::MapStubRegion() {
+  const SystrapFeatures& f = features_;
+  // Per-thread region: [guard][slot header + XSAVE][altstack].
+  uint64_t slot_bytes = RoundUp(STUB_SLOT_HEADER + f.xsave_size + 64, kPage);
+  uint64_t alt_min = std::max<uint64_t>(4 * f.min_sigstksz, 32 * 1024) +
+                     RoundUp(f.xsave_size + 4096, kPage);
+  region_size_ = 64 * 1024;
+  while (region_size_ < kPage + slot_bytes + alt_min) region_size_ *= 2;
+  slot_off_ = kPage;
+  altstack_off_ = kPage + slot_bytes;
+
+  uint64_t len = 0, src_off = 0;
+  const void* blob = sandbox_stub_blob(&len, &src_off);
+  if (len > STUB_CODE_MAX) return absl::InternalError("stub blob too large");
+
+  // Candidate bases: 1 GiB aligned, well below the Sentry's own mappings.
+  for (uintptr_t cand = 0x7e0000000000; cand > 0x100000000000;
+       cand -= 0x40000000) {
+    void* p = mmap(reinterpret_cast<void*>(cand), STUB_SOURCE_END,
+                   PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) continue;
+    if (p != reinterpret_cast<void*>(cand)) {
+      munmap(p, STUB_SOURCE_END);
+      continue;
+    }
+    base_ = cand;
+    break;
+  }
+  if (base_ == 0) return absl::ResourceExhaustedError("no room for stubs");
+  void* ctl = mmap(reinterpret_cast<void*>(base_ + STUB_SOURCE_CTL_OFF), kPage,
+                   PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (ctl == MAP_FAILED) return ErrnoStatus(errno, "mmap source control");
+  ctl_ = static_cast<stub_source_ctl*>(ctl);
+
+  memcpy(reinterpret_cast<void*>(base_ + STUB_CODE_OFF), blob, len);
+  auto* p = reinterpret_cast<stub_params*>(base_);
+  p->magic = STUB_PARAMS_MAGIC;
+  p->stub_base = base_;
+  p->code_start = base_ + STUB_CODE_OFF;
+  p->code_len = RoundUp(len, kPage);
+  p->region_size = region_size_;
+  p->slot_off = slot_off_;
+  p->altstack_off = altstack_off_;
+  p->altstack_size = region_size_ - altstack_off_;
+  p->xsave_size = f.xsave_size;
+  p->xfeatures = f.xfeatures;
+  p->sentry_pid = getpid();
+  p->memfd = mf_->fd();
+  p->use_fsgsbase = f.fsgsbase;
+  p->cpuid_faulting = f.cpuid_faulting;
+  p->use_sud = f.syscall_user_dispatch;
+  p->max_spin = 100000;
+
+  StubFilterParams fp;
+  fp.code_start = p->code_start;
+  fp.code_end = p->code_start + p->code_len;
+  fp.threads_start = base_ + STUB_THREADS_OFF;
+  fp.threads_end = fp.threads_start + STUB_MAX_THREADS * region_size_;
+  fp.memfd = mf_->fd();
+  if ((fp.threads_start >> 32) != ((fp.threads_end - 1) >> 32)) {
+    return absl::InternalError("thread regions cross a 4 GiB boundary");
+  }
+  auto proc = StubProcessFilter(fp);
+  auto guest = StubGuestFilter(fp);
+  if (proc.size() > STUB_FILTER_MAX_INSNS ||
+      guest.size() > STUB_FILTER_MAX_INSNS) {
+    return absl::InternalError("stub filters too long");
+  }
+  memcpy(p->process_insns, proc.data(), proc.size() * sizeof(sock_filter));
+  memcpy(p->guest_insns, guest.data(), guest.size() * sizeof(sock_filter));
+  p->process_filter.len = proc.size();
+  p->process_filter.filter = reinterpret_cast<uint64_t>(p->process_insns);
+  p->guest_filter.len = guest.size();
+  p->guest_filter.filter = reinterpret_cast<uint64_t>(p->guest_insns);
+
+  if (mprotect(reinterpret_cast<void*>(base_), STUB_PARAMS_SIZE, PROT_READ) ||
+      mprotect(reinterpret_cast<void*>(base_ + STUB_CODE_OFF), p->code_len,
+               PROT_READ | PROT_EXEC)) {
+    return ErrnoStatus(errno, "mprotect stub region");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SystrapPlatform::StartSource() {
+  uint64_t len = 0, src_off = 0;
+  sandbox_stub_blob(&len, &src_off);
+  uintptr_t entry = base_ + STUB_CODE_OFF + src_off;
+  uintptr_t sp = base_ + STUB_SOURCE_STACK_OFF + STUB_SOURCE_STACK_SIZE - 8;
+  long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) return ErrnoStatus(errno, "clone source stub");
+  if (pid == 0) {
+    // The child shares nothing with us but must drop the rseq area glibc
+    // registered for this thread: it lies in memory the source unmaps, and
+    // the kernel would fault on the next return to user space.
+    if (__rseq_size != 0) {
+      char* area = static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+      for (unsigned len : {32u, __rseq_size, 20u}) {
+        if (syscall(SYS_rseq, area, len, 1 /*UNREGISTER*/, 0x53053053) == 0) {
+          break;
+        }
+      }
+    }
+    __asm__ volatile(
+        "mov %0, %%rsp\n"
+        "jmp *%1\n" ::"r"(sp),
+        "r"(entry)
+        : "memory");
+    __builtin_unreachable();
+  }
+  source_pid_ = pid;
+  source_pidfd_ = syscall(SYS_pidfd_open, pid, 0);
+  if (source_pidfd_ < 0) return ErrnoStatus(errno, "pidfd_open source stub");
+  // Wait (bounded) for the source to be ready.
+  for (int i = 0; i < 500; ++i) {
+    if (Load(&ctl_->ready) == 1) return absl::OkStatus();
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    Futex(&ctl_->ready, FUTEX_WAIT, 0, &ts);
+    siginfo_t info = {};
+    if (waitid(static_cast<idtype_t>(3), source_pidfd_, &info,
+               WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid != 0) {
+      return absl::InternalError(absl::StrFormat(
+          "source stub exited (code %d status %d)", info.si_code,
+          info.si_status));
+    }
+  }
+  return absl::DeadlineExceededError("source stub did not start");
+}
+
+void SystrapPlatform::ServiceThread(std::promise<absl::Status>* started) {
+  absl::Status s = StartSource();
+  bool ok = s.ok();
+  started->set_value(std::move(s));
+  if (!ok) return;
+  WatchLoop();
+}
+
+void SystrapPlatform::WatchLoop() {
+  epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;  // 0 = source stub
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, source_pidfd_, &ev);
+  ev.data.u64 = ~0ull;  // stop
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, stop_fd_, &ev);
+  for (;;) {
+    epoll_event evs[16];
+    int n = epoll_wait(epfd_, evs, 16, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t id = evs[i].data.u64;
+      if (id == ~0ull) return;
+      if (id == 0) {
+        absl::MutexLock l(&watch_mu_);
+        source_dead_ = true;
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, source_pidfd_, nullptr);
+        Store(&ctl_->done_seq, kResultDead);
+        FutexWake(&ctl_->done_seq, INT32_MAX);
+        continue;
+      }
+      std::shared_ptr<Stub> stub;
+      {
+        absl::MutexLock l(&watch_mu_);
+        auto it = watched_.find(id);
+        if (it == watched_.end()) continue;
+        stub = it->second.lock();
+      }
+      if (stub == nullptr) continue;
+      Unwatch(id, stub->pidfd());
+      stub->MarkDead();
+    }
+  }
+}
+
+void SystrapPlatform::Unwatch(uint64_t id, int pidfd) {
+  absl::MutexLock l(&watch_mu_);
+  auto it = watched_.find(id);
+  if (it == watched_.end()) return;
+  watched_.erase(it);
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, pidfd, nullptr);
+}
+
+absl::Status SystrapPlatform::Init() {
+  const SystrapFeatures& f = features_;
+  cpuid_.Init(f.xfeatures, f.xsave_size, f.fsgsbase);
+  spin_ticks_ = static_cast<uint64_t>(opts_.spin_ns * TscPerNs());
+  if (auto s = MapStubRegion(); !s.ok()) return s;
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  stop_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (epfd_ < 0 || stop_fd_ < 0) return ErrnoStatus(errno, "epoll/eventfd");
+  std::promise<absl::Status> started;
+  auto fut = started.get_future();
+  service_ = std::thread([this, &started] { ServiceThread(&started); });
+  absl::Status s = fut.get();
+  if (!s.ok()) {
+    service_.join();
+  }
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace() {
+  auto shared = mf_->Allocate(2 * kPage);
+  if (!shared.ok()) return shared.status();
+  long pid;
+  {
+    absl::MutexLock l(&source_mu_);
+    {
+      absl::MutexLock w(&watch_mu_);
+      if (source_dead_) {
+        mf_->Free(*shared, 2 * kPage);
+        return absl::UnavailableError("source stub died");
+      }
+    }
+    ctl_->shared_off = *shared;
+    uint32_t seq = ++source_seq_;
+    Store(&ctl_->req_seq, seq);
+    FutexWake(&ctl_->req_seq);
+    for (;;) {
+      uint32_t v = Load(&ctl_->done_seq);
+      if (v == seq) break;
+      if (v == kResultDead) {
+        mf_->Free(*shared, 2 * kPage);
+        return absl::UnavailableError("source stub died");
+      }
+      Futex(&ctl_->done_seq, FUTEX_WAIT, v);
+    }
+    pid = ctl_->result;
+  }
+  if (pid <= 0) {
+    mf_->Free(*shared, 2 * kPage);
+    return ErrnoStatus(static_cast<int>(-pid), "clone stub");
+  }
+  int pidfd = syscall(SYS_pidfd_open, pid, 0);
+  if (pidfd < 0) {
+    int e = errno;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    mf_->Free(*shared, 2 * kPage);
+    return ErrnoStatus(e, "pidfd_open stub");
+  }
+  uint64_t id;
+  std::shared_ptr<Stub> stub;
+  {
+    absl::MutexLock l(&watch_mu_);
+    id = next_id_++;
+    stub = std::make_shared<Stub>(this, pid, pidfd, *shared, id);
+    watched_[id] = stub;
+    epoll_event ev = {};
+    ev.events = EPOLLIN;
+    ev.data.u64 = id;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, pidfd, &ev);
+  }
+  // The first request both proves the stub runs its loop and drops the
+  // source's stack, inherited by the fork.
+  auto r = stub->Call(SYS_munmap, base_ + STUB_SOURCE_STACK_OFF,
+                      STUB_SOURCE_STACK_SIZE);
+  if (!r.ok()) return r.status();
+  if (*r != 0) return ErrnoStatus(static_cast<int>(-*r), "stub munmap");
+  return std::unique_ptr<AddressSpace>(new SystrapAddressSpace(this, stub));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Platform>> NewSystrapPlatform(
+    std::unique_ptr<MemoryFile> memory_file, const SystrapOptions& opts) {
+  if (memory_file == nullptr) {
+    return absl::InvalidArgumentError("no memory file");
+  }
+  auto p = std::make_unique<SystrapPlatform>(std::move(memory_file), opts);
+  if (auto s = p->Init(); !s.ok()) return s;
+  return std::unique_ptr<Platform>(std::move(p));
+}
+
+pid_t SystrapStubPid(AddressSpace& as) {
+  auto* s = dynamic_cast<SystrapAddressSpace*>(&as);
+  return s == nullptr ? -1 : s->stub()->pid();
+}
+
+}  // namespace sandbox::platform

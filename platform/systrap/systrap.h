@@ -1,0 +1,70 @@
+// The systrap platform: guest code runs in stub processes; every guest
+// syscall and fault arrives as a signal in the stub's handler, which hands the
+// registers to the Sentry through shared memory (see stub_abi.h, stub.c).
+//
+// Start-up contract for the caller:
+//  - Call NewSystrapPlatform before the Sentry installs its own seccomp
+//    filter (the source stub every stub is cloned from is made then, and
+//    must not inherit the Sentry's filter), and before dropping the ability
+//    to fork. The platform keeps one long-lived service thread: it is the
+//    parent of the source stub (stubs die with it, PR_SET_PDEATHSIG) and
+//    watches the stubs' pidfds.
+//  - The Sentry's seccomp allowlist must then allow what SeccompNeeds()
+//    lists below.
+//  - Stubs are children of the Sentry process: do not set SIGCHLD to SIG_IGN
+//    (harmless, but stubs are then reaped by the kernel) and do not reap
+//    unknown children with wait(-1).
+//  - Destroy every AddressSpace and Context before the Platform.
+#ifndef PLATFORM_SYSTRAP_SYSTRAP_H_
+#define PLATFORM_SYSTRAP_SYSTRAP_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "platform/memory_file.h"
+#include "platform/platform.h"
+
+namespace sandbox::platform {
+
+struct SystrapOptions {
+  // Let Sentry and stub threads spin briefly for each other when a CPU is
+  // free (much faster than a futex wake-up across CPUs in a VM).
+  bool spin = true;
+  // Upper bound of one spin, in nanoseconds.
+  int spin_ns = 50000;
+};
+
+// Host features the platform found. Tests use this to skip what the host
+// cannot do.
+struct SystrapFeatures {
+  bool syscall_user_dispatch = false;
+  bool cpuid_faulting = false;
+  bool fsgsbase = false;
+  uint64_t xfeatures = 0;    // user XSAVE features saved per thread
+  uint32_t xsave_size = 0;   // bytes of a user-format XSAVE image
+  uint64_t min_sigstksz = 0; // AT_MINSIGSTKSZ
+  int cpus = 1;
+};
+
+SystrapFeatures ProbeSystrapFeatures();
+
+// Creates the platform; takes ownership of the memory file.
+absl::StatusOr<std::unique_ptr<Platform>> NewSystrapPlatform(
+    std::unique_ptr<MemoryFile> memory_file, const SystrapOptions& opts = {});
+
+// The host pid of the stub process behind `as` (for tests and `runsc ps`
+// style diagnostics), or -1 if `as` is not a systrap address space.
+pid_t SystrapStubPid(AddressSpace& as);
+
+// The host syscalls the platform itself needs in the Sentry (for the
+// Sentry's seccomp allowlist): futex, tgkill(SIGCHLD), pidfd_open,
+// pidfd_send_signal(SIGKILL), waitid(P_PIDFD), epoll_wait/epoll_ctl,
+// eventfd2, sched_getcpu via vDSO, clock_gettime via vDSO.
+std::string SeccompNeeds();
+
+}  // namespace sandbox::platform
+
+#endif  // PLATFORM_SYSTRAP_SYSTRAP_H_

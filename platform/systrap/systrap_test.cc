@@ -1,0 +1,525 @@
+#include "platform/systrap/systrap.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "platform/memory_file.h"
+#include "platform/systrap/seccomp_filters.h"
+#include "platform/systrap/stub_abi.h"
+
+namespace sandbox::platform {
+namespace {
+
+constexpr uintptr_t kCode = 0x400000;
+constexpr uintptr_t kData = 0x500000;
+constexpr uintptr_t kHole = 0x600000;
+constexpr uint64_t kPage = 4096;
+
+// Children of this process, over all its threads.
+std::set<pid_t> Children() {
+  std::set<pid_t> out;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(std::string("/proc/self/task/") + e->d_name +
+                    "/children");
+    pid_t p;
+    while (f >> p) out.insert(p);
+  }
+  closedir(d);
+  return out;
+}
+
+class SystrapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto mf = MemoryFile::Create(256 << 20);
+    ASSERT_TRUE(mf.ok()) << mf.status();
+    auto p = NewSystrapPlatform(std::move(*mf));
+    ASSERT_TRUE(p.ok()) << p.status();
+    platform_ = std::move(*p);
+    auto as = platform_->NewAddressSpace();
+    ASSERT_TRUE(as.ok()) << as.status();
+    as_ = std::move(*as);
+    auto ctx = platform_->NewContext();
+    ASSERT_TRUE(ctx.ok()) << ctx.status();
+    ctx_ = std::move(*ctx);
+    code_off_ = Alloc(kPage);
+    data_off_ = Alloc(kPage);
+    ASSERT_TRUE(as_->MapFile(kCode, code_off_, kPage, PROT_READ | PROT_EXEC)
+                    .ok());
+    ASSERT_TRUE(
+        as_->MapFile(kData, data_off_, kPage, PROT_READ | PROT_WRITE).ok());
+  }
+  void TearDown() override {
+    ctx_.reset();
+    as_.reset();
+    platform_.reset();
+  }
+
+  uint64_t Alloc(uint64_t n) {
+    auto off = platform_->memory_file().Allocate(n);
+    EXPECT_TRUE(off.ok());
+    return *off;
+  }
+
+  void Code(const std::vector<uint8_t>& code) {
+    ASSERT_TRUE(
+        platform_->memory_file().Write(code_off_, code.data(), code.size()));
+  }
+
+  CpuState Start() {
+    CpuState s;
+    s.regs.rip = kCode;
+    s.regs.rsp = kData + kPage - 64;
+    s.regs.eflags = 0x202;
+    return s;
+  }
+
+  std::unique_ptr<Platform> platform_;
+  std::unique_ptr<AddressSpace> as_;
+  std::unique_ptr<Context> ctx_;
+  uint64_t code_off_ = 0, data_off_ = 0;
+};
+
+TEST_F(SystrapTest, SyscallArgumentsAndResult) {
+  // syscall; mov %rax,%rbx; syscall
+  Code({0x0f, 0x05, 0x48, 0x89, 0xc3, 0x0f, 0x05});
+  CpuState s = Start();
+  s.regs.rax = 39;
+  s.regs.rdi = 0x1111111111111111;
+  s.regs.rsi = 0x2222222222222222;
+  s.regs.rdx = 0x3333333333333333;
+  s.regs.r10 = 0x4444444444444444;
+  s.regs.r8 = 0x5555555555555555;
+  s.regs.r9 = 0x6666666666666666;
+  s.regs.rbp = 0x7777;
+  s.regs.r15 = 0x8888;
+  SwitchResult r = ctx_->Switch(*as_, s);
+  ASSERT_EQ(r.reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.orig_rax, 39u);
+  EXPECT_EQ(s.regs.rdi, 0x1111111111111111u);
+  EXPECT_EQ(s.regs.rsi, 0x2222222222222222u);
+  EXPECT_EQ(s.regs.rdx, 0x3333333333333333u);
+  EXPECT_EQ(s.regs.r10, 0x4444444444444444u);
+  EXPECT_EQ(s.regs.r8, 0x5555555555555555u);
+  EXPECT_EQ(s.regs.r9, 0x6666666666666666u);
+  EXPECT_EQ(s.regs.rbp, 0x7777u);
+  EXPECT_EQ(s.regs.r15, 0x8888u);
+  EXPECT_EQ(s.regs.rip, kCode + 2);
+  EXPECT_EQ(s.fp.size(), platform_->FpStateSize());
+  s.regs.rax = 0xabcdef;
+  s.regs.rbx = 0;
+  r = ctx_->Switch(*as_, s);
+  ASSERT_EQ(r.reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.rbx, 0xabcdefu);
+  EXPECT_EQ(s.regs.orig_rax, 0xabcdefu);
+  EXPECT_EQ(s.regs.rip, kCode + 7);
+}
+
+TEST_F(SystrapTest, FaultOnUnmappedPageResumesAfterMapping) {
+  // mov (%rdi),%rax; syscall
+  Code({0x48, 0x8b, 0x07, 0x0f, 0x05});
+  CpuState s = Start();
+  s.regs.rdi = kHole + 8;
+  SwitchResult r = ctx_->Switch(*as_, s);
+  ASSERT_EQ(r.reason, SwitchReason::kFault);
+  EXPECT_EQ(r.signal.si_signo, SIGSEGV);
+  EXPECT_EQ(r.signal.si_code, SEGV_MAPERR);
+  EXPECT_EQ(r.signal.si_addr, reinterpret_cast<void*>(kHole + 8));
+  EXPECT_TRUE(r.access.read);
+  EXPECT_FALSE(r.access.write);
+  EXPECT_EQ(s.regs.rip, kCode);
+
+  uint64_t off = Alloc(kPage);
+  uint64_t v = 0x1234567890;
+  ASSERT_TRUE(platform_->memory_file().Write(off + 8, &v, 8));
+  ASSERT_TRUE(as_->MapFile(kHole, off, kPage, PROT_READ).ok());
+  r = ctx_->Switch(*as_, s);
+  ASSERT_EQ(r.reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.orig_rax, v);
+
+  // A write to the read-only page: SEGV_ACCERR, write access.
+  Code({0x48, 0x89, 0x07});
+  s = Start();
+  s.regs.rdi = kHole;
+  r = ctx_->Switch(*as_, s);
+  ASSERT_EQ(r.reason, SwitchReason::kFault);
+  EXPECT_EQ(r.signal.si_code, SEGV_ACCERR);
+  EXPECT_TRUE(r.access.write);
+
+  // Unmap: the read faults again.
+  ASSERT_TRUE(as_->Unmap(kHole, kPage).ok());
+  Code({0x48, 0x8b, 0x07, 0x0f, 0x05});
+  s = Start();
+  s.regs.rdi = kHole;
+  r = ctx_->Switch(*as_, s);
+  ASSERT_EQ(r.reason, SwitchReason::kFault);
+  EXPECT_EQ(r.signal.si_code, SEGV_MAPERR);
+}
+
+TEST_F(SystrapTest, ExecuteFault) {
+  CpuState s = Start();
+  s.regs.rip = kData;  // mapped without PROT_EXEC
+  SwitchResult r = ctx_->Switch(*as_, s);
+  ASSERT_EQ(r.reason, SwitchReason::kFault);
+  EXPECT_EQ(r.signal.si_signo, SIGSEGV);
+  EXPECT_TRUE(r.access.execute);
+}
+
+TEST_F(SystrapTest, Traps) {
+  struct Case {
+    std::vector<uint8_t> code;
+    int signo;
+  } cases[] = {
+      {{0x31, 0xd2, 0x31, 0xc9, 0xf7, 0xf1}, SIGFPE},  // div by zero
+      {{0xcc}, SIGTRAP},                               // int3
+      {{0x0f, 0x0b}, SIGILL},                          // ud2
+  };
+  for (const Case& c : cases) {
+    Code(c.code);
+    CpuState s = Start();
+    s.regs.rax = 5;
+    SwitchResult r = ctx_->Switch(*as_, s);
+    ASSERT_EQ(r.reason, SwitchReason::kFault) << c.signo;
+    EXPECT_EQ(r.signal.si_signo, c.signo);
+    if (c.signo == SIGFPE) {
+      EXPECT_EQ(r.signal.si_code, FPE_INTDIV);
+      EXPECT_EQ(s.regs.rip, kCode + 4);
+    } else if (c.signo == SIGTRAP) {
+      EXPECT_EQ(s.regs.rip, kCode + 1);
+    } else {
+      EXPECT_EQ(s.regs.rip, kCode);
+    }
+  }
+  // The context keeps working after faults.
+  Code({0x0f, 0x05});
+  CpuState s = Start();
+  s.regs.rax = 60;
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.orig_rax, 60u);
+}
+
+TEST_F(SystrapTest, Cpuid) {
+  if (!ProbeSystrapFeatures().cpuid_faulting) {
+    GTEST_SKIP() << "host has no CPUID faulting (arch_prctl(ARCH_SET_CPUID) "
+                    "fails): CPUID runs natively in guests";
+  }
+  // cpuid; syscall
+  Code({0x0f, 0xa2, 0x0f, 0x05});
+  for (uint32_t leaf : {0u, 1u, 7u, 0xdu}) {
+    CpuState s = Start();
+    s.regs.rax = leaf;
+    s.regs.rcx = 0;
+    ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+    uint32_t want[4];
+    platform_->Cpuid(leaf, 0, want);
+    EXPECT_EQ(s.regs.rbx, want[1]) << leaf;
+    EXPECT_EQ(s.regs.rcx, want[2]) << leaf;
+    EXPECT_EQ(s.regs.rdx, want[3]) << leaf;
+    EXPECT_EQ(s.regs.rip, kCode + 4);
+  }
+}
+
+TEST(SystrapCpuidTableTest, ConsistentWithXsave) {
+  auto mf = MemoryFile::Create(64 << 20);
+  ASSERT_TRUE(mf.ok());
+  auto p = NewSystrapPlatform(std::move(*mf));
+  ASSERT_TRUE(p.ok()) << p.status();
+  uint32_t r[4];
+  (*p)->Cpuid(0xd, 0, r);
+  EXPECT_EQ(r[1], (*p)->FpStateSize());
+  EXPECT_EQ(r[0] & (1u << 18), 0u);  // no AMX tile data
+  (*p)->Cpuid(7, 0, r);
+  EXPECT_EQ(r[3] & (1u << 24), 0u);  // no AMX-TILE
+  EXPECT_EQ(r[2] & (1u << 3), 0u);   // no PKU
+  (*p)->Cpuid(0, 0, r);
+  EXPECT_NE(r[1], 0u);  // vendor
+}
+
+// Finds a `syscall` instruction inside the stub's code.
+uintptr_t StubSyscallInsn(Platform& p) {
+  uintptr_t code = p.MaxUserAddress() + STUB_CODE_OFF;
+  auto* b = reinterpret_cast<const uint8_t*>(code);
+  for (size_t i = 0; i + 1 < STUB_CODE_MAX; ++i) {
+    if (b[i] == 0x0f && b[i + 1] == 0x05) return code + i;
+  }
+  return 0;
+}
+
+TEST_F(SystrapTest, JumpIntoStubSyscallWithHostileRegisters) {
+  uintptr_t insn = StubSyscallInsn(*platform_);
+  ASSERT_NE(insn, 0u);
+  struct Case {
+    uint64_t nr, a0, a1, a2, a3, a4;
+  } cases[] = {
+      // mmap of the memory file over guest memory: allowed only for the
+      // syscall thread.
+      {SYS_mmap, kHole, kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+       static_cast<uint64_t>(platform_->memory_file().fd())},
+      {SYS_getpid, 0, 0, 0, 0, 0},
+      {SYS_exit_group, 0, 0, 0, 0, 0},
+      {SYS_clone, kStubThreadCloneFlags, 0, 0, 0, 0},
+      // futex with an op the filter does not pin (FUTEX_REQUEUE).
+      {SYS_futex, kData, 3, 1, 0, 0},
+      // futex WAIT on an address outside the thread regions.
+      {SYS_futex, kData, 0, 0, 0, 0},
+      {SYS_arch_prctl, 0x1012 /*ARCH_SET_CPUID*/, 1, 0, 0, 0},
+  };
+  for (const Case& c : cases) {
+    auto as = platform_->NewAddressSpace();
+    ASSERT_TRUE(as.ok());
+    CpuState s = Start();
+    s.regs.rip = insn;
+    s.regs.rax = c.nr;
+    s.regs.rdi = c.a0;
+    s.regs.rsi = c.a1;
+    s.regs.rdx = c.a2;
+    s.regs.r10 = c.a3;
+    s.regs.r8 = c.a4;
+    SwitchResult r = ctx_->Switch(**as, s);
+    // Must trap (reported as a syscall to emulate) or kill the stub; never
+    // run on the host.
+    EXPECT_TRUE(r.reason == SwitchReason::kDead ||
+                r.reason == SwitchReason::kSyscall)
+        << "nr " << c.nr << " reason " << static_cast<int>(r.reason);
+    if (r.reason == SwitchReason::kSyscall) {
+      EXPECT_EQ(s.regs.orig_rax, c.nr);
+    }
+  }
+}
+
+TEST_F(SystrapTest, InterruptSpinningGuest) {
+  Code({0xeb, 0xfe});  // jmp .
+  CpuState s = Start();
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ctx_->Interrupt();
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  SwitchResult r = ctx_->Switch(*as_, s);
+  auto dt = std::chrono::steady_clock::now() - t0;
+  t.join();
+  EXPECT_EQ(r.reason, SwitchReason::kInterrupted);
+  EXPECT_EQ(s.regs.rip, kCode);
+  EXPECT_LT(dt, std::chrono::seconds(2));
+  // An interrupt before Switch makes it return at once; ClearInterrupt
+  // drops it.
+  ctx_->Interrupt();
+  EXPECT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kInterrupted);
+  ctx_->Interrupt();
+  ctx_->ClearInterrupt();
+  Code({0x0f, 0x05});
+  s = Start();
+  EXPECT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+}
+
+TEST_F(SystrapTest, KilledStubGivesDead) {
+  Code({0xeb, 0xfe});
+  CpuState s = Start();
+  pid_t pid = SystrapStubPid(*as_);
+  ASSERT_GT(pid, 0);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kill(pid, SIGKILL);
+  });
+  SwitchResult r = ctx_->Switch(*as_, s);
+  t.join();
+  EXPECT_EQ(r.reason, SwitchReason::kDead);
+  EXPECT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kDead);
+  EXPECT_FALSE(as_->MapFile(kHole, data_off_, kPage, PROT_READ).ok());
+}
+
+TEST_F(SystrapTest, FsBasePreserved) {
+  // mov %fs:0x10,%rax; syscall; mov %fs:0x18,%rax; int3
+  Code({0x64, 0x48, 0x8b, 0x04, 0x25, 0x10, 0x00, 0x00, 0x00, 0x0f, 0x05,
+        0x64, 0x48, 0x8b, 0x04, 0x25, 0x18, 0x00, 0x00, 0x00, 0xcc});
+  uint64_t vals[2] = {0xf00d, 0xbeef};
+  ASSERT_TRUE(platform_->memory_file().Write(data_off_ + 0x110, vals, 16));
+  CpuState s = Start();
+  s.regs.fs_base = kData + 0x100;
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.orig_rax, 0xf00du);
+  EXPECT_EQ(s.regs.fs_base, kData + 0x100);
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kFault);
+  EXPECT_EQ(s.regs.rax, 0xbeefu);
+  EXPECT_EQ(s.regs.fs_base, kData + 0x100);
+  // The Sentry changes fs_base (arch_prctl emulation).
+  Code({0x64, 0x48, 0x8b, 0x04, 0x25, 0x10, 0x00, 0x00, 0x00, 0x0f, 0x05});
+  s.regs.rip = kCode;
+  s.regs.fs_base = kData + 0x108;
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.orig_rax, 0xbeefu);
+}
+
+// Offsets in a standard-format XSAVE image.
+constexpr size_t kXmmOff = 160;
+constexpr size_t kYmmHiOff = 576;
+
+TEST_F(SystrapTest, FpuAndAvxStatePreserved) {
+  const SystrapFeatures f = ProbeSystrapFeatures();
+  if (!(f.xfeatures & 4)) GTEST_SKIP() << "no AVX state in XCR0";
+  // vmovdqa %ymm0,%ymm1 (c5 fd 6f c8); syscall; int3
+  Code({0xc5, 0xfd, 0x6f, 0xc8, 0x0f, 0x05, 0xcc});
+  CpuState s = Start();
+  s.fp.assign(platform_->FpStateSize(), 0);
+  uint16_t fcw = 0x37f;
+  uint32_t mxcsr = 0x1f80;
+  memcpy(s.fp.data(), &fcw, 2);
+  memcpy(s.fp.data() + 24, &mxcsr, 4);
+  uint64_t bv = 7;  // x87, SSE, AVX
+  memcpy(s.fp.data() + 512, &bv, 8);
+  for (int i = 0; i < 16; ++i) {
+    s.fp[kXmmOff + i] = 0x10 + i;     // xmm0 low
+    s.fp[kYmmHiOff + i] = 0x80 + i;   // ymm0 high
+  }
+  s.fp_changed = true;
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(s.fp[kXmmOff + 16 + i], 0x10 + i) << i;    // xmm1
+    EXPECT_EQ(s.fp[kYmmHiOff + 16 + i], 0x80 + i) << i;  // ymm1 high
+  }
+  EXPECT_FALSE(s.fp_changed);
+  // The state stays in the thread across the trap and a fault.
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kFault);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(s.fp[kXmmOff + 16 + i], 0x10 + i) << i;
+    EXPECT_EQ(s.fp[kYmmHiOff + 16 + i], 0x80 + i) << i;
+  }
+}
+
+TEST_F(SystrapTest, Avx512StatePreserved) {
+  const SystrapFeatures f = ProbeSystrapFeatures();
+  if ((f.xfeatures & 0xe0) != 0xe0) GTEST_SKIP() << "no AVX-512 state";
+  uint32_t a, b, c, d;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0xd), "c"(6));
+  size_t zmm_hi_off = b;  // ZMM_Hi256 component offset
+  // vmovdqa64 %zmm0,%zmm1 (62 f1 fd 48 6f c8); syscall
+  Code({0x62, 0xf1, 0xfd, 0x48, 0x6f, 0xc8, 0x0f, 0x05});
+  CpuState s = Start();
+  s.fp.assign(platform_->FpStateSize(), 0);
+  uint32_t mxcsr = 0x1f80;
+  memcpy(s.fp.data() + 24, &mxcsr, 4);
+  uint64_t bv = 0xe7;
+  memcpy(s.fp.data() + 512, &bv, 8);
+  for (int i = 0; i < 32; ++i) s.fp[zmm_hi_off + i] = 0x40 + i;  // zmm0 hi
+  s.fp_changed = true;
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(s.fp[zmm_hi_off + 32 + i], 0x40 + i) << i;  // zmm1 hi
+  }
+}
+
+TEST_F(SystrapTest, ManyThreadsInOneAddressSpace) {
+  // loop: syscall; jmp loop
+  Code({0x0f, 0x05, 0xeb, 0xfc});
+  constexpr int kThreads = 4;
+  constexpr int kIters = 300;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; ++i) {
+    ts.emplace_back([&, i] {
+      auto ctx = platform_->NewContext();
+      if (!ctx.ok()) return;
+      CpuState s = Start();
+      s.regs.rdi = i;
+      for (int n = 0; n < kIters; ++n) {
+        s.regs.rax = 1000 + n;
+        SwitchResult r = (*ctx)->Switch(*as_, s);
+        if (r.reason != SwitchReason::kSyscall) return;
+        if (s.regs.orig_rax != static_cast<uint64_t>(1000 + n) ||
+            s.regs.rdi != static_cast<uint64_t>(i)) {
+          return;
+        }
+      }
+      ok++;
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), kThreads);
+}
+
+TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFile) {
+  Code({0x0f, 0x05});
+  CpuState s = Start();
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  pid_t pid = SystrapStubPid(*as_);
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir << ": " << strerror(errno);
+  std::vector<std::string> targets;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char buf[256] = {};
+    readlink((dir + "/" + e->d_name).c_str(), buf, sizeof(buf) - 1);
+    targets.push_back(std::string(e->d_name) + " -> " + buf);
+  }
+  closedir(d);
+  ASSERT_EQ(targets.size(), 1u) << ::testing::PrintToString(targets);
+  EXPECT_NE(targets[0].find("memfd:sandbox-memory"), std::string::npos)
+      << targets[0];
+  EXPECT_EQ(targets[0].substr(0, targets[0].find(' ')),
+            std::to_string(platform_->memory_file().fd()));
+}
+
+TEST_F(SystrapTest, HundredAddressSpacesLeaveNothingBehind) {
+  Code({0x0f, 0x05});
+  // Settle this fixture's own state first.
+  CpuState s = Start();
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  std::set<pid_t> before = Children();
+  uint64_t bytes = platform_->memory_file().AllocatedBytes();
+  for (int i = 0; i < 100; ++i) {
+    auto as = platform_->NewAddressSpace();
+    ASSERT_TRUE(as.ok()) << as.status();
+    auto ctx = platform_->NewContext();
+    ASSERT_TRUE(ctx.ok());
+    ASSERT_TRUE(
+        (*as)->MapFile(kCode, code_off_, kPage, PROT_READ | PROT_EXEC).ok());
+    ASSERT_TRUE(
+        (*as)->MapFile(kData, data_off_, kPage, PROT_READ | PROT_WRITE).ok());
+    CpuState s = Start();
+    s.regs.rax = i;
+    ASSERT_EQ((*ctx)->Switch(**as, s).reason, SwitchReason::kSyscall);
+    EXPECT_EQ(s.regs.orig_rax, static_cast<uint64_t>(i));
+    pid_t pid = SystrapStubPid(**as);
+    EXPECT_TRUE(Children().count(pid));
+    ctx->reset();
+    as->reset();
+    EXPECT_FALSE(Children().count(pid));
+  }
+  EXPECT_EQ(Children(), before);
+  EXPECT_EQ(platform_->memory_file().AllocatedBytes(), bytes);
+}
+
+TEST(SystrapPlatformTest, DestroyingThePlatformKillsAllStubs) {
+  std::set<pid_t> before = Children();
+  {
+    auto mf = MemoryFile::Create(64 << 20);
+    ASSERT_TRUE(mf.ok());
+    auto p = NewSystrapPlatform(std::move(*mf));
+    ASSERT_TRUE(p.ok()) << p.status();
+    auto as = (*p)->NewAddressSpace();
+    ASSERT_TRUE(as.ok());
+    EXPECT_GT(Children().size(), before.size());
+  }
+  EXPECT_EQ(Children(), before);
+}
+
+}  // namespace
+}  // namespace sandbox::platform
