@@ -43,6 +43,7 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   auto tg = std::make_shared<ThreadGroup>(*this, args.parent,
                                           std::move(args.exe_path),
                                           args.limits);
+  tg->set_cwd(std::move(args.cwd));
   auto task = std::make_unique<Task>(
       *this, tg, std::make_shared<const Credentials>(std::move(args.creds)),
       std::move(args.fds), std::move(args.mm), std::move(args.cpu));

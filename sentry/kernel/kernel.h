@@ -37,6 +37,8 @@ struct KernelOptions {
 struct NewProcessArgs {
   ThreadGroup* parent = nullptr;
   std::string exe_path;
+  // Working directory path (getcwd). The FS context comes with the VFS.
+  std::string cwd = "/";
   Credentials creds = Credentials::Root();
   LimitSet limits = LimitSet::Defaults();
   std::shared_ptr<vfs::FdTable> fds;

@@ -55,6 +55,10 @@ class ThreadGroup {
   ThreadGroup* parent() const { return parent_; }
   // Path of the running executable (/proc/self/exe). Changes on execve.
   std::string exe_path() const;
+  // The working directory's path (getcwd) until the VFS gives tasks an FS
+  // context.
+  std::string cwd() const;
+  void set_cwd(std::string cwd);
 
   // Resource limits. SetLimit: EINVAL if cur > max; EPERM to raise max
   // without CAP_SYS_RESOURCE or the NOFILE max above fs.nr_open.
@@ -95,6 +99,7 @@ class ThreadGroup {
 
   mutable absl::Mutex mu_;
   std::string exe_path_ ABSL_GUARDED_BY(mu_);
+  std::string cwd_ ABSL_GUARDED_BY(mu_) = "/";
   LimitSet limits_ ABSL_GUARDED_BY(mu_);
   std::array<abi::KernelSigaction, abi::kNumSignals + 1> actions_
       ABSL_GUARDED_BY(mu_) = {};

@@ -325,6 +325,14 @@ SyscallResult Readlinkat(Task& t, Fd dirfd, UserCString path, UserAddr buf,
   return DoReadlink(t, path, buf, bufsiz);
 }
 
+// getcwd(2).
+SyscallResult Getcwd(Task& t, UserAddr buf, uint64_t size) {
+  std::string cwd = t.thread_group().cwd();
+  if (size < cwd.size() + 1) return kERANGE;
+  TRY_VOID(t.CopyOutFull(buf.addr, cwd.c_str(), cwd.size() + 1));
+  return uint64_t{cwd.size() + 1};
+}
+
 }  // namespace
 
 void RegisterFileSyscalls(SyscallTable& t) {
@@ -348,6 +356,8 @@ void RegisterFileSyscalls(SyscallTable& t) {
                          "AT_EMPTY_PATH on an FD; paths ENOENT until the VFS");
   t.Partial<&Ioctl>(nr::ioctl,
                     "FIOCLEX, FIONCLEX; host stdio: TCGETS, TIOCGWINSZ");
+  t.Partial<&Getcwd>(nr::getcwd,
+                     "the caller's directory; chdir comes with the VFS");
   t.Partial<&Readlink>(nr::readlink,
                        "/proc/self/exe only until the VFS; others ENOENT");
   t.Partial<&Readlinkat>(nr::readlinkat,

@@ -197,6 +197,9 @@ TEST_F(SyscallsTest, StatAndIoctlAndReadlink) {
   PutString(buf_ + 1000, "/proc/2/exe");
   EXPECT_EQ(Call(nr::readlink, buf_ + 1000, buf_, 100).error(), kENOENT);
   EXPECT_EQ(Call(nr::readlink, 8, buf_, 100).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::getcwd, buf_, 100).value(), 2u);
+  EXPECT_EQ(Get<char>(buf_), '/');
+  EXPECT_EQ(Call(nr::getcwd, buf_, 1).error(), kERANGE);
   close(host_read);
   close(host_write);
 }

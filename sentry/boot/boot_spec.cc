@@ -1,0 +1,133 @@
+#include "sentry/boot/boot_spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace sandbox::boot {
+namespace {
+
+constexpr char kMagic[4] = {'R', 'S', 'B', '1'};
+constexpr size_t kMaxSize = 256 << 20;
+constexpr uint32_t kMaxStrings = 1 << 20;
+constexpr uint32_t kFlagStrace = 1;
+constexpr uint32_t kFlagStraceSummary = 2;
+
+void PutU32(std::string* out, uint32_t v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+void PutString(std::string* out, const std::string& s) {
+  PutU32(out, static_cast<uint32_t>(s.size()));
+  out->append(s);
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& d) : d_(d) {}
+  bool U32(uint32_t* v) {
+    if (d_.size() - pos_ < sizeof(*v)) return false;
+    memcpy(v, d_.data() + pos_, sizeof(*v));
+    pos_ += sizeof(*v);
+    return true;
+  }
+  bool String(std::string* s) {
+    uint32_t n;
+    if (!U32(&n) || d_.size() - pos_ < n) return false;
+    s->assign(d_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool Strings(std::vector<std::string>* v) {
+    uint32_t n;
+    if (!U32(&n) || n > kMaxStrings) return false;
+    v->resize(n);
+    for (auto& s : *v) {
+      if (!String(&s)) return false;
+    }
+    return true;
+  }
+  bool AtEnd() const { return pos_ == d_.size(); }
+
+ private:
+  const std::string& d_;
+  size_t pos_ = 4;
+};
+
+}  // namespace
+
+std::string SerializeBootSpec(const BootSpec& spec) {
+  std::string out(kMagic, sizeof(kMagic));
+  PutU32(&out, (spec.strace ? kFlagStrace : 0) |
+                   (spec.strace_summary ? kFlagStraceSummary : 0));
+  PutString(&out, spec.exe_path);
+  PutString(&out, spec.cwd);
+  PutString(&out, spec.hostname);
+  PutString(&out, spec.debug_log);
+  PutU32(&out, static_cast<uint32_t>(spec.argv.size()));
+  for (const auto& s : spec.argv) PutString(&out, s);
+  PutU32(&out, static_cast<uint32_t>(spec.envp.size()));
+  for (const auto& s : spec.envp) PutString(&out, s);
+  return out;
+}
+
+absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
+  if (data.size() > kMaxSize || data.size() < sizeof(kMagic) ||
+      memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError("boot spec: bad magic or size");
+  }
+  Reader r(data);
+  BootSpec spec;
+  uint32_t flags;
+  if (!r.U32(&flags) || !r.String(&spec.exe_path) || !r.String(&spec.cwd) ||
+      !r.String(&spec.hostname) || !r.String(&spec.debug_log) ||
+      !r.Strings(&spec.argv) || !r.Strings(&spec.envp) || !r.AtEnd()) {
+    return absl::InvalidArgumentError("boot spec: truncated or malformed");
+  }
+  spec.strace = flags & kFlagStrace;
+  spec.strace_summary = flags & kFlagStraceSummary;
+  return spec;
+}
+
+absl::StatusOr<int> WriteBootSpecToMemfd(const BootSpec& spec) {
+  std::string data = SerializeBootSpec(spec);
+  int fd = memfd_create("runsc-boot-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "memfd_create");
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      close(fd);
+      return absl::ErrnoToStatus(e, "write(boot spec memfd)");
+    }
+    off += n;
+  }
+  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  return fd;
+}
+
+absl::StatusOr<BootSpec> ReadBootSpecFromFd(int fd) {
+  std::string data;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = pread(fd, buf, sizeof(buf), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::ErrnoToStatus(errno, "read(boot spec)");
+    if (n == 0) break;
+    data.append(buf, n);
+    if (data.size() > kMaxSize) {
+      return absl::InvalidArgumentError("boot spec: too large");
+    }
+  }
+  return ParseBootSpec(data);
+}
+
+}  // namespace sandbox::boot
