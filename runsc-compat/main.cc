@@ -1,0 +1,55 @@
+// runsc: the sandbox's command-line interface.
+#include <string.h>
+#include <unistd.h>
+
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+#include "runsc-compat/do_command.h"
+#include "sentry/boot/boot.h"
+
+namespace {
+
+constexpr char kHelp[] =
+    R"(Usage: runsc COMMAND [flags] [args...]
+
+A user-space kernel sandbox: programs run against the Sentry, which
+implements Linux in user space; their code runs in stub processes whose
+every syscall and fault goes to the Sentry (the systrap platform).
+
+Commands:
+  do      run a program in a new sandbox (see 'runsc do --help')
+  help    show this help, or 'runsc help COMMAND'
+
+Internal:
+  boot    the Sentry process that 'runsc do' starts (not for direct use)
+)";
+
+void PrintHelp(int fd) { (void)!write(fd, kHelp, sizeof(kHelp) - 1); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintHelp(2);
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "-h" || cmd == "--help") {
+    PrintHelp(1);
+    return 0;
+  }
+  if (cmd == "help") {
+    if (argc > 2 && std::string_view(argv[2]) == "do") {
+      sandbox::runsc::PrintDoHelp(1);
+    } else {
+      PrintHelp(1);
+    }
+    return 0;
+  }
+  if (cmd == "do") return sandbox::runsc::DoCommand(argc - 1, argv + 1);
+  if (cmd == "boot") return sandbox::boot::BootMain(argc - 1, argv + 1);
+  absl::FPrintF(stderr, "runsc: unknown command '%s'\nTry 'runsc --help'.\n",
+                cmd);
+  return 2;
+}

@@ -1,0 +1,189 @@
+#include "sentry/boot/boot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "platform/memory_file.h"
+#include "platform/systrap/systrap.h"
+#include "sentry/boot/boot_spec.h"
+#include "sentry/fs/host/host_file.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/log.h"
+#include "sentry/loader/loader.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/table.h"
+
+namespace sandbox::boot {
+namespace {
+
+// Guest memory the memory file may hold (sparse: only used pages cost).
+constexpr uint64_t kMemoryFileSize = 64ull << 30;
+
+// Signals `runsc do` forwards; the Sentry passes them to the guest.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                              SIGUSR2};
+
+void WriteStatus(BootStatus::Kind kind, int32_t value) {
+  BootStatus s;
+  s.kind = kind;
+  s.value = value;
+  // One write below PIPE_BUF is atomic; a closed pipe (the CLI is gone)
+  // is ignored.
+  (void)!write(kStatusFd, &s, sizeof(s));
+}
+
+int Fail(const std::string& msg) {
+  kernel::LogWarning("%s", msg);
+  WriteStatus(BootStatus::kSandboxFailed, 0);
+  return 125;
+}
+
+// Installs the FDs the caller handed the sandbox as the guest's 0, 1, 2.
+void InstallStdio(vfs::FdTable& fds) {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) < 0) continue;  // Closed in the caller.
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    if (own < 0) continue;
+    auto f = fs::host::HostFile::Create(own);
+    if (!f.ok()) {
+      close(own);
+      continue;
+    }
+    (void)fds.InstallAt(fd, std::move(f).value(), false,
+                        vfs::FdTable::kNrOpen);
+  }
+}
+
+// Forwards SIGINT/SIGTERM/... (blocked in every Sentry thread) to the
+// guest until the sandbox ends. Returns when `stop_fd` is readable.
+void SignalLoop(kernel::Kernel* k, sigset_t set) {
+  for (;;) {
+    siginfo_t info;
+    int sig = sigwaitinfo(&set, &info);
+    if (sig < 0) continue;
+    if (sig == SIGUSR2 && info.si_pid == getpid()) return;  // Stop request.
+    k->SendExternalSignal(sig);
+  }
+}
+
+}  // namespace
+
+int BootMain(int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  // Die with the CLI; it may already be gone.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+  auto spec_or = ReadBootSpecFromFd(kSpecFd);
+  close(kSpecFd);
+  if (!spec_or.ok()) return Fail(spec_or.status().ToString());
+  BootSpec spec = std::move(spec_or).value();
+
+  // Debug lines (strace, partially supported syscalls) go to --debug-log,
+  // else to stderr with --strace/--strace-summary, else nowhere.
+  int debug_fd = spec.strace || spec.strace_summary ? 2 : -1;
+  if (!spec.debug_log.empty()) {
+    debug_fd = open(spec.debug_log.c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (debug_fd < 0) {
+      return Fail(absl::StrFormat("cannot open --debug-log %s: %s",
+                                  spec.debug_log, strerror(errno)));
+    }
+  }
+  kernel::SetLogFds(2, debug_fd);
+
+  // Every thread made from here on (task threads, the platform's service
+  // thread and the stubs it clones) starts with these blocked; only the
+  // signal thread takes them.
+  sigset_t fwd;
+  sigemptyset(&fwd);
+  for (int s : kForwarded) sigaddset(&fwd, s);
+  pthread_sigmask(SIG_BLOCK, &fwd, nullptr);
+
+  auto mf = platform::MemoryFile::Create(kMemoryFileSize);
+  if (!mf.ok()) return Fail("memory file: " + mf.status().ToString());
+  auto plat_or = platform::NewSystrapPlatform(std::move(mf).value());
+  if (!plat_or.ok()) {
+    return Fail("systrap platform: " + plat_or.status().ToString());
+  }
+  std::unique_ptr<platform::Platform> plat = std::move(plat_or).value();
+
+  std::unique_ptr<syscalls::SyscallTable> table =
+      syscalls::SyscallTable::CreateLinux64();
+  table->SetStraceOptions(
+      {.log_calls = spec.strace, .count = spec.strace_summary});
+
+  kernel::KernelOptions kopts;
+  if (!spec.hostname.empty()) kopts.hostname = spec.hostname;
+  auto k = std::make_unique<kernel::Kernel>(plat.get(), *table, kopts);
+
+  auto mm_or = mm::MemoryManager::Create(*plat, {.randomize = true});
+  if (!mm_or.ok()) {
+    return Fail(absl::StrFormat("cannot create an address space: %s",
+                                mm_or.error().name()));
+  }
+  std::shared_ptr<mm::MemoryManager> mm = std::move(mm_or).value();
+
+  loader::HostFdReader reader(kExecFd);
+  loader::LoadArgs largs;
+  largs.argv = spec.argv;
+  largs.envp = spec.envp;
+  largs.exec_path = spec.exe_path;
+  largs.hwcap = loader::HwcapFromPlatform(*plat);
+  std::string why;
+  KResult<loader::LoadResult> lr = loader::Load(*mm, reader, largs, &why);
+  close(kExecFd);
+  if (!lr.ok()) {
+    kernel::LogWarning("cannot execute %s: %s (%s)%s%s", spec.exe_path,
+                       lr.error().message(), lr.error().name(),
+                       why.empty() ? "" : ": ", why);
+    WriteStatus(BootStatus::kExecFailed, lr.error().number());
+    return 126;
+  }
+
+  kernel::NewProcessArgs pargs;
+  pargs.exe_path = spec.exe_path;
+  pargs.cwd = spec.cwd;
+  pargs.fds = std::make_shared<vfs::FdTable>();
+  InstallStdio(*pargs.fds);
+  pargs.mm = mm;
+  pargs.cpu.regs.rip = lr->entry;
+  pargs.cpu.regs.rsp = lr->stack_pointer;
+  pargs.cpu.regs.eflags = 0x202;
+  pargs.cpu.regs.cs = 0x33;
+  pargs.cpu.regs.ss = 0x2b;
+  mm.reset();
+  auto task = k->NewProcess(std::move(pargs));
+  if (!task.ok()) return Fail("cannot create the first task");
+
+  std::thread signals(SignalLoop, k.get(), fwd);
+  k->Start(task.value());
+  kernel::ExitStatus status = k->WaitInit();
+
+  // Stop the signal thread.
+  union sigval v = {};
+  sigqueue(getpid(), SIGUSR2, v);
+  signals.join();
+
+  if (spec.strace_summary) kernel::WriteDebug(table->Summary());
+  std::optional<std::string> fatal = k->fatal_error();
+  k.reset();
+  plat.reset();
+  if (fatal.has_value()) {
+    WriteStatus(BootStatus::kSandboxFailed, 0);
+    return 125;
+  }
+  WriteStatus(BootStatus::kGuestExited, status.ShellStatus());
+  return 0;
+}
+
+}  // namespace sandbox::boot
