@@ -1,0 +1,388 @@
+#include "sentry/loader/loader.h"
+
+#include <elf.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "sentry/mm/layout.h"
+
+namespace sandbox::loader {
+namespace {
+
+using mm::kPageSize;
+using mm::PageRoundDown;
+using mm::PageRoundUp;
+
+constexpr char kPlatform[] = "x86_64";
+constexpr size_t kCopyChunk = 64 << 10;
+
+int ProtFromFlags(uint32_t flags) {
+  int prot = 0;
+  if (flags & PF_R) prot |= PROT_READ;
+  if (flags & PF_W) prot |= PROT_WRITE;
+  if (flags & PF_X) prot |= PROT_EXEC;
+  return prot;
+}
+
+struct Image {
+  uintptr_t bias = 0;
+  uintptr_t end = 0;    // page-rounded end of the highest segment
+  uintptr_t entry = 0;  // e_entry + bias
+  uintptr_t phdr = 0;   // AT_PHDR (0 if the headers are not mapped)
+};
+
+class Loader {
+ public:
+  Loader(mm::MemoryManager& mm, const LoadArgs& args, std::string* error)
+      : mm_(mm), args_(args), error_(error), layout_(mm.layout()) {}
+
+  KResult<LoadResult> Run(FileReader& file);
+
+ private:
+  Errno Fail(Errno e, std::string msg) {
+    if (error_ != nullptr) *error_ = std::move(msg);
+    return e;
+  }
+  KResult<Image> MapImage(FileReader& file, const ElfInfo& info,
+                          uintptr_t bias, const std::string& name);
+  KResult<uintptr_t> DynBase(const ElfInfo& info);
+  KResult<uintptr_t> ReserveInterp(const ElfInfo& info);
+  KResult<void> MapStack(bool exec, LoadResult& out);
+  KResult<void> BuildStack(LoadResult& out);
+
+  mm::MemoryManager& mm_;
+  const LoadArgs& args_;
+  std::string* error_;
+  const mm::Layout& layout_;
+  std::vector<std::string> argv_;
+};
+
+KResult<uintptr_t> Loader::DynBase(const ElfInfo& info) {
+  // ELF_ET_DYN_BASE (2/3 of the address space) + arch_mmap_rnd(), aligned
+  // to the largest segment alignment, like Linux for PIE programs.
+  uint64_t base = PageRoundDown(layout_.max_addr / 3 * 2);
+  if (layout_.randomize) base += (mm::RandomU64() & ((1ull << 28) - 1)) << 12;
+  base &= ~(info.max_align - 1);
+  const uint64_t span = info.max_vaddr - info.min_vaddr;
+  if (base < layout_.min_addr || base + span < base ||
+      base + span > layout_.mmap_base) {
+    return Fail(kENOMEM, absl::StrFormat(
+                             "position-independent image of %#x bytes does "
+                             "not fit in the address space",
+                             span));
+  }
+  return base - info.min_vaddr;
+}
+
+KResult<uintptr_t> Loader::ReserveInterp(const ElfInfo& info) {
+  // The interpreter goes where mmap would put it (top-down below the mmap
+  // base), aligned like its segments ask.
+  const uint64_t span = info.max_vaddr - info.min_vaddr;
+  const uint64_t pad = info.max_align > kPageSize ? info.max_align - kPageSize : 0;
+  auto r = mm_.Mmap({.length = span + pad,
+                     .prot = PROT_NONE,
+                     .flags = MAP_PRIVATE | MAP_ANONYMOUS});
+  if (!r.ok()) {
+    return Fail(r.error(), "no room in the address space for the interpreter");
+  }
+  uintptr_t start = (*r + info.max_align - 1) & ~(info.max_align - 1);
+  TRY_VOID(mm_.Munmap(*r, span + pad));
+  if (info.ehdr.e_type == ET_EXEC) return uintptr_t{0};
+  return start - info.min_vaddr;
+}
+
+KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
+                                uintptr_t bias, const std::string& name) {
+  Image img;
+  img.bias = bias;
+  img.entry = info.ehdr.e_entry + bias;
+  img.phdr = info.phdr_vaddr != 0 ? info.phdr_vaddr + bias : 0;
+  std::vector<uint8_t> buf;
+  for (size_t i = 0; i < info.phdrs.size(); ++i) {
+    const Elf64_Phdr& ph = info.phdrs[i];
+    if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
+    const uint64_t vaddr = ph.p_vaddr + bias;
+    const uint64_t start = PageRoundDown(vaddr);
+    const uint64_t end_raw = vaddr + ph.p_memsz;
+    if (vaddr < ph.p_vaddr || end_raw < vaddr ||
+        end_raw > layout_.max_addr || start < layout_.min_addr) {
+      return Fail(kENOEXEC,
+                  absl::StrFormat("%s: segment %d [%#x, %#x) lies outside the "
+                                  "user address space [%#x, %#x)",
+                                  name, i, vaddr, end_raw, layout_.min_addr,
+                                  layout_.max_addr));
+    }
+    const uint64_t end = PageRoundUp(end_raw);
+    const uint64_t stack_low = layout_.stack_top - layout_.max_stack_size;
+    if (end > stack_low - mm::kStackGuardGap && start < layout_.stack_top) {
+      return Fail(kENOEXEC,
+                  absl::StrFormat("%s: segment %d [%#x, %#x) overlaps the stack",
+                                  name, i, start, end));
+    }
+    auto m = mm_.Mmap({.addr = start,
+                       .length = end - start,
+                       .prot = ProtFromFlags(ph.p_flags),
+                       .flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                       .name = name});
+    if (!m.ok()) {
+      return Fail(m.error(), absl::StrFormat("%s: mapping segment %d: %s",
+                                             name, i, m.error().name()));
+    }
+    // Like Linux's file mapping from the page holding p_offset: the bytes
+    // before the segment in its first page come from the file too.
+    const uint64_t lead = vaddr - start;
+    const uint64_t file_off = ph.p_offset - lead;
+    const uint64_t file_len = lead + ph.p_filesz;
+    buf.resize(std::min<uint64_t>(kCopyChunk, std::max<uint64_t>(file_len, 1)));
+    for (uint64_t done = 0; done < file_len;) {
+      const size_t k = std::min<uint64_t>(buf.size(), file_len - done);
+      auto got = file.ReadAt(file_off + done, buf.data(), k);
+      if (!got.ok()) {
+        return Fail(got.error(), absl::StrFormat("%s: reading segment %d: %s",
+                                                 name, i, got.error().name()));
+      }
+      if (*got != k) {
+        return Fail(kENOEXEC,
+                    absl::StrFormat("%s: file ended inside segment %d", name, i));
+      }
+      auto put = mm_.ForceCopyOut(start + done, buf.data(), k);
+      if (!put.ok() || *put != k) {
+        return Fail(kENOMEM, absl::StrFormat(
+                                 "%s: out of memory loading segment %d", name, i));
+      }
+      done += k;
+    }
+    img.end = std::max<uintptr_t>(img.end, end);
+  }
+  return img;
+}
+
+KResult<void> Loader::MapStack(bool exec, LoadResult& out) {
+  out.stack_top = layout_.stack_top;
+  out.stack_bottom = layout_.stack_top - layout_.max_stack_size;
+  int prot = PROT_READ | PROT_WRITE | (exec ? PROT_EXEC : 0);
+  auto r = mm_.Mmap({.addr = out.stack_bottom,
+                     .length = layout_.max_stack_size,
+                     .prot = prot,
+                     .flags = MAP_PRIVATE | MAP_ANONYMOUS |
+                              MAP_FIXED_NOREPLACE | MAP_GROWSDOWN,
+                     .name = "[stack]"});
+  if (!r.ok()) {
+    return Fail(r.error(), absl::StrFormat("mapping the stack: %s",
+                                           r.error().name()));
+  }
+  return OkResult();
+}
+
+KResult<void> Loader::BuildStack(LoadResult& out) {
+  const std::vector<std::string>& envp = args_.envp;
+  // bprm_stack_limits(): strings and pointers may use a quarter of the
+  // stack limit (at most 6 MiB, at least ARG_MAX).
+  uint64_t argv_bytes = 0, envp_bytes = 0;
+  for (const std::string& s : argv_) {
+    if (s.size() + 1 > kMaxArgStrLen) {
+      return Fail(kE2BIG, "an argument is longer than MAX_ARG_STRLEN");
+    }
+    argv_bytes += s.size() + 1;
+  }
+  for (const std::string& s : envp) {
+    if (s.size() + 1 > kMaxArgStrLen) {
+      return Fail(kE2BIG,
+                  "an environment string is longer than MAX_ARG_STRLEN");
+    }
+    envp_bytes += s.size() + 1;
+  }
+  if (args_.exec_path.size() + 1 > kMaxArgStrLen) {
+    return Fail(kE2BIG, "the executable path is too long");
+  }
+  const uint64_t limit = std::max<uint64_t>(
+      std::min<uint64_t>(6 << 20, layout_.max_stack_size / 4), kArgMax);
+  const uint64_t ptr_bytes = (argv_.size() + envp.size()) * 8;
+  if (ptr_bytes >= limit || argv_bytes + envp_bytes > limit - ptr_bytes) {
+    return Fail(kE2BIG, "argument list too long");
+  }
+
+  const uint64_t top = out.stack_top;
+  uint64_t p = top - 8;  // a zero word marks the end
+  p -= args_.exec_path.size() + 1;
+  out.execfn_addr = p;
+  p -= argv_bytes + envp_bytes;
+  out.arg_start = p;
+  out.arg_end = out.env_start = p + argv_bytes;
+  out.env_end = out.env_start + envp_bytes;
+  if (layout_.randomize) p -= mm::RandomU64() % 8192;  // arch_align_stack()
+  p &= ~uint64_t{15};
+  p -= sizeof(kPlatform);
+  out.platform_addr = p;
+  p -= 16;
+  out.random_addr = p;
+
+  std::vector<std::pair<uint64_t, uint64_t>>& aux = out.auxv;
+  aux = args_.extra_auxv;
+  const uint64_t minsig = args_.minsigstksz != 0 ? args_.minsigstksz
+                                                 : DefaultMinSigStkSz(2688);
+  aux.insert(aux.end(), {
+                            {AT_MINSIGSTKSZ, minsig},
+                            {AT_HWCAP, args_.hwcap},
+                            {AT_PAGESZ, kPageSize},
+                            {AT_CLKTCK, args_.clktck},
+                            {AT_PHDR, out.phdr_addr},
+                            {AT_PHENT, sizeof(Elf64_Phdr)},
+                            {AT_PHNUM, out.phnum},
+                            {AT_BASE, out.interp_base},
+                            {AT_FLAGS, 0},
+                            {AT_ENTRY, out.program_entry},
+                            {AT_UID, args_.uid},
+                            {AT_EUID, args_.euid},
+                            {AT_GID, args_.gid},
+                            {AT_EGID, args_.egid},
+                            {AT_SECURE, args_.secure ? 1u : 0u},
+                            {AT_RANDOM, out.random_addr},
+                            {AT_HWCAP2, args_.hwcap2},
+                            {AT_EXECFN, out.execfn_addr},
+                            {AT_PLATFORM, out.platform_addr},
+                            {AT_NULL, 0},
+                        });
+  const uint64_t items = argv_.size() + 1 + envp.size() + 1 + 1;
+  uint64_t sp = p - aux.size() * 16;
+  sp = (sp - items * 8) & ~uint64_t{15};
+  if (sp < out.stack_bottom + kPageSize) {
+    return Fail(kE2BIG, "arguments do not fit on the stack");
+  }
+  out.stack_pointer = sp;
+
+  // Assemble [sp, top) and write it with one copy.
+  std::vector<uint8_t> img(top - sp, 0);
+  auto put = [&](uint64_t addr, const void* src, size_t n) {
+    std::memcpy(img.data() + (addr - sp), src, n);
+  };
+  auto put64 = [&](uint64_t addr, uint64_t v) { put(addr, &v, 8); };
+  uint64_t w = sp;
+  put64(w, argv_.size());
+  w += 8;
+  uint64_t s = out.arg_start;
+  for (const std::string& a : argv_) {
+    put64(w, s);
+    w += 8;
+    put(s, a.c_str(), a.size() + 1);
+    s += a.size() + 1;
+  }
+  w += 8;  // NULL
+  for (const std::string& e : envp) {
+    put64(w, s);
+    w += 8;
+    put(s, e.c_str(), e.size() + 1);
+    s += e.size() + 1;
+  }
+  w += 8;  // NULL
+  for (const auto& [k, v] : aux) {
+    put64(w, k);
+    put64(w + 8, v);
+    w += 16;
+  }
+  put(out.execfn_addr, args_.exec_path.c_str(), args_.exec_path.size() + 1);
+  put(out.platform_addr, kPlatform, sizeof(kPlatform));
+  uint8_t rnd[16];
+  mm::RandomBytes(rnd, sizeof(rnd));
+  put(out.random_addr, rnd, sizeof(rnd));
+
+  auto r = mm_.ForceCopyOut(sp, img.data(), img.size());
+  if (!r.ok() || *r != img.size()) {
+    return Fail(kENOMEM, "out of memory writing the initial stack");
+  }
+  return OkResult();
+}
+
+KResult<LoadResult> Loader::Run(FileReader& file) {
+  LoadResult out;
+  argv_ = args_.argv;
+  if (argv_.empty()) argv_.push_back("");  // as Linux >= 5.18
+
+  std::string why;
+  auto parsed = ParseElf(file, &why);
+  if (!parsed.ok()) return Fail(parsed.error(), why);
+  const ElfInfo& info = *parsed;
+  const std::string& name = args_.exec_path;
+
+  ElfInfo interp_info;
+  std::unique_ptr<FileReader> interp_file;
+  if (!info.interpreter.empty()) {
+    out.interpreter = info.interpreter;
+    if (!args_.open_interpreter) {
+      return Fail(kENOEXEC,
+                  absl::StrFormat("dynamically linked program (interpreter %s): "
+                                  "only static executables are supported",
+                                  info.interpreter));
+    }
+    auto f = args_.open_interpreter(info.interpreter);
+    if (!f.ok()) {
+      return Fail(f.error(), absl::StrFormat("opening interpreter %s: %s",
+                                             info.interpreter, f.error().name()));
+    }
+    interp_file = std::move(f).value();
+    auto ip = ParseElf(*interp_file, &why);
+    if (!ip.ok()) {
+      return Fail(ip.error(), absl::StrFormat("interpreter %s: %s",
+                                              info.interpreter, why));
+    }
+    interp_info = std::move(ip).value();
+  }
+
+  TRY_VOID(MapStack(info.executable_stack, out));
+  out.executable_stack = info.executable_stack;
+
+  uintptr_t bias = 0;
+  if (info.ehdr.e_type == ET_DYN) {
+    TRY(bias, DynBase(info));
+  }
+  TRY(Image main, MapImage(file, info, bias, name));
+  out.load_bias = main.bias;
+  out.program_entry = main.entry;
+  out.phdr_addr = main.phdr;
+  out.phnum = info.ehdr.e_phnum;
+  out.entry = main.entry;
+
+  if (interp_file != nullptr) {
+    TRY(uintptr_t ibias, ReserveInterp(interp_info));
+    TRY(Image interp, MapImage(*interp_file, interp_info, ibias,
+                               info.interpreter));
+    out.interp_base = interp_info.min_vaddr + interp.bias;
+    out.entry = interp.entry;
+  }
+
+  // The heap starts after the program (plus up to 32 MiB when randomising,
+  // as arch_randomize_brk()).
+  uintptr_t brk = main.end;
+  if (layout_.randomize) brk += (mm::RandomU64() % (32 << 20)) & ~(kPageSize - 1);
+  out.brk_start = brk;
+  mm_.SetBrkStart(brk);
+
+  TRY_VOID(BuildStack(out));
+  return out;
+}
+
+}  // namespace
+
+KResult<LoadResult> Load(mm::MemoryManager& mm, FileReader& file,
+                         const LoadArgs& args, std::string* error) {
+  Loader loader(mm, args, error);
+  return loader.Run(file);
+}
+
+uint64_t HwcapFromPlatform(const platform::Platform& platform) {
+  uint32_t r[4];
+  platform.Cpuid(1, 0, r);
+  return r[3];
+}
+
+uint64_t DefaultMinSigStkSz(size_t fp_state_size) {
+  // rt_sigframe (return address, ucontext, siginfo) + the XSAVE area and
+  // its FP_XSTATE_MAGIC2 trailer + 64 bytes of alignment slack.
+  constexpr uint64_t kFrame = 8 + 936 + 128;
+  return (kFrame + fp_state_size + 4 + 64 + 15) & ~uint64_t{15};
+}
+
+}  // namespace sandbox::loader
