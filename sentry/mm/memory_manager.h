@@ -169,6 +169,8 @@ class MemoryManager : public MappingSpace {
   // Bytes of guest memory backed by pages this mm owns.
   uint64_t BackedBytes();
   size_t VmaCount();
+  // Number of backed runs (for tests).
+  size_t PmaCount();
 
   // MappingSpace.
   void Invalidate(uintptr_t addr, uint64_t length) override;

@@ -54,6 +54,14 @@ void MemoryManager::DropPmasLocked(uintptr_t start, uintptr_t end,
                                    bool owned_too) {
   SplitPmaLocked(start);
   SplitPmaLocked(end);
+  // Unmap before Free: the stub must never see a page that another address
+  // space may get next. One Unmap per run of adjacent pmas.
+  std::vector<std::pair<uint64_t, uint64_t>> to_free;
+  uintptr_t run_start = 0, run_end = 0;
+  auto flush = [&] {
+    if (run_end > run_start) (void)as_->Unmap(run_start, run_end - run_start);
+    run_start = run_end = 0;
+  };
   auto it = pmas_.lower_bound(start);
   while (it != pmas_.end() && it->first < end) {
     const uint64_t len = it->second.end - it->first;
@@ -61,15 +69,17 @@ void MemoryManager::DropPmasLocked(uintptr_t start, uintptr_t end,
       ++it;
       continue;
     }
-    // Unmap before Free: the stub must never see a page that another
-    // address space may get next.
-    (void)as_->Unmap(it->first, len);
+    if (it->first != run_end) flush();
+    if (run_end == 0) run_start = it->first;
+    run_end = it->second.end;
     if (it->second.owned) {
-      mf_.Free(it->second.file_offset, len);
+      to_free.emplace_back(it->second.file_offset, len);
       owned_bytes_ -= len;
     }
     it = pmas_.erase(it);
   }
+  flush();
+  for (const auto& [off, len] : to_free) mf_.Free(off, len);
 }
 
 KResult<void> MemoryManager::MapPmaLocked(uintptr_t start, const Pma& pma,
@@ -172,6 +182,28 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
     mf_.Free(*off, len);
     owned_bytes_ -= len;
     return kENOMEM;
+  }
+  // Merge with neighbours in the same VMA that continue the same run of the
+  // MemoryFile: fewer pmas, fewer (and larger) platform map/unmap calls.
+  auto mergeable = [&](const PmaMap::iterator& a, const PmaMap::iterator& b) {
+    return a->second.end == b->first && a->second.owned && b->second.owned &&
+           a->second.max_prot == b->second.max_prot &&
+           a->second.file_offset + (a->second.end - a->first) ==
+               b->second.file_offset;
+  };
+  if (it != pmas_.begin() && lo > vma_start) {
+    auto prev = std::prev(it);
+    if (mergeable(prev, it)) {
+      prev->second.end = it->second.end;
+      pmas_.erase(it);
+      it = prev;
+    }
+  }
+  auto next_it = std::next(it);
+  if (next_it != pmas_.end() && it->second.end < vma.end &&
+      mergeable(it, next_it)) {
+    it->second.end = next_it->second.end;
+    pmas_.erase(next_it);
   }
   return it;
 }
@@ -406,6 +438,11 @@ KResult<void> MemoryManager::WithInternalMapping(
 uint64_t MemoryManager::BackedBytes() {
   absl::MutexLock al(&active_mu_);
   return owned_bytes_;
+}
+
+size_t MemoryManager::PmaCount() {
+  absl::MutexLock al(&active_mu_);
+  return pmas_.size();
 }
 
 void MemoryManager::Invalidate(uintptr_t addr, uint64_t length) {

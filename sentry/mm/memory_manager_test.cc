@@ -442,6 +442,21 @@ TEST_F(MemoryManagerTest, FaultPopulatesAlignedRunBoundedByVma) {
   EXPECT_FALSE(as_->Lookup(kBase + 8 * kMiB + 4 * 4096, nullptr));
 }
 
+TEST_F(MemoryManagerTest, AdjacentRunsMergeAndUnmapInOneCall) {
+  FixedOk(kBase, 4 * kMiB);
+  FixedOk(kBase + 4 * kMiB, 4 * kMiB, PROT_READ);
+  ASSERT_TRUE(Fault(kBase, true));
+  ASSERT_TRUE(Fault(kBase + 2 * kMiB, true));
+  EXPECT_EQ(mm_->PmaCount(), 1u);  // one contiguous run of the memory file
+  ASSERT_TRUE(Fault(kBase + 4 * kMiB));
+  EXPECT_EQ(mm_->PmaCount(), 2u);  // never across a VMA boundary
+  const int unmaps = as_->unmap_calls();
+  ASSERT_TRUE(mm_->Munmap(kBase, 8 * kMiB).ok());
+  EXPECT_EQ(as_->unmap_calls(), unmaps + 1);
+  EXPECT_EQ(mm_->PmaCount(), 0u);
+  EXPECT_EQ(as_->MappedPages(), 0u);
+}
+
 TEST_F(MemoryManagerTest, FaultRunStopsAtBackedPages) {
   FixedOk(kBase, 2 * kMiB);
   // Back one page in the middle by writing to it through a small VMA that

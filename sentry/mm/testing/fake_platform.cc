@@ -139,6 +139,7 @@ absl::Status FakeAddressSpace::Unmap(uintptr_t addr, size_t length) {
     return absl::InvalidArgumentError("unaligned Unmap");
   }
   absl::MutexLock l(&mu_);
+  ++unmap_calls_;
   pages_.erase(pages_.lower_bound(addr), pages_.lower_bound(addr + length));
   return absl::OkStatus();
 }
@@ -159,6 +160,11 @@ size_t FakeAddressSpace::MappedPages() const {
 int FakeAddressSpace::map_calls() const {
   absl::MutexLock l(&mu_);
   return map_calls_;
+}
+
+int FakeAddressSpace::unmap_calls() const {
+  absl::MutexLock l(&mu_);
+  return unmap_calls_;
 }
 
 FakePlatform::FakePlatform(uint64_t memory_size) : mf_(memory_size) {}

@@ -65,11 +65,13 @@ class FakeAddressSpace : public platform::AddressSpace {
   bool Lookup(uintptr_t addr, Page* out) const;
   size_t MappedPages() const;
   int map_calls() const;
+  int unmap_calls() const;
 
  private:
   mutable absl::Mutex mu_;
   std::map<uintptr_t, Page> pages_ ABSL_GUARDED_BY(mu_);
   int map_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int unmap_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class FakePlatform : public platform::Platform {
