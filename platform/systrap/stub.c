@@ -252,6 +252,8 @@ INL void load_state(const struct stub_params* p, struct stub_slot* s,
   uint64_t fs = r->fs_base, gs = r->gs_base;
   if (fs != cur_fs) set_fs(p, fs);
   if (gs != cur_gs) set_gs(p, gs);
+  s->cur_fs = fs;
+  s->cur_gs = gs;
   uint8_t* fp = (uint8_t*)m->fpstate;
   if (s->fp_load == STUB_FP_LOAD && fp != 0) {
     uint64_t n = p->xsave_size;
@@ -300,8 +302,18 @@ STUB_FN void stub_handler(int sig, struct k_siginfo* info,
   r->cs = m->cs;
   r->ss = m->ss;
   r->orig_rax = (uint64_t)-1;
-  uint64_t cur_fs = get_fs(p, &tmp);
-  uint64_t cur_gs = get_gs(p, &tmp);
+  /* Without FSGSBASE a guest changes its bases only through arch_prctl,
+   * which traps to the Sentry, or by loading a segment selector into
+   * %fs/%gs (which the frame does not show; not supported: the base the
+   * Sentry last set is reported). The cache saves two syscalls per trap. */
+  uint64_t cur_fs, cur_gs;
+  if (p->use_fsgsbase) {
+    cur_fs = get_fs(p, &tmp);
+    cur_gs = get_gs(p, &tmp);
+  } else {
+    cur_fs = s->cur_fs;
+    cur_gs = s->cur_gs;
+  }
   r->fs_base = cur_fs;
   r->gs_base = cur_gs;
 
@@ -415,12 +427,27 @@ __asm__(
     "  mov (%r12), %eax\n"
     "  cmp %eax, %r14d\n"
     "  jne 2f\n"
+    "  mov $200, %ecx\n" /* spin a little: requests come in bursts */
+    "6:\n"
+    "  pause\n"
+    "  mov (%r12), %eax\n"
+    "  cmp %eax, %r14d\n"
+    "  jne 2f\n"
+    "  dec %ecx\n"
+    "  jnz 6b\n"
+    "  mov $1, %eax\n" /* res->waiting = 1, a full barrier */
+    "  xchg %eax, 4(%r13)\n"
+    "  mov (%r12), %eax\n"
+    "  cmp %eax, %r14d\n"
+    "  jne 7f\n"
     "  mov $202, %eax\n" /* futex(&req->seq, FUTEX_WAIT, last, NULL) */
     "  mov %r12, %rdi\n"
     "  xor %esi, %esi\n"
     "  mov %r14d, %edx\n"
     "  xor %r10d, %r10d\n"
     "  syscall\n"
+    "7:\n"
+    "  movl $0, 4(%r13)\n"
     "  jmp 1b\n"
     "2:\n"
     "  mov %eax, %r14d\n"

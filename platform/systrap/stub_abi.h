@@ -115,10 +115,11 @@ struct stub_request {
 /* Result page (writable by the stub, hence by the guest). */
 struct stub_result {
   uint32_t seq;   /* futex: syscall thread sets to the request's seq */
-  uint32_t ready; /* set to 1 when the new stub waits for requests */
+  uint32_t waiting; /* the syscall thread is (about to be) in FUTEX_WAIT */
   int64_t ret;
 };
 #define STUB_RES_SEQ_OFF 0
+#define STUB_RES_WAITING_OFF 4
 #define STUB_RES_RET_OFF 8
 
 /* Slot states (futex word). */
@@ -160,9 +161,13 @@ struct stub_slot {
   uint64_t fault_err;      /* page-fault error code (REG_ERR) */
   uint64_t trapno;
   uint64_t tid;            /* set by the thread at start */
+  /* The fs/gs bases the thread runs with, as last read or set by the stub
+   * (stub-private cache; without FSGSBASE the guest cannot change them
+   * except through trapped syscalls or selector loads, see stub.c). */
+  uint64_t cur_fs, cur_gs;
   struct stub_regs regs;
   uint8_t siginfo[128];
-  uint8_t pad2[1024 - 72 - 27 * 8 - 128];
+  uint8_t pad2[1024 - 88 - 27 * 8 - 128];
   uint8_t xsave[];         /* 64-byte aligned XSAVE image */
 };
 

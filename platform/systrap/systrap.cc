@@ -168,6 +168,7 @@ struct StubThread {
   uint64_t mem_off = 0;       // memory-file offset of the mapped region part
   stub_slot* slot = nullptr;  // the Sentry's view of the slot
   const void* fp_owner = nullptr;  // Context whose FP state the thread holds
+  int pinned_cpu = -1;  // CPU the thread is bound to, -1 = any
 };
 
 // A stub process: one guest address space.
@@ -259,8 +260,16 @@ class SystrapContext final : public Context {
   std::shared_ptr<Stub> stub_;  // the stub `thread_` belongs to
   StubThread* thread_ = nullptr;
   std::atomic<bool> interrupt_{false};
+  // Pins the stub thread to `cpu` (-1: unpins) if it is not already.
+  void Pin(StubThread* t, int cpu);
+
   // (pid << 32 | tid) of the stub thread running this context, or 0.
   std::atomic<uint64_t> running_{0};
+  // Spin back-off: after a spin that timed out, the next `backoff_left_`
+  // switches sleep at once; the length doubles per failure (capped) and
+  // resets after a successful spin.
+  uint32_t backoff_left_ = 0;
+  uint32_t backoff_len_ = 1;
 };
 
 class SystrapPlatform final : public Platform {
@@ -403,12 +412,21 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
   uint32_t seq = ++req_seq_;
   if (seq == 0 || seq == kResultDead) seq = req_seq_ = 1;
   Store(&req->seq, seq);
-  FutexWake(&req->seq);
+  // `waiting` is guest-writable: a lost wake-up is repaired by the timed
+  // wait below, which wakes the syscall thread again.
+  if (Load(&res->waiting)) FutexWake(&req->seq);
+  if (plat_->MaySpin()) {
+    uint64_t end = __rdtsc() + plat_->spin_ticks();
+    while (Load(&res->seq) != seq && __rdtsc() < end) _mm_pause();
+  }
   for (;;) {
     uint32_t v = Load(&res->seq);
     if (v == seq) break;
     if (dead()) return absl::UnavailableError("stub process died");
-    Futex(&res->seq, FUTEX_WAIT, v);
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    if (Futex(&res->seq, FUTEX_WAIT, v, &ts) != 0 && errno == ETIMEDOUT) {
+      FutexWake(&req->seq);
+    }
   }
   return static_cast<int64_t>(__atomic_load_n(&res->ret, __ATOMIC_SEQ_CST));
 }
@@ -554,13 +572,32 @@ void SystrapContext::Interrupt() {
   }
 }
 
+void SystrapContext::Pin(StubThread* t, int cpu) {
+  if (t->pinned_cpu == cpu) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu >= 0) {
+    CPU_SET(cpu, &set);
+  } else {
+    for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &set);
+  }
+  if (sched_setaffinity(t->tid, sizeof(set), &set) == 0) t->pinned_cpu = cpu;
+}
+
 bool SystrapContext::WaitForStub(StubThread* t, bool spin) {
   stub_slot* s = t->slot;
   if (spin) {
     uint64_t end = __rdtsc() + plat_->spin_ticks();
-    while (Load(&s->state) != STUB_SLOT_SENTRY) {
+    bool done = false;
+    while (!(done = Load(&s->state) == STUB_SLOT_SENTRY)) {
       if (__rdtsc() > end) break;
       _mm_pause();
+    }
+    if (done) {
+      backoff_len_ = 1;
+    } else {
+      backoff_left_ = backoff_len_;
+      if (backoff_len_ < 4096) backoff_len_ *= 2;
     }
   }
   for (;;) {
@@ -634,8 +671,16 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   SwitchResult result;
   for (;;) {
     memcpy(&s->regs, &state.regs, sizeof(stub_regs));
-    bool spin = plat_->MaySpin();
+    bool spin = false;
+    if (backoff_left_ > 0) {
+      --backoff_left_;
+    } else {
+      spin = plat_->MaySpin();
+    }
     s->spin = spin ? kStubSpinIters : 0;
+    // When one side must sleep, keep both on one CPU: a futex wake-up
+    // across CPUs costs tens of microseconds in a VM, on one CPU a couple.
+    if (plat_->opts().pin) Pin(t, spin ? -1 : sched_getcpu());
     Store(&s->state, STUB_SLOT_STUB);
     if (Load(&s->stub_waiting)) FutexWake(&s->state);
     if (!WaitForStub(t, spin)) {

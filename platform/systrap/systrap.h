@@ -34,7 +34,10 @@ struct SystrapOptions {
   // free (much faster than a futex wake-up across CPUs in a VM).
   bool spin = true;
   // Upper bound of one spin, in nanoseconds.
-  int spin_ns = 50000;
+  int spin_ns = 20000;
+  // While not spinning, run each stub thread on the CPU of the Sentry thread
+  // that waits for it.
+  bool pin = true;
 };
 
 // Host features the platform found. Tests use this to skip what the host

@@ -1,0 +1,231 @@
+// Round trip of a guest syscall served by the Sentry under systrap, against
+// a native getppid in the same run; the cost of a page fault the Sentry
+// resolves by mapping the page; and the pieces of the round trip (an
+// in-process SIGSYS trap, a cross-thread handoff).
+//
+// Run: bazel run -c opt //perf:platform_syscall_bench
+#include <signal.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "benchmark/benchmark.h"
+#include "platform/memory_file.h"
+#include "platform/systrap/systrap.h"
+
+namespace sandbox::platform {
+namespace {
+
+constexpr uintptr_t kCode = 0x400000;
+constexpr uintptr_t kData = 0x500000;
+constexpr uintptr_t kFaultArea = 0x10000000;
+constexpr uint64_t kPage = 4096;
+constexpr int kFaultPages = 2048;
+
+double NativeGetppidNs() {
+  constexpr int kN = 200000;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kN; ++i) syscall(SYS_getppid);
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / kN;
+}
+
+struct Env {
+  std::unique_ptr<Platform> platform;
+  std::unique_ptr<AddressSpace> as;
+  std::unique_ptr<Context> ctx;
+  uint64_t code_off = 0;
+
+  bool Init(bool spin, const std::vector<uint8_t>& code, bool pin = true) {
+    auto mf = MemoryFile::Create(1ull << 30);
+    if (!mf.ok()) return false;
+    SystrapOptions opts;
+    opts.spin = spin;
+    opts.pin = pin;
+    auto p = NewSystrapPlatform(std::move(*mf), opts);
+    if (!p.ok()) return false;
+    platform = std::move(*p);
+    auto a = platform->NewAddressSpace();
+    auto c = platform->NewContext();
+    if (!a.ok() || !c.ok()) return false;
+    as = std::move(*a);
+    ctx = std::move(*c);
+    MemoryFile& m = platform->memory_file();
+    code_off = *m.Allocate(kPage);
+    uint64_t data_off = *m.Allocate(kPage);
+    m.Write(code_off, code.data(), code.size());
+    return as->MapFile(kCode, code_off, kPage, PROT_READ | PROT_EXEC).ok() &&
+           as->MapFile(kData, data_off, kPage, PROT_READ | PROT_WRITE).ok();
+  }
+  CpuState Start() {
+    CpuState s;
+    s.regs.rip = kCode;
+    s.regs.rsp = kData + kPage - 64;
+    s.regs.eflags = 0x202;
+    return s;
+  }
+};
+
+void BM_NativeGetppid(benchmark::State& state) {
+  for (auto _ : state) syscall(SYS_getppid);
+}
+BENCHMARK(BM_NativeGetppid);
+
+// loop: syscall; jmp loop. Each Switch is one guest syscall the Sentry
+// serves (getppid answered from memory).
+void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
+  Env env;
+  if (!env.Init(spin, {0x0f, 0x05, 0xeb, 0xfc}, pin)) {
+    state.SkipWithError("systrap platform unavailable");
+    return;
+  }
+  CpuState s = env.Start();
+  s.regs.rax = SYS_getppid;
+  // Warm up (thread creation, first FP load).
+  for (int i = 0; i < 100; ++i) env.ctx->Switch(*env.as, s);
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    SwitchResult r = env.ctx->Switch(*env.as, s);
+    if (r.reason != SwitchReason::kSyscall) {
+      state.SkipWithError("unexpected switch result");
+      return;
+    }
+    s.regs.rax = 1;  // getppid() == 1 in the sandbox
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  double ns =
+      std::chrono::duration<double, std::nano>(t1 - t0).count() /
+      state.iterations();
+  double native = NativeGetppidNs();
+  state.counters["systrap_ns"] = ns;
+  state.counters["native_ns"] = native;
+  state.counters["ratio"] = ns / native;
+}
+void BM_SystrapSyscallSpin(benchmark::State& state) {
+  SyscallRoundTrip(state, true);
+}
+void BM_SystrapSyscallFutex(benchmark::State& state) {
+  SyscallRoundTrip(state, false);
+}
+void BM_SystrapSyscallFutexNoPin(benchmark::State& state) {
+  SyscallRoundTrip(state, false, false);
+}
+BENCHMARK(BM_SystrapSyscallSpin)->UseRealTime();
+BENCHMARK(BM_SystrapSyscallFutexNoPin)->UseRealTime();
+BENCHMARK(BM_SystrapSyscallFutex)->UseRealTime();
+
+// loop: mov (%rdi),%rax; add $4096,%rdi; jmp loop. Each iteration is one
+// fault on a fresh page that the Sentry resolves with MapFile.
+void BM_SystrapPageFault(benchmark::State& state) {
+  Env env;
+  if (!env.Init(true, {0x48, 0x8b, 0x07, 0x48, 0x81, 0xc7, 0x00, 0x10, 0x00,
+                       0x00, 0xeb, 0xf4})) {
+    state.SkipWithError("systrap platform unavailable");
+    return;
+  }
+  MemoryFile& m = env.platform->memory_file();
+  uint64_t area = *m.Allocate(kFaultPages * kPage);
+  CpuState s = env.Start();
+  s.regs.rdi = kFaultArea;
+  int mapped = 0;
+  for (auto _ : state) {
+    SwitchResult r = env.ctx->Switch(*env.as, s);
+    if (r.reason != SwitchReason::kFault) {
+      state.SkipWithError("expected a fault");
+      return;
+    }
+    uintptr_t addr = reinterpret_cast<uintptr_t>(r.signal.si_addr) & ~(kPage - 1);
+    if (!env.as->MapFile(addr, area + (addr - kFaultArea), kPage, PROT_READ)
+             .ok()) {
+      state.SkipWithError("MapFile failed");
+      return;
+    }
+    if (++mapped == kFaultPages) {
+      state.PauseTiming();
+      env.as->Unmap(kFaultArea, kFaultPages * kPage);
+      s.regs.rdi = kFaultArea;
+      s.regs.rip = kCode;
+      mapped = 0;
+      state.ResumeTiming();
+    }
+  }
+}
+BENCHMARK(BM_SystrapPageFault)->UseRealTime();
+
+// The kernel's part of a trap: a SIGSYS raised by syscall user dispatch in
+// this thread and an empty handler (no handoff).
+volatile char g_selector = 0;  // PR_SYS_DISPATCH_OFF/ON = 0/1
+void SigsysHandler(int, siginfo_t*, void*) { g_selector = 0; }
+
+void BM_InProcessSigsysTrap(benchmark::State& state) {
+  struct sigaction sa = {}, old;
+  sa.sa_sigaction = SigsysHandler;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSYS, &sa, &old);
+  g_selector = 0;
+  if (prctl(59, 1, 0, 0, &g_selector) != 0) {
+    state.SkipWithError("no syscall user dispatch");
+    sigaction(SIGSYS, &old, nullptr);
+    return;
+  }
+  for (auto _ : state) {
+    g_selector = 1;  // block: the next syscall traps
+    syscall(SYS_getppid);
+  }
+  g_selector = 0;
+  prctl(59, 0, 0, 0, 0);
+  sigaction(SIGSYS, &old, nullptr);
+}
+BENCHMARK(BM_InProcessSigsysTrap);
+
+// A handoff there and back between two threads through a futex word, with
+// spinning (the fast path) or sleeping (FUTEX_WAIT/WAKE) waits.
+void Handoff(benchmark::State& state, bool spin) {
+  std::atomic<uint32_t> word{0};
+  std::atomic<bool> stop{false};
+  auto wait_for = [&](uint32_t v) {
+    while (word.load() != v && !stop.load()) {
+      if (spin) {
+        __builtin_ia32_pause();
+      } else {
+        uint32_t cur = word.load();
+        if (cur != v) {
+          syscall(SYS_futex, &word, FUTEX_WAIT, cur, nullptr, nullptr, 0);
+        }
+      }
+    }
+  };
+  auto set = [&](uint32_t v) {
+    word.store(v);
+    if (!spin) syscall(SYS_futex, &word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+  };
+  std::thread peer([&] {
+    for (;;) {
+      wait_for(1);
+      if (stop.load()) return;
+      set(2);
+    }
+  });
+  for (auto _ : state) {
+    set(1);
+    wait_for(2);
+  }
+  stop.store(true);
+  set(1);
+  peer.join();
+}
+void BM_HandoffSpin(benchmark::State& state) { Handoff(state, true); }
+void BM_HandoffFutex(benchmark::State& state) { Handoff(state, false); }
+BENCHMARK(BM_HandoffSpin)->UseRealTime();
+BENCHMARK(BM_HandoffFutex)->UseRealTime();
+
+}  // namespace
+}  // namespace sandbox::platform
+
+BENCHMARK_MAIN();
