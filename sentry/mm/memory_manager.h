@@ -156,6 +156,26 @@ class MemoryManager : public MappingSpace {
   // failing point keep their new protection.
   KResult<void> Mprotect(uintptr_t addr, size_t length, int prot);
 
+  // madvise(2). MADV_DONTNEED (and _LOCKED) drops the pages of private
+  // mappings (anonymous memory reads as zeros again, file pages are
+  // re-read); MADV_FREE does so for private anonymous memory (EINVAL
+  // elsewhere); MADV_REMOVE frees shared anonymous memory (EINVAL for
+  // private mappings); MADV_POPULATE_READ/WRITE populate; the other
+  // advice values are accepted and ignored. EINVAL: unaligned address,
+  // unknown advice, wrapping range. ENOMEM: part of the range is unmapped
+  // (the mapped parts are still advised, as Linux does). EPERM:
+  // MADV_HWPOISON/MADV_SOFT_OFFLINE.
+  KResult<void> Madvise(uintptr_t addr, size_t length, int advice);
+  // mremap(2) with MREMAP_MAYMOVE, MREMAP_FIXED and MREMAP_DONTUNMAP.
+  // Shrinks in place, grows in place when the space above is free,
+  // otherwise moves (pages move with the mapping; nothing is copied).
+  // EINVAL: bad flags, unaligned addresses, zero new size, overlapping
+  // MREMAP_FIXED ranges, old size 0 (duplicating a shared mapping is not
+  // supported). EFAULT: the old range is not inside one VMA. ENOMEM: no
+  // room (or cannot grow in place without MREMAP_MAYMOVE).
+  KResult<uintptr_t> Mremap(uintptr_t old_addr, size_t old_size,
+                            size_t new_size, int flags, uintptr_t new_addr);
+
   // ---- Set-up (loader, exec). ----
   // Sets the start of the heap; the break starts there. Called once by the
   // loader before the guest runs.
@@ -231,6 +251,12 @@ class MemoryManager : public MappingSpace {
   void InsertVmaLocked(uintptr_t start, Vma vma)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
   void MergeAroundLocked(uintptr_t addr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+  // Moves [old_addr, old_addr+old_len), inside one VMA, to the free range
+  // [new_addr, new_addr+new_len), pages and all; keeps the old VMA (now
+  // unbacked) if keep_old.
+  void MoveLocked(uintptr_t old_addr, size_t old_len, uintptr_t new_addr,
+                  size_t new_len, bool keep_old)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
   // Grows a grows-down VMA just above addr down to cover addr. Returns
   // false if there is none or the guard gap/stack limit forbids it.

@@ -655,6 +655,147 @@ TEST_F(MemoryManagerTest, MaxMapCount) {
   EXPECT_TRUE(mm_->Munmap(big, 3 * 4096).ok());
 }
 
+// ------------------------------------------------------ madvise/mremap ----
+
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+TEST_F(MemoryManagerTest, MadviseErrors) {
+  FixedOk(kBase, 4 * 4096);
+  EXPECT_ERRNO(mm_->Madvise(kBase, 4096, 12345), kEINVAL);
+  EXPECT_ERRNO(mm_->Madvise(kBase + 1, 4096, MADV_DONTNEED), kEINVAL);
+  EXPECT_ERRNO(mm_->Madvise(kBase, UINT64_MAX, MADV_DONTNEED), kEINVAL);
+  EXPECT_ERRNO(mm_->Madvise(kBase, 4096, MADV_HWPOISON), kEPERM);
+  EXPECT_TRUE(mm_->Madvise(kBase, 0, MADV_DONTNEED).ok());
+  EXPECT_TRUE(mm_->Madvise(kBase, 4096, MADV_WILLNEED).ok());
+  EXPECT_TRUE(mm_->Madvise(kBase, 4096, MADV_HUGEPAGE).ok());
+  EXPECT_ERRNO(mm_->Madvise(kBase, 4096, MADV_REMOVE), kEINVAL);  // private
+  EXPECT_ERRNO(mm_->Madvise(kBase + 2 * 4096, 4 * 4096, MADV_NORMAL), kENOMEM);
+  EXPECT_ERRNO(mm_->Madvise(kBase + 64 * 4096, 4096, MADV_NORMAL), kENOMEM);
+  FixedOk(kBase + 8 * 4096, 4096, kRW, MAP_SHARED | MAP_ANONYMOUS);
+  EXPECT_ERRNO(mm_->Madvise(kBase + 8 * 4096, 4096, MADV_FREE), kEINVAL);
+}
+
+TEST_F(MemoryManagerTest, MadviseDontneedZeroesPrivateMemory) {
+  FixedOk(kBase, 4 * 4096);
+  FixedOk(kBase + 4 * 4096, 4 * 4096, kRW, MAP_SHARED | MAP_ANONYMOUS);
+  uint64_t v = 7;
+  ASSERT_TRUE(mm_->CopyOut(kBase + 4096, &v, 8).ok());
+  ASSERT_TRUE(mm_->CopyOut(kBase + 5 * 4096, &v, 8).ok());
+  const uint64_t backed = mm_->BackedBytes();
+  // A hole after the range: ENOMEM, but the mapped part is advised.
+  EXPECT_ERRNO(mm_->Madvise(kBase, 16 * 4096, MADV_DONTNEED), kENOMEM);
+  ASSERT_TRUE(mm_->CopyIn(kBase + 4096, &v, 8).ok());
+  EXPECT_EQ(v, 0u);  // private: zero again
+  ASSERT_TRUE(mm_->CopyIn(kBase + 5 * 4096, &v, 8).ok());
+  EXPECT_EQ(v, 7u);  // shared: contents kept
+  EXPECT_LT(mm_->BackedBytes(), backed + 4 * 4096);
+  // MADV_REMOVE frees shared anonymous memory.
+  ASSERT_TRUE(mm_->Madvise(kBase + 4 * 4096, 4 * 4096, MADV_REMOVE).ok());
+  ASSERT_TRUE(mm_->CopyIn(kBase + 5 * 4096, &v, 8).ok());
+  EXPECT_EQ(v, 0u);
+  // MADV_FREE on private anonymous memory.
+  v = 9;
+  ASSERT_TRUE(mm_->CopyOut(kBase, &v, 8).ok());
+  ASSERT_TRUE(mm_->Madvise(kBase, 4096, MADV_FREE).ok());
+  ASSERT_TRUE(mm_->CopyIn(kBase, &v, 8).ok());
+  EXPECT_EQ(v, 0u);
+}
+
+TEST_F(MemoryManagerTest, MadvisePopulate) {
+  FixedOk(kBase, 3 * kMiB);
+  ASSERT_TRUE(mm_->Madvise(kBase, 3 * kMiB, MADV_POPULATE_WRITE).ok());
+  EXPECT_EQ(mm_->BackedBytes(), 3 * kMiB);
+  FixedOk(kBase + 4 * kMiB, 4096, PROT_NONE);
+  EXPECT_ERRNO(mm_->Madvise(kBase + 4 * kMiB, 4096, MADV_POPULATE_WRITE),
+               kENOMEM);
+}
+
+TEST_F(MemoryManagerTest, MremapErrors) {
+  FixedOk(kBase, 4 * 4096);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192, 0x80, 0), kEINVAL);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192, MREMAP_FIXED, kBase + kMiB),
+               kEINVAL);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192,
+                           MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0),
+               kEINVAL);
+  EXPECT_ERRNO(mm_->Mremap(kBase + 1, 4096, 8192, MREMAP_MAYMOVE, 0), kEINVAL);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 0, MREMAP_MAYMOVE, 0), kEINVAL);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 0, 4096, MREMAP_MAYMOVE, 0), kEINVAL);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192,
+                           MREMAP_MAYMOVE | MREMAP_FIXED, kBase - 4096),
+               kEINVAL);  // overlapping
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192,
+                           MREMAP_MAYMOVE | MREMAP_FIXED, kBase + kMiB + 1),
+               kEINVAL);
+  EXPECT_ERRNO(mm_->Mremap(kBase + kMiB, 4096, 8192, MREMAP_MAYMOVE, 0),
+               kEFAULT);  // no VMA
+  EXPECT_ERRNO(mm_->Mremap(kBase, 8 * 4096, 16 * 4096, MREMAP_MAYMOVE, 0),
+               kEFAULT);  // beyond the VMA
+  FixedOk(kBase + 4 * 4096, 4096, PROT_READ);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4 * 4096, 8 * 4096, 0, 0), kENOMEM);
+}
+
+TEST_F(MemoryManagerTest, MremapShrinksAndGrowsInPlace) {
+  FixedOk(kBase, 8 * 4096, kRW, kAnonPrivate | MAP_POPULATE);
+  auto r = mm_->Mremap(kBase, 8 * 4096, 2 * 4096 + 1, 0, 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, kBase);
+  EXPECT_EQ(mm_->Vmas()[0].end, kBase + 3 * 4096);
+  EXPECT_EQ(mm_->BackedBytes(), 3 * 4096u);
+  r = mm_->Mremap(kBase, 3 * 4096, 16 * 4096, 0, 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, kBase);
+  EXPECT_EQ(mm_->Vmas()[0].end, kBase + 16 * 4096);
+  EXPECT_EQ(mm_->VmaCount(), 1u);
+}
+
+TEST_F(MemoryManagerTest, MremapMovesPagesWithoutCopying) {
+  FixedOk(kBase, 4 * 4096);
+  FixedOk(kBase + 4 * 4096, 4096, PROT_READ);  // blocks growing in place
+  const char msg[] = "moved";
+  ASSERT_TRUE(mm_->CopyOut(kBase + 4096, msg, sizeof(msg)).ok());
+  const uint64_t allocated = platform_.fake_memory_file().AllocatedBytes();
+  auto r = mm_->Mremap(kBase, 4 * 4096, 8 * 4096, MREMAP_MAYMOVE, 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(*r, kBase);
+  char buf[sizeof(msg)] = {};
+  ASSERT_TRUE(mm_->CopyIn(*r + 4096, buf, sizeof(buf)).ok());
+  EXPECT_STREQ(buf, msg);
+  EXPECT_EQ(platform_.fake_memory_file().AllocatedBytes(), allocated);
+  EXPECT_ERRNO(mm_->CopyIn(kBase + 4096, buf, 1), kEFAULT);
+  EXPECT_FALSE(as_->Lookup(kBase + 4096, nullptr));
+  EXPECT_TRUE(as_->Lookup(*r + 4096, nullptr));
+
+  // MREMAP_FIXED replaces what is at the target; a smaller size frees the
+  // rest.
+  const uintptr_t target = kBase + 64 * kMiB;
+  FixedOk(target, 4096, PROT_READ);
+  auto f = mm_->Mremap(*r, 8 * 4096, 2 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED,
+                       target);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*f, target);
+  EXPECT_EQ(ProtAt(target), kRW);
+  ASSERT_TRUE(mm_->CopyIn(target + 4096, buf, sizeof(buf)).ok());
+  EXPECT_STREQ(buf, msg);
+
+  // MREMAP_DONTUNMAP leaves the old range mapped and empty.
+  auto d = mm_->Mremap(target, 2 * 4096, 2 * 4096,
+                       MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(mm_->CopyIn(*d + 4096, buf, sizeof(buf)).ok());
+  EXPECT_STREQ(buf, msg);
+  ASSERT_TRUE(mm_->CopyIn(target + 4096, buf, sizeof(buf)).ok());
+  EXPECT_EQ(buf[0], 0);
+}
+
 // ------------------------------------------------------------ Mappable ----
 
 class FakeMappable : public Mappable {
