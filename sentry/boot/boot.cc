@@ -80,8 +80,11 @@ void SignalLoop(kernel::Kernel* k, sigset_t set) {
 int BootMain(int argc, char** argv) {
   (void)argc;
   (void)argv;
-  // Die with the CLI; it may already be gone.
+  // Die with the CLI. PDEATHSIG survives the execve because runsc is not
+  // set-id; it was set before the exec too, closing the race with the
+  // CLI's exit.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  prctl(PR_SET_NAME, "runsc-sentry");
 
   auto spec_or = ReadBootSpecFromFd(kSpecFd);
   close(kSpecFd);

@@ -1,0 +1,351 @@
+// End-to-end: static glibc programs run through the real `runsc do`.
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace {
+
+std::string Runfile(const std::string& rel) {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* ws = getenv("TEST_WORKSPACE");
+  return std::string(srcdir ? srcdir : ".") + "/" + (ws ? ws : "sandbox") +
+         "/" + rel;
+}
+
+std::string Runsc() { return Runfile("runsc-compat/runsc"); }
+std::string Program(const std::string& name) {
+  return Runfile("test/e2e/programs/" + name);
+}
+
+struct Result {
+  int status = -1;  // exit code, or 128+signal
+  std::string out, err;
+};
+
+// A running `runsc do` with pipes to its stdio.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args,
+        const std::vector<std::string>& extra_env = {}) {
+    int in[2], out[2], err[2];
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
+        pipe2(err, O_CLOEXEC)) {
+      abort();
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      for (const auto& e : extra_env) putenv(strdup(e.c_str()));
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>("runsc"));
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(Runsc().c_str(), argv.data());
+      _exit(111);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    in_ = in[1];
+    out_ = out[0];
+    err_ = err[0];
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (in_ >= 0) close(in_);
+    close(out_);
+    close(err_);
+  }
+
+  pid_t pid() const { return pid_; }
+  void Write(const std::string& s) {
+    ASSERT_EQ(write(in_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
+  }
+  void CloseStdin() {
+    close(in_);
+    in_ = -1;
+  }
+  // Reads stdout until `want` has appeared (or timeout).
+  bool WaitForOutput(const std::string& want, int timeout_ms = 20000) {
+    while (res_.out.find(want) == std::string::npos) {
+      if (!Pump(timeout_ms)) return false;
+    }
+    return true;
+  }
+  // Waits for exit (killing after timeout) and collects the output.
+  Result Finish(int timeout_ms = 60000) {
+    while (Pump(timeout_ms)) {
+    }
+    int ws = 0;
+    waitpid(pid_, &ws, 0);
+    reaped_ = true;
+    res_.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    return res_;
+  }
+
+ private:
+  // Reads what is available from stdout/stderr; false at EOF on both or
+  // on timeout.
+  bool Pump(int timeout_ms) {
+    pollfd p[2] = {{out_open_ ? out_ : -1, POLLIN, 0},
+                   {err_open_ ? err_ : -1, POLLIN, 0}};
+    if (!out_open_ && !err_open_) return false;
+    int n = poll(p, 2, timeout_ms);
+    if (n <= 0) {
+      kill(pid_, SIGKILL);
+      ADD_FAILURE() << "timed out; output so far: " << res_.out
+                    << "\nstderr: " << res_.err;
+      return false;
+    }
+    char buf[4096];
+    if (p[0].revents) {
+      ssize_t r = read(out_, buf, sizeof(buf));
+      if (r <= 0) out_open_ = false; else res_.out.append(buf, r);
+    }
+    if (p[1].revents) {
+      ssize_t r = read(err_, buf, sizeof(buf));
+      if (r <= 0) err_open_ = false; else res_.err.append(buf, r);
+    }
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  bool out_open_ = true, err_open_ = true, reaped_ = false;
+  Result res_;
+};
+
+Result RunRunsc(const std::vector<std::string>& args, const std::string& input = "",
+           const std::vector<std::string>& env = {}) {
+  Child c(args, env);
+  if (!input.empty()) c.Write(input);
+  c.CloseStdin();
+  return c.Finish();
+}
+
+class RunscDoTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    Result r = RunRunsc({"do", "--", Program("true")});
+    if (r.status == 125 && r.err.find("platform") != std::string::npos) {
+      skip_reason_ = new std::string("the systrap platform cannot run here: " +
+                                     r.err);
+    }
+  }
+  void SetUp() override {
+    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
+  }
+  static std::string* skip_reason_;
+};
+std::string* RunscDoTest::skip_reason_ = nullptr;
+
+TEST_F(RunscDoTest, HelpExists) {
+  Result r = RunRunsc({"--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("do "), std::string::npos) << r.out;
+  r = RunRunsc({"do", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("absolute path"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--strace"), std::string::npos) << r.out;
+  r = RunRunsc({"do"});
+  EXPECT_EQ(r.status, 2);
+  r = RunRunsc({"do", "--bogus", "--", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown flag"), std::string::npos) << r.err;
+}
+
+TEST_F(RunscDoTest, ArgumentsEnvironmentCwdAndStdio) {
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  Result r = RunRunsc({"do", "--", Program("hello"), "one", "two words", ""}, "",
+                 {"E2E_VALUE=from the caller"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::string want = "hello, world\nargc=4\nargv[0]=" + Program("hello") +
+                     "\nargv[1]=one\nargv[2]=two words\nargv[3]=\n"
+                     "E2E_VALUE=from the caller\npid=1 ppid=0 uid=0\ncwd=" +
+                     std::string(cwd) + "\n";
+  EXPECT_EQ(r.out, want);
+  EXPECT_EQ(r.err, "to stderr\n");
+}
+
+TEST_F(RunscDoTest, ExitStatus) {
+  EXPECT_EQ(RunRunsc({"do", "--", Program("hello")}, "", {"E2E_EXIT=42"}).status,
+            42);
+  EXPECT_EQ(RunRunsc({"do", "--", Program("hello")}, "", {"E2E_EXIT=259"}).status,
+            3);
+  EXPECT_EQ(RunRunsc({"do", Program("true")}).status, 0);
+}
+
+TEST_F(RunscDoTest, BadPointersGiveEfault) {
+  Result r = RunRunsc({"do", "--", Program("efault")});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("EFAULT ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exe=" + Program("efault")), std::string::npos);
+  // One log line for the unknown number.
+  EXPECT_NE(r.err.find("unknown syscall 12345"), std::string::npos) << r.err;
+}
+
+TEST_F(RunscDoTest, SegfaultEndsGuestWith139) {
+  Result r = RunRunsc({"do", "--", Program("segv")});
+  EXPECT_EQ(r.status, 139) << r.err;
+  EXPECT_EQ(r.out, "about to fault\n");
+}
+
+TEST_F(RunscDoTest, MemorySyscalls) {
+  Result r = RunRunsc({"do", "--", Program("malloc")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("malloc ok"), std::string::npos);
+}
+
+TEST_F(RunscDoTest, StdinIsTheCallers) {
+  std::string input;
+  for (int i = 0; i < 2000; ++i) input += "line " + std::to_string(i) + "\n";
+  Result r = RunRunsc({"do", "--", Program("cat")}, input);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, input);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char t[] = "/tmp/e2eXXXXXX";
+    path_ = mkdtemp(t);
+  }
+  ~TempDir() { (void)!system(("rm -rf " + path_).c_str()); }
+  std::string Write(const std::string& name, const std::string& data,
+                    int mode = 0755) {
+    std::string p = path_ + "/" + name;
+    std::ofstream(p) << data;
+    chmod(p.c_str(), mode);
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST_F(RunscDoTest, BadExecutables) {
+  TempDir d;
+  Result r = RunRunsc({"do", "--", d.Write("text", "#!/bin/sh\necho hi\n")});
+  EXPECT_EQ(r.status, 126);
+  EXPECT_NE(r.err.find("ENOEXEC"), std::string::npos) << r.err;
+  std::string bad_elf("\x7f" "ELF\x02\x01\x01", 7);
+  bad_elf.resize(128, '\0');
+  r = RunRunsc({"do", "--", d.Write("badelf", bad_elf)});
+  EXPECT_EQ(r.status, 126);
+  EXPECT_NE(r.err.find("ENOEXEC"), std::string::npos) << r.err;
+  r = RunRunsc({"do", "--", d.Write("noexec", "x", 0644)});
+  EXPECT_EQ(r.status, 126) << r.err;
+  r = RunRunsc({"do", "--", d.path()});
+  EXPECT_EQ(r.status, 126) << r.err;
+  r = RunRunsc({"do", "--", d.path() + "/missing"});
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
+  r = RunRunsc({"do", "--", "true"});
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("absolute path"), std::string::npos) << r.err;
+}
+
+TEST_F(RunscDoTest, Strace) {
+  Result r = RunRunsc({"do", "--strace", "--strace-summary", "--", Program("hello")});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.err.find("write(1, \"hello, world\\n"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("rseq("), std::string::npos);
+  EXPECT_NE(r.err.find("= -1 ENOSYS (Function not implemented)"),
+            std::string::npos);
+  EXPECT_NE(r.err.find("exit_group(0) = 0"), std::string::npos);
+  EXPECT_NE(r.err.find("calls     errors syscall"), std::string::npos);
+  EXPECT_NE(r.err.find(" total"), std::string::npos);
+  // Without the flags, no strace lines.
+  r = RunRunsc({"do", "--", Program("hello")});
+  EXPECT_EQ(r.err, "to stderr\n");
+}
+
+TEST_F(RunscDoTest, SignalsAreForwarded) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    Child c({"do", "--", Program("spin")});
+    ASSERT_TRUE(c.WaitForOutput("spinning\n"));
+    kill(c.pid(), sig);
+    EXPECT_EQ(c.Finish(20000).status, 128 + sig);
+  }
+}
+
+TEST_F(RunscDoTest, BlockedReadIsInterrupted) {
+  Child c({"do", "--", Program("cat")});
+  c.Write("ping\n");
+  ASSERT_TRUE(c.WaitForOutput("ping\n"));
+  // cat now blocks reading stdin, which stays open.
+  kill(c.pid(), SIGTERM);
+  EXPECT_EQ(c.Finish(20000).status, 128 + SIGTERM);
+}
+
+std::vector<pid_t> Children(pid_t pid) {
+  std::vector<pid_t> out;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" +
+                  std::to_string(pid) + "/children");
+  pid_t p;
+  while (f >> p) out.push_back(p);
+  return out;
+}
+
+bool GoneOrZombie(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  if (!f) return true;
+  std::string s((std::istreambuf_iterator<char>(f)), {});
+  size_t close = s.rfind(')');
+  return close == std::string::npos || s.size() < close + 3 ||
+         s[close + 2] == 'Z' || s[close + 2] == 'X';
+}
+
+TEST_F(RunscDoTest, KillingTheCliEndsTheSandbox) {
+  Child c({"do", "--", Program("spin")});
+  ASSERT_TRUE(c.WaitForOutput("spinning\n"));
+  std::vector<pid_t> sentry = Children(c.pid());
+  ASSERT_EQ(sentry.size(), 1u);
+  // The Sentry's children are the stubs (every Sentry thread may have some).
+  std::vector<pid_t> all = sentry;
+  std::string tasks = "/proc/" + std::to_string(sentry[0]) + "/task";
+  DIR* dir = opendir(tasks.c_str());
+  ASSERT_NE(dir, nullptr);
+  while (dirent* de = readdir(dir)) {
+    if (de->d_name[0] == '.') continue;
+    std::ifstream f(tasks + "/" + de->d_name + "/children");
+    pid_t p;
+    while (f >> p) all.push_back(p);
+  }
+  closedir(dir);
+  EXPECT_GE(all.size(), 2u) << "no stub process found";
+  kill(c.pid(), SIGKILL);
+  c.Finish();
+  for (int i = 0; i < 200; ++i) {
+    bool gone = true;
+    for (pid_t p : all) gone &= GoneOrZombie(p);
+    if (gone) break;
+    usleep(50000);
+  }
+  for (pid_t p : all) EXPECT_TRUE(GoneOrZombie(p)) << "pid " << p << " lives";
+}
+
+}  // namespace
