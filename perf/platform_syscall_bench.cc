@@ -89,6 +89,7 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
   s.regs.rax = SYS_getppid;
   // Warm up (thread creation, first FP load).
   for (int i = 0; i < 100; ++i) env.ctx->Switch(*env.as, s);
+  TakeSystrapTimings(*env.ctx);
   auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     SwitchResult r = env.ctx->Switch(*env.as, s);
@@ -102,6 +103,11 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
   double ns =
       std::chrono::duration<double, std::nano>(t1 - t0).count() /
       state.iterations();
+  SystrapTimings tm = TakeSystrapTimings(*env.ctx);
+  state.counters["to_stub_ns"] = tm.to_stub_ns;
+  state.counters["guest_trap_ns"] = tm.guest_ns;
+  state.counters["to_sentry_ns"] = tm.to_sentry_ns;
+  state.counters["sentry_ns"] = tm.sentry_ns;
   double native = NativeGetppidNs();
   state.counters["systrap_ns"] = ns;
   state.counters["native_ns"] = native;
@@ -157,6 +163,31 @@ void BM_SystrapPageFault(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SystrapPageFault)->UseRealTime();
+
+// Creating an address space (a stub process), running one syscall in it
+// (which creates its first guest thread) and destroying it.
+void BM_AddressSpaceLifecycle(benchmark::State& state) {
+  Env env;
+  if (!env.Init(true, {0x0f, 0x05})) {
+    state.SkipWithError("systrap platform unavailable");
+    return;
+  }
+  for (auto _ : state) {
+    auto as = env.platform->NewAddressSpace();
+    if (!as.ok() ||
+        !(*as)->MapFile(kCode, env.code_off, kPage, PROT_READ | PROT_EXEC)
+             .ok()) {
+      state.SkipWithError("NewAddressSpace failed");
+      return;
+    }
+    CpuState s = env.Start();
+    if (env.ctx->Switch(**as, s).reason != SwitchReason::kSyscall) {
+      state.SkipWithError("unexpected switch result");
+      return;
+    }
+  }
+}
+BENCHMARK(BM_AddressSpaceLifecycle)->UseRealTime();
 
 // The kernel's part of a trap: a SIGSYS raised by syscall user dispatch in
 // this thread and an empty handler (no handoff).

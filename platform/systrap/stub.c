@@ -157,6 +157,12 @@ INL void futex_wait(uint32_t* p, uint32_t v) {
   sys4(NR_futex, p, 0 /*WAIT*/, v, 0);
 }
 
+INL uint64_t rdtsc(void) {
+  uint32_t lo, hi;
+  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+  return ((uint64_t)hi << 32) | lo;
+}
+
 INL uintptr_t get_sp(void) {
   uintptr_t sp;
   __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
@@ -254,6 +260,7 @@ INL void load_state(const struct stub_params* p, struct stub_slot* s,
   if (gs != cur_gs) set_gs(p, gs);
   s->cur_fs = fs;
   s->cur_gs = gs;
+  s->tsc_resume = rdtsc();
   uint8_t* fp = (uint8_t*)m->fpstate;
   if (s->fp_load == STUB_FP_LOAD && fp != 0) {
     uint64_t n = p->xsave_size;
@@ -275,11 +282,13 @@ INL void load_state(const struct stub_params* p, struct stub_slot* s,
 /* The handler of every trapping signal; runs on the thread's altstack. */
 STUB_FN void stub_handler(int sig, struct k_siginfo* info,
                           struct k_ucontext* uc) {
+  uint64_t tsc = rdtsc();
   const struct stub_params* p = P();
   struct stub_slot* s = slot_from_sp(p);
   struct k_sigcontext* m = &uc->uc_mcontext;
   struct stub_regs* r = &s->regs;
   uint64_t tmp;
+  s->tsc_trap = tsc;
 
   r->r8 = m->r8;
   r->r9 = m->r9;

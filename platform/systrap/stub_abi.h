@@ -165,9 +165,12 @@ struct stub_slot {
    * (stub-private cache; without FSGSBASE the guest cannot change them
    * except through trapped syscalls or selector loads, see stub.c). */
   uint64_t cur_fs, cur_gs;
+  /* TSC at the handler's entry and just before returning to the guest
+   * (statistics only). */
+  uint64_t tsc_trap, tsc_resume;
   struct stub_regs regs;
   uint8_t siginfo[128];
-  uint8_t pad2[1024 - 88 - 27 * 8 - 128];
+  uint8_t pad2[1024 - 104 - 27 * 8 - 128];
   uint8_t xsave[];         /* 64-byte aligned XSAVE image */
 };
 

@@ -47,8 +47,6 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMinUserAddress = 0x10000;
 constexpr uint32_t kResultDead = 0xffffffffu;
 constexpr uint64_t kXFeatureMaskXtileData = 1ull << 18;
-// Stub-side spin (pause iterations) while the Sentry serves an event.
-constexpr uint32_t kStubSpinIters = 4000;
 
 static_assert(sizeof(stub_regs) == sizeof(user_regs_struct));
 static_assert(sizeof(stub_slot) == STUB_SLOT_HEADER);
@@ -270,6 +268,21 @@ class SystrapContext final : public Context {
   // resets after a successful spin.
   uint32_t backoff_left_ = 0;
   uint32_t backoff_len_ = 1;
+
+ public:
+  // Round-trip statistics (TSC ticks), see SystrapTimings.
+  struct Ticks {
+    uint64_t n = 0, to_stub = 0, guest = 0, to_sentry = 0, sentry = 0;
+  };
+  Ticks TakeTicks() {
+    Ticks t = ticks_;
+    ticks_ = Ticks();
+    return t;
+  }
+
+ private:
+  Ticks ticks_;
+  uint64_t last_back_ = 0;  // TSC when the last event was seen
 };
 
 class SystrapPlatform final : public Platform {
@@ -303,6 +316,9 @@ class SystrapPlatform final : public Platform {
   uint64_t slot_off() const { return slot_off_; }
   uint64_t altstack_off() const { return altstack_off_; }
   uint64_t spin_ticks() const { return spin_ticks_; }
+  // Stub-side spin while the Sentry serves an event, in `pause`
+  // iterations (measured at start-up).
+  uint32_t stub_spin_iters() const { return stub_spin_iters_; }
 
   // Number of Switch calls in progress; spinning is allowed only while
   // twice that fits in the CPUs (one CPU for the guest, one for the spinner).
@@ -326,6 +342,7 @@ class SystrapPlatform final : public Platform {
   const SystrapFeatures features_;
   CpuidTable cpuid_;
   uint64_t spin_ticks_ = 0;
+  uint32_t stub_spin_iters_ = 0;
 
   uintptr_t base_ = 0;  // stub base S
   uint64_t region_size_ = 0, slot_off_ = 0, altstack_off_ = 0;
@@ -491,6 +508,7 @@ absl::StatusOr<StubThread*> Stub::NewThread() {
   }
   raw->tid = static_cast<pid_t>(*tid);
   // Wait for the thread's first handoff (READY).
+  Store(&raw->slot->sentry_waiting, 1);
   for (;;) {
     uint32_t v = Load(&raw->slot->state);
     if (v == STUB_SLOT_SENTRY) break;
@@ -498,6 +516,7 @@ absl::StatusOr<StubThread*> Stub::NewThread() {
     struct timespec ts = {0, 10 * 1000 * 1000};
     Futex(&raw->slot->state, FUTEX_WAIT, v, &ts);
   }
+  Store(&raw->slot->sentry_waiting, 0);
   if (raw->slot->event != STUB_EV_READY) {
     Kill();
     return absl::InternalError("stub thread misbehaved at start");
@@ -550,6 +569,9 @@ absl::Status SystrapAddressSpace::Unmap(uintptr_t addr, size_t length) {
 
 void SystrapContext::Unbind() {
   if (thread_ != nullptr) {
+    // A later Context may live at this address: never let it skip its FP
+    // load and inherit this one's registers.
+    thread_->fp_owner = nullptr;
     stub_->ReleaseThread(thread_);
     thread_ = nullptr;
   }
@@ -677,15 +699,30 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
     } else {
       spin = plat_->MaySpin();
     }
-    s->spin = spin ? kStubSpinIters : 0;
+    s->spin = spin ? plat_->stub_spin_iters() : 0;
     // When one side must sleep, keep both on one CPU: a futex wake-up
     // across CPUs costs tens of microseconds in a VM, on one CPU a couple.
     if (plat_->opts().pin) Pin(t, spin ? -1 : sched_getcpu());
+    uint64_t handoff = __rdtsc();
     Store(&s->state, STUB_SLOT_STUB);
     if (Load(&s->stub_waiting)) FutexWake(&s->state);
     if (!WaitForStub(t, spin)) {
       result.reason = SwitchReason::kDead;
       break;
+    }
+    uint64_t back = __rdtsc();
+    {
+      uint64_t resume = s->tsc_resume, trap = s->tsc_trap;
+      if (handoff <= resume && resume <= trap && trap <= back) {
+        if (last_back_ != 0 && last_back_ <= handoff) {
+          ticks_.sentry += handoff - last_back_;
+        }
+        ticks_.n++;
+        ticks_.to_stub += resume - handoff;
+        ticks_.guest += trap - resume;
+        ticks_.to_sentry += back - trap;
+      }
+      last_back_ = back;
     }
     // Everything below comes from memory the guest can write.
     uint32_t ev = Load(&s->event);
@@ -820,7 +857,7 @@ absl::Status SystrapPlatform::MapStubRegion() {
   p->memfd = mf_->fd();
   p->use_fsgsbase = f.fsgsbase;
   p->cpuid_faulting = f.cpuid_faulting;
-  p->use_sud = f.syscall_user_dispatch;
+  p->use_sud = f.syscall_user_dispatch && opts_.use_sud;
   p->max_spin = 100000;
 
   StubFilterParams fp;
@@ -958,6 +995,15 @@ absl::Status SystrapPlatform::Init() {
   const SystrapFeatures& f = features_;
   cpuid_.Init(f.xfeatures, f.xsave_size, f.fsgsbase);
   spin_ticks_ = static_cast<uint64_t>(opts_.spin_ns * TscPerNs());
+  {
+    constexpr int kN = 2000;
+    uint64_t t0 = __rdtsc();
+    for (int i = 0; i < kN; ++i) _mm_pause();
+    double pause_ns = (__rdtsc() - t0) / TscPerNs() / kN;
+    if (pause_ns < 1) pause_ns = 1;
+    stub_spin_iters_ =
+        static_cast<uint32_t>(std::min(opts_.spin_ns / pause_ns, 100000.0));
+  }
   if (auto s = MapStubRegion(); !s.ok()) return s;
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
@@ -1043,6 +1089,21 @@ absl::StatusOr<std::unique_ptr<Platform>> NewSystrapPlatform(
   auto p = std::make_unique<SystrapPlatform>(std::move(memory_file), opts);
   if (auto s = p->Init(); !s.ok()) return s;
   return std::unique_ptr<Platform>(std::move(p));
+}
+
+SystrapTimings TakeSystrapTimings(Context& ctx) {
+  SystrapTimings out;
+  auto* c = dynamic_cast<SystrapContext*>(&ctx);
+  if (c == nullptr) return out;
+  SystrapContext::Ticks t = c->TakeTicks();
+  if (t.n == 0) return out;
+  double k = 1.0 / TscPerNs() / t.n;
+  out.round_trips = t.n;
+  out.to_stub_ns = t.to_stub * k;
+  out.guest_ns = t.guest * k;
+  out.to_sentry_ns = t.to_sentry * k;
+  out.sentry_ns = t.sentry * k;
+  return out;
 }
 
 pid_t SystrapStubPid(AddressSpace& as) {

@@ -38,6 +38,9 @@ struct SystrapOptions {
   // While not spinning, run each stub thread on the CPU of the Sentry thread
   // that waits for it.
   bool pin = true;
+  // Syscall user dispatch as the fast path when the host has it (else every
+  // guest syscall goes through the seccomp filter's SECCOMP_RET_TRAP).
+  bool use_sud = true;
 };
 
 // Host features the platform found. Tests use this to skip what the host
@@ -53,6 +56,18 @@ struct SystrapFeatures {
 };
 
 SystrapFeatures ProbeSystrapFeatures();
+
+// Where a round trip's time goes, averaged over the syscalls a Context
+// served since the last call (statistics; the stub's timestamps come from
+// guest-writable memory and are only plausible, never trusted).
+struct SystrapTimings {
+  uint64_t round_trips = 0;
+  double to_stub_ns = 0;    // Sentry hands off -> stub about to sigreturn
+  double guest_ns = 0;      // sigreturn, guest code, trap, signal delivery
+  double to_sentry_ns = 0;  // handler entry -> Sentry sees the event
+  double sentry_ns = 0;     // Sentry sees the event -> next handoff
+};
+SystrapTimings TakeSystrapTimings(Context& ctx);
 
 // Creates the platform; takes ownership of the memory file.
 absl::StatusOr<std::unique_ptr<Platform>> NewSystrapPlatform(

@@ -263,6 +263,7 @@ uintptr_t StubSyscallInsn(Platform& p) {
 }
 
 TEST_F(SystrapTest, JumpIntoStubSyscallWithHostileRegisters) {
+  Code({0x0f, 0x05});
   uintptr_t insn = StubSyscallInsn(*platform_);
   ASSERT_NE(insn, 0u);
   struct Case {
@@ -293,14 +294,14 @@ TEST_F(SystrapTest, JumpIntoStubSyscallWithHostileRegisters) {
     s.regs.r10 = c.a3;
     s.regs.r8 = c.a4;
     SwitchResult r = ctx_->Switch(**as, s);
-    // Must trap (reported as a syscall to emulate) or kill the stub; never
-    // run on the host.
-    EXPECT_TRUE(r.reason == SwitchReason::kDead ||
-                r.reason == SwitchReason::kSyscall)
+    // Inside the stub's code the guest filter applies (syscall user
+    // dispatch lets the call through to seccomp): it kills the stub. Had
+    // the call run, the guest would continue inside stub code instead.
+    EXPECT_EQ(r.reason, SwitchReason::kDead)
         << "nr " << c.nr << " reason " << static_cast<int>(r.reason);
-    if (r.reason == SwitchReason::kSyscall) {
-      EXPECT_EQ(s.regs.orig_rax, c.nr);
-    }
+    // The Sentry's own view is unharmed: other address spaces still work.
+    CpuState ok = Start();
+    ASSERT_EQ(ctx_->Switch(*as_, ok).reason, SwitchReason::kSyscall);
   }
 }
 
@@ -477,6 +478,41 @@ TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFile) {
             std::to_string(platform_->memory_file().fd()));
 }
 
+// The stub's address space holds the stub region and the guest's mappings,
+// nothing inherited from the Sentry.
+TEST_F(SystrapTest, StubAddressSpaceIsClean) {
+  Code({0x0f, 0x05});
+  CpuState s = Start();
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  pid_t pid = SystrapStubPid(*as_);
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  ASSERT_TRUE(maps.good());
+  uintptr_t base = platform_->MaxUserAddress();
+  std::string line;
+  int n = 0;
+  while (std::getline(maps, line)) {
+    ++n;
+    uintptr_t lo = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    bool guest = lo == kCode || lo == kData;
+    bool stub = lo >= base && lo < base + STUB_REGION_SIZE;
+    bool vsyscall = line.find("[vsyscall]") != std::string::npos;
+    EXPECT_TRUE(guest || stub || vsyscall) << line;
+    if (stub) {
+      // Code is r-x; the params block and the request page are read-only
+      // (the guest could otherwise steer the stub); nothing else executes.
+      std::string perms = line.substr(line.find(' ') + 1, 3);
+      if (lo == base + STUB_CODE_OFF) {
+        EXPECT_EQ(perms, "r-x") << line;
+      } else if (lo == base || lo == base + STUB_REQUEST_OFF) {
+        EXPECT_EQ(perms, "r--") << line;
+      } else {
+        EXPECT_EQ(perms, "rw-") << line;
+      }
+    }
+  }
+  EXPECT_GT(n, 3);
+}
+
 TEST_F(SystrapTest, HundredAddressSpacesLeaveNothingBehind) {
   Code({0x0f, 0x05});
   // Settle this fixture's own state first.
@@ -505,6 +541,36 @@ TEST_F(SystrapTest, HundredAddressSpacesLeaveNothingBehind) {
   }
   EXPECT_EQ(Children(), before);
   EXPECT_EQ(platform_->memory_file().AllocatedBytes(), bytes);
+}
+
+// Without syscall user dispatch every guest syscall reaches the seccomp
+// filter, which traps it (SYS_SECCOMP instead of SYS_USER_DISPATCH).
+TEST(SystrapPlatformTest, SeccompTrapPathWithoutSud) {
+  auto mf = MemoryFile::Create(64 << 20);
+  ASSERT_TRUE(mf.ok());
+  SystrapOptions opts;
+  opts.use_sud = false;
+  auto p = NewSystrapPlatform(std::move(*mf), opts);
+  ASSERT_TRUE(p.ok()) << p.status();
+  Platform& plat = **p;
+  auto as = plat.NewAddressSpace();
+  auto ctx = plat.NewContext();
+  ASSERT_TRUE(as.ok() && ctx.ok());
+  uint64_t off = *plat.memory_file().Allocate(kPage);
+  uint8_t code[] = {0x0f, 0x05, 0x48, 0x89, 0xc3, 0x0f, 0x05};
+  ASSERT_TRUE(plat.memory_file().Write(off, code, sizeof(code)));
+  ASSERT_TRUE((*as)->MapFile(kCode, off, kPage, PROT_READ | PROT_EXEC).ok());
+  CpuState s;
+  s.regs.rip = kCode;
+  s.regs.rax = SYS_openat;
+  s.regs.rdi = 42;
+  ASSERT_EQ((*ctx)->Switch(**as, s).reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.orig_rax, static_cast<uint64_t>(SYS_openat));
+  EXPECT_EQ(s.regs.rdi, 42u);
+  s.regs.rax = 7;
+  ASSERT_EQ((*ctx)->Switch(**as, s).reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.rbx, 7u);
+  EXPECT_EQ(s.regs.rip, kCode + 7);
 }
 
 TEST(SystrapPlatformTest, DestroyingThePlatformKillsAllStubs) {
