@@ -44,13 +44,14 @@ KResult<ElfInfo> ParseElf(FileReader& file, std::string* error) {
   if (!size_or.ok()) return io_fail(size_or.error(), "file size");
   const uint64_t file_size = *size_or;
   if (file_size < sizeof(Elf64_Ehdr)) {
-    return fail(absl::StrFormat(
-        "file too short for an ELF header (%d bytes, need %d)", file_size,
-        sizeof(Elf64_Ehdr)));
+    return fail(
+        absl::StrFormat("file too short for an ELF header (%d bytes, need %d)",
+                        file_size, sizeof(Elf64_Ehdr)));
   }
   auto got = file.ReadAt(0, &info.ehdr, sizeof(info.ehdr));
   if (!got.ok()) return io_fail(got.error(), "ELF header");
-  if (*got != sizeof(info.ehdr)) return fail("file shrank while reading the ELF header");
+  if (*got != sizeof(info.ehdr))
+    return fail("file shrank while reading the ELF header");
   const Elf64_Ehdr& eh = info.ehdr;
 
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
@@ -92,8 +93,8 @@ KResult<ElfInfo> ParseElf(FileReader& file, std::string* error) {
   if (eh.e_phnum == 0) return fail("no program headers (e_phnum 0)");
   const uint64_t ph_bytes = uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr);
   if (ph_bytes > kMaxPhdrBytes) {
-    return fail(absl::StrFormat("too many program headers (e_phnum %d)",
-                                eh.e_phnum));
+    return fail(
+        absl::StrFormat("too many program headers (e_phnum %d)", eh.e_phnum));
   }
   if (AddOverflows(eh.e_phoff, ph_bytes) || eh.e_phoff + ph_bytes > file_size) {
     return fail(absl::StrFormat(
@@ -104,7 +105,8 @@ KResult<ElfInfo> ParseElf(FileReader& file, std::string* error) {
   info.phdrs.resize(eh.e_phnum);
   got = file.ReadAt(eh.e_phoff, info.phdrs.data(), ph_bytes);
   if (!got.ok()) return io_fail(got.error(), "program headers");
-  if (*got != ph_bytes) return fail("file shrank while reading program headers");
+  if (*got != ph_bytes)
+    return fail("file shrank while reading program headers");
 
   bool have_load = false;
   bool have_interp = false;
@@ -129,9 +131,9 @@ KResult<ElfInfo> ParseElf(FileReader& file, std::string* error) {
         }
         if (AddOverflows(ph.p_vaddr, ph.p_memsz) ||
             AddOverflows(ph.p_vaddr + ph.p_memsz, kPage)) {
-          return fail(absl::StrFormat(
-              "segment %d: address range [%#x, +%#x) overflows", i, ph.p_vaddr,
-              ph.p_memsz));
+          return fail(
+              absl::StrFormat("segment %d: address range [%#x, +%#x) overflows",
+                              i, ph.p_vaddr, ph.p_memsz));
         }
         if (ph.p_align > 1 && (ph.p_align & (ph.p_align - 1)) != 0) {
           return fail(absl::StrFormat(
@@ -175,7 +177,8 @@ KResult<ElfInfo> ParseElf(FileReader& file, std::string* error) {
         std::string path(ph.p_filesz, '\0');
         got = file.ReadAt(ph.p_offset, path.data(), path.size());
         if (!got.ok()) return io_fail(got.error(), "interpreter path");
-        if (*got != path.size()) return fail("file shrank while reading PT_INTERP");
+        if (*got != path.size())
+          return fail("file shrank while reading PT_INTERP");
         if (path.back() != '\0' || path.find('\0') != path.size() - 1) {
           return fail("PT_INTERP is not a NUL-terminated path");
         }
@@ -220,8 +223,8 @@ KResult<ElfInfo> ParseElf(FileReader& file, std::string* error) {
     }
   }
   if (!entry_ok) {
-    return fail(absl::StrFormat("entry point %#x is not inside a loadable segment",
-                                eh.e_entry));
+    return fail(absl::StrFormat(
+        "entry point %#x is not inside a loadable segment", eh.e_entry));
   }
   return info;
 }

@@ -27,7 +27,7 @@ TEST(ElfTest, ValidStaticExecutable) {
   auto info = Parse(StaticExec().Build(), &why);
   ASSERT_TRUE(info.ok()) << why;
   EXPECT_EQ(info->min_vaddr, 0x400000u);
-  EXPECT_EQ(info->max_vaddr, 0x406000u);  // 0x403008 + 0x2000, rounded
+  EXPECT_EQ(info->max_vaddr, 0x406000u);   // 0x403008 + 0x2000, rounded
   EXPECT_EQ(info->phdr_vaddr, 0x400040u);  // e_phoff inside segment 0
   EXPECT_EQ(info->phdrs.size(), 4u);
   EXPECT_TRUE(info->interpreter.empty());
@@ -87,10 +87,10 @@ const BadCase kBadCases[] = {
      "little-endian"},
     {"IdentVersion", [](TestElf& e) { e.eh.e_ident[EI_VERSION] = 2; },
      "identification version"},
-    {"Relocatable", [](TestElf& e) { e.eh.e_type = ET_REL; },
-     "relocatable"},
+    {"Relocatable", [](TestElf& e) { e.eh.e_type = ET_REL; }, "relocatable"},
     {"Core", [](TestElf& e) { e.eh.e_type = ET_CORE; }, "core dump"},
-    {"TypeNone", [](TestElf& e) { e.eh.e_type = ET_NONE; }, "not an executable"},
+    {"TypeNone", [](TestElf& e) { e.eh.e_type = ET_NONE; },
+     "not an executable"},
     {"Machine", [](TestElf& e) { e.eh.e_machine = EM_AARCH64; },
      "another machine"},
     {"Version", [](TestElf& e) { e.eh.e_version = 0; }, "ELF version"},
@@ -105,22 +105,20 @@ const BadCase kBadCases[] = {
      "past the end of the file"},
     {"FileszOverMemsz", [](TestElf& e) { e.ph[2].p_filesz = 0x2001; },
      "larger than p_memsz"},
-    {"SegmentPastEof", [](TestElf& e) { e.ph[1].p_filesz = e.ph[1].p_memsz = 0x2000; },
+    {"SegmentPastEof",
+     [](TestElf& e) { e.ph[1].p_filesz = e.ph[1].p_memsz = 0x2000; },
      "past the end of the file"},
     {"SegmentOffsetOverflow",
      [](TestElf& e) { e.ph[1].p_offset = ~0ull - 0x10; },
      "past the end of the file"},
-    {"VaddrOverflow",
-     [](TestElf& e) { e.ph[2].p_vaddr = ~0ull - 0xfff; },
+    {"VaddrOverflow", [](TestElf& e) { e.ph[2].p_vaddr = ~0ull - 0xfff; },
      "overflows"},
     {"AlignNotPowerOfTwo", [](TestElf& e) { e.ph[1].p_align = 0x3000; },
      "power of two"},
     {"Incongruent", [](TestElf& e) { e.ph[1].p_vaddr = 0x401100; },
      "modulo the page size"},
-    {"Overlapping", [](TestElf& e) { e.ph[2].p_vaddr = 0x401008; },
-     "overlaps"},
-    {"Descending",
-     [](TestElf& e) { e.ph[2].p_vaddr = 0x3ff008; },
+    {"Overlapping", [](TestElf& e) { e.ph[2].p_vaddr = 0x401008; }, "overlaps"},
+    {"Descending", [](TestElf& e) { e.ph[2].p_vaddr = 0x3ff008; },
      "overlaps or precedes"},
     {"NoLoad",
      [](TestElf& e) {
@@ -162,9 +160,7 @@ const BadCase kBadCases[] = {
      },
      "NUL-terminated"},
     {"InterpInteriorNul",
-     [](TestElf& e) {
-       e = WithInterp(e, std::string("/lib\0ld.so", 10));
-     },
+     [](TestElf& e) { e = WithInterp(e, std::string("/lib\0ld.so", 10)); },
      "NUL-terminated"},
     {"InterpPastEof",
      [](TestElf& e) {
@@ -173,9 +169,7 @@ const BadCase kBadCases[] = {
      },
      "PT_INTERP extends past"},
     {"TwoInterps",
-     [](TestElf& e) {
-       e = WithInterp(WithInterp(e, "/a"), "/b");
-     },
+     [](TestElf& e) { e = WithInterp(WithInterp(e, "/a"), "/b"); },
      "more than one PT_INTERP"},
     {"TwoPtPhdr",
      [](TestElf& e) {

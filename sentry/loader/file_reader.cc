@@ -14,8 +14,8 @@ KResult<size_t> HostFdReader::ReadAt(uint64_t offset, void* buf, size_t n) {
   size_t done = 0;
   while (done < n) {
     if (offset + done > static_cast<uint64_t>(INT64_MAX)) break;
-    ssize_t r = pread(fd_, p + done, n - done,
-                      static_cast<off_t>(offset + done));
+    ssize_t r =
+        pread(fd_, p + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
       if (done > 0) break;

@@ -46,8 +46,8 @@ class Loader {
     if (error_ != nullptr) *error_ = std::move(msg);
     return e;
   }
-  KResult<Image> MapImage(FileReader& file, const ElfInfo& info,
-                          uintptr_t bias, const std::string& name);
+  KResult<Image> MapImage(FileReader& file, const ElfInfo& info, uintptr_t bias,
+                          const std::string& name);
   KResult<uintptr_t> DynBase(const ElfInfo& info);
   KResult<uintptr_t> ReserveInterp(const ElfInfo& info);
   KResult<void> MapStack(bool exec, LoadResult& out);
@@ -69,10 +69,10 @@ KResult<uintptr_t> Loader::DynBase(const ElfInfo& info) {
   const uint64_t span = info.max_vaddr - info.min_vaddr;
   if (base < layout_.min_addr || base + span < base ||
       base + span > layout_.mmap_base) {
-    return Fail(kENOMEM, absl::StrFormat(
-                             "position-independent image of %#x bytes does "
-                             "not fit in the address space",
-                             span));
+    return Fail(kENOMEM,
+                absl::StrFormat("position-independent image of %#x bytes does "
+                                "not fit in the address space",
+                                span));
   }
   return base - info.min_vaddr;
 }
@@ -81,7 +81,8 @@ KResult<uintptr_t> Loader::ReserveInterp(const ElfInfo& info) {
   // The interpreter goes where mmap would put it (top-down below the mmap
   // base), aligned like its segments ask.
   const uint64_t span = info.max_vaddr - info.min_vaddr;
-  const uint64_t pad = info.max_align > kPageSize ? info.max_align - kPageSize : 0;
+  const uint64_t pad =
+      info.max_align > kPageSize ? info.max_align - kPageSize : 0;
   auto r = mm_.Mmap({.length = span + pad,
                      .prot = PROT_NONE,
                      .flags = MAP_PRIVATE | MAP_ANONYMOUS});
@@ -107,8 +108,8 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
     const uint64_t vaddr = ph.p_vaddr + bias;
     const uint64_t start = PageRoundDown(vaddr);
     const uint64_t end_raw = vaddr + ph.p_memsz;
-    if (vaddr < ph.p_vaddr || end_raw < vaddr ||
-        end_raw > layout_.max_addr || start < layout_.min_addr) {
+    if (vaddr < ph.p_vaddr || end_raw < vaddr || end_raw > layout_.max_addr ||
+        start < layout_.min_addr) {
       return Fail(kENOEXEC,
                   absl::StrFormat("%s: segment %d [%#x, %#x) lies outside the "
                                   "user address space [%#x, %#x)",
@@ -118,9 +119,9 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
     const uint64_t end = PageRoundUp(end_raw);
     const uint64_t stack_low = layout_.stack_top - layout_.max_stack_size;
     if (end > stack_low - mm::kStackGuardGap && start < layout_.stack_top) {
-      return Fail(kENOEXEC,
-                  absl::StrFormat("%s: segment %d [%#x, %#x) overlaps the stack",
-                                  name, i, start, end));
+      return Fail(kENOEXEC, absl::StrFormat(
+                                "%s: segment %d [%#x, %#x) overlaps the stack",
+                                name, i, start, end));
     }
     auto m = mm_.Mmap({.addr = start,
                        .length = end - start,
@@ -128,8 +129,8 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
                        .flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
                        .name = name});
     if (!m.ok()) {
-      return Fail(m.error(), absl::StrFormat("%s: mapping segment %d: %s",
-                                             name, i, m.error().name()));
+      return Fail(m.error(), absl::StrFormat("%s: mapping segment %d: %s", name,
+                                             i, m.error().name()));
     }
     // Like Linux's file mapping from the page holding p_offset: the bytes
     // before the segment in its first page come from the file too.
@@ -145,13 +146,14 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
                                                  name, i, got.error().name()));
       }
       if (*got != k) {
-        return Fail(kENOEXEC,
-                    absl::StrFormat("%s: file ended inside segment %d", name, i));
+        return Fail(kENOEXEC, absl::StrFormat(
+                                  "%s: file ended inside segment %d", name, i));
       }
       auto put = mm_.ForceCopyOut(start + done, buf.data(), k);
       if (!put.ok() || *put != k) {
-        return Fail(kENOMEM, absl::StrFormat(
-                                 "%s: out of memory loading segment %d", name, i));
+        return Fail(
+            kENOMEM,
+            absl::StrFormat("%s: out of memory loading segment %d", name, i));
       }
       done += k;
     }
@@ -171,8 +173,8 @@ KResult<void> Loader::MapStack(bool exec, LoadResult& out) {
                               MAP_FIXED_NOREPLACE | MAP_GROWSDOWN,
                      .name = "[stack]"});
   if (!r.ok()) {
-    return Fail(r.error(), absl::StrFormat("mapping the stack: %s",
-                                           r.error().name()));
+    return Fail(r.error(),
+                absl::StrFormat("mapping the stack: %s", r.error().name()));
   }
   return OkResult();
 }
@@ -222,8 +224,8 @@ KResult<void> Loader::BuildStack(LoadResult& out) {
 
   std::vector<std::pair<uint64_t, uint64_t>>& aux = out.auxv;
   aux = args_.extra_auxv;
-  const uint64_t minsig = args_.minsigstksz != 0 ? args_.minsigstksz
-                                                 : DefaultMinSigStkSz(2688);
+  const uint64_t minsig =
+      args_.minsigstksz != 0 ? args_.minsigstksz : DefaultMinSigStkSz(2688);
   aux.insert(aux.end(), {
                             {AT_MINSIGSTKSZ, minsig},
                             {AT_HWCAP, args_.hwcap},
@@ -312,21 +314,22 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
   if (!info.interpreter.empty()) {
     out.interpreter = info.interpreter;
     if (!args_.open_interpreter) {
-      return Fail(kENOEXEC,
-                  absl::StrFormat("dynamically linked program (interpreter %s): "
-                                  "only static executables are supported",
-                                  info.interpreter));
+      return Fail(kENOEXEC, absl::StrFormat(
+                                "dynamically linked program (interpreter %s): "
+                                "only static executables are supported",
+                                info.interpreter));
     }
     auto f = args_.open_interpreter(info.interpreter);
     if (!f.ok()) {
-      return Fail(f.error(), absl::StrFormat("opening interpreter %s: %s",
-                                             info.interpreter, f.error().name()));
+      return Fail(f.error(),
+                  absl::StrFormat("opening interpreter %s: %s",
+                                  info.interpreter, f.error().name()));
     }
     interp_file = std::move(f).value();
     auto ip = ParseElf(*interp_file, &why);
     if (!ip.ok()) {
-      return Fail(ip.error(), absl::StrFormat("interpreter %s: %s",
-                                              info.interpreter, why));
+      return Fail(ip.error(),
+                  absl::StrFormat("interpreter %s: %s", info.interpreter, why));
     }
     interp_info = std::move(ip).value();
   }
@@ -347,8 +350,8 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
 
   if (interp_file != nullptr) {
     TRY(uintptr_t ibias, ReserveInterp(interp_info));
-    TRY(Image interp, MapImage(*interp_file, interp_info, ibias,
-                               info.interpreter));
+    TRY(Image interp,
+        MapImage(*interp_file, interp_info, ibias, info.interpreter));
     out.interp_base = interp_info.min_vaddr + interp.bias;
     out.entry = interp.entry;
   }
@@ -356,7 +359,8 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
   // The heap starts after the program (plus up to 32 MiB when randomising,
   // as arch_randomize_brk()).
   uintptr_t brk = main.end;
-  if (layout_.randomize) brk += (mm::RandomU64() % (32 << 20)) & ~(kPageSize - 1);
+  if (layout_.randomize)
+    brk += (mm::RandomU64() % (32 << 20)) & ~(kPageSize - 1);
   out.brk_start = brk;
   mm_.SetBrkStart(brk);
 

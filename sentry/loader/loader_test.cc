@@ -182,10 +182,10 @@ TEST_F(LoaderTest, InitialStackIsLaidOutLikeLinux) {
   }
   // Linux's order.
   const std::vector<uint64_t> want = {
-      AT_MINSIGSTKSZ, AT_HWCAP, AT_PAGESZ, AT_CLKTCK, AT_PHDR,   AT_PHENT,
-      AT_PHNUM,       AT_BASE,  AT_FLAGS,  AT_ENTRY,  AT_UID,    AT_EUID,
-      AT_GID,         AT_EGID,  AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN,
-      AT_PLATFORM,    AT_NULL};
+      AT_MINSIGSTKSZ, AT_HWCAP,  AT_PAGESZ, AT_CLKTCK,   AT_PHDR,
+      AT_PHENT,       AT_PHNUM,  AT_BASE,   AT_FLAGS,    AT_ENTRY,
+      AT_UID,         AT_EUID,   AT_GID,    AT_EGID,     AT_SECURE,
+      AT_RANDOM,      AT_HWCAP2, AT_EXECFN, AT_PLATFORM, AT_NULL};
   EXPECT_EQ(order, want);
   EXPECT_EQ(aux[AT_MINSIGSTKSZ], 3632u);
   EXPECT_EQ(aux[AT_HWCAP], 0x178bfbffu);
@@ -210,7 +210,8 @@ TEST_F(LoaderTest, InitialStackIsLaidOutLikeLinux) {
   EXPECT_EQ(aux[AT_RANDOM] + 16, aux[AT_PLATFORM]);
   uint8_t rnd[16];
   ASSERT_TRUE(mm_->CopyIn(aux[AT_RANDOM], rnd, 16).ok());
-  EXPECT_NE(std::string(reinterpret_cast<char*>(rnd), 16), std::string(16, '\0'));
+  EXPECT_NE(std::string(reinterpret_cast<char*>(rnd), 16),
+            std::string(16, '\0'));
   // Above the platform string: 16-byte alignment below the strings.
   EXPECT_EQ((aux[AT_PLATFORM] + 7) % 16, 0u);
   EXPECT_LT(aux[AT_PLATFORM] + 7, r->arg_start + 16);
@@ -289,8 +290,9 @@ TEST_F(LoaderTest, ExecutableStack) {
 
 TEST_F(LoaderTest, InterpreterWithoutOpenerIsEnoexec) {
   std::string why;
-  auto r = LoadBytes(WithInterp(StaticExec(), "/lib64/ld-linux-x86-64.so.2").Build(),
-                     Args(), &why);
+  auto r =
+      LoadBytes(WithInterp(StaticExec(), "/lib64/ld-linux-x86-64.so.2").Build(),
+                Args(), &why);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), kENOEXEC);
   EXPECT_THAT(why, HasSubstr("/lib64/ld-linux-x86-64.so.2"));
@@ -301,13 +303,14 @@ TEST_F(LoaderTest, InterpreterIsLoadedWhenItCanBeOpened) {
   LoadArgs args = Args();
   std::string opened;
   const std::string interp = StaticPie().Build();
-  args.open_interpreter = [&](const std::string& path)
-      -> KResult<std::unique_ptr<FileReader>> {
+  args.open_interpreter =
+      [&](const std::string& path) -> KResult<std::unique_ptr<FileReader>> {
     opened = path;
     return std::unique_ptr<FileReader>(new BufferReader(interp));
   };
   std::string why;
-  auto r = LoadBytes(WithInterp(StaticExec(), "/lib/ld.so").Build(), args, &why);
+  auto r =
+      LoadBytes(WithInterp(StaticExec(), "/lib/ld.so").Build(), args, &why);
   ASSERT_TRUE(r.ok()) << why;
   EXPECT_EQ(opened, "/lib/ld.so");
   EXPECT_EQ(r->interpreter, "/lib/ld.so");
@@ -326,8 +329,8 @@ TEST_F(LoaderTest, InterpreterIsLoadedWhenItCanBeOpened) {
 
   // A bad interpreter is reported as such.
   NewMm(false);
-  args.open_interpreter = [](const std::string&)
-      -> KResult<std::unique_ptr<FileReader>> {
+  args.open_interpreter =
+      [](const std::string&) -> KResult<std::unique_ptr<FileReader>> {
     return std::unique_ptr<FileReader>(new BufferReader("nope"));
   };
   r = LoadBytes(WithInterp(StaticExec(), "/lib/ld.so").Build(), args, &why);
@@ -336,8 +339,10 @@ TEST_F(LoaderTest, InterpreterIsLoadedWhenItCanBeOpened) {
   EXPECT_THAT(why, HasSubstr("interpreter /lib/ld.so"));
   // And one that cannot be opened gives the opener's error.
   NewMm(false);
-  args.open_interpreter = [](const std::string&)
-      -> KResult<std::unique_ptr<FileReader>> { return kENOENT; };
+  args.open_interpreter =
+      [](const std::string&) -> KResult<std::unique_ptr<FileReader>> {
+    return kENOENT;
+  };
   r = LoadBytes(WithInterp(StaticExec(), "/lib/ld.so").Build(), args, &why);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), kENOENT);

@@ -90,13 +90,11 @@ Layout PickLayout(uintptr_t min_user, uintptr_t max_user,
       std::max<uint64_t>(PageRoundUp(task_size / 3) + mmap_rnd, l.min_addr);
 
   // The main stack may grow to RLIMIT_STACK but never into the mmap area.
-  uint64_t stack_room =
-      l.stack_top > l.mmap_base + kStackGuardGap
-          ? l.stack_top - l.mmap_base - kStackGuardGap
-          : kMinStack;
-  l.max_stack_size =
-      PageRoundDown(std::clamp(opts.stack_rlimit, kMinStack,
-                               std::max(stack_room, kMinStack)));
+  uint64_t stack_room = l.stack_top > l.mmap_base + kStackGuardGap
+                            ? l.stack_top - l.mmap_base - kStackGuardGap
+                            : kMinStack;
+  l.max_stack_size = PageRoundDown(std::clamp(opts.stack_rlimit, kMinStack,
+                                              std::max(stack_room, kMinStack)));
   return l;
 }
 

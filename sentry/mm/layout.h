@@ -16,7 +16,9 @@ inline constexpr uint64_t PageRoundDown(uint64_t x) { return x & kPageMask; }
 inline constexpr uint64_t PageRoundUp(uint64_t x) {
   return (x + kPageSize - 1) & kPageMask;
 }
-inline constexpr bool IsPageAligned(uint64_t x) { return (x & ~kPageMask) == 0; }
+inline constexpr bool IsPageAligned(uint64_t x) {
+  return (x & ~kPageMask) == 0;
+}
 
 // Linux's vm.mmap_min_addr default: nothing is mapped below it.
 inline constexpr uint64_t kMmapMinAddr = 0x10000;

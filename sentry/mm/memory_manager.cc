@@ -45,8 +45,8 @@ KResult<std::unique_ptr<MemoryManager>> MemoryManager::Create(
     platform::Platform& platform, const LayoutOptions& opts) {
   auto as = platform.NewAddressSpace();
   if (!as.ok()) return kENOMEM;
-  Layout layout = PickLayout(platform.MinUserAddress(),
-                             platform.MaxUserAddress(), opts);
+  Layout layout =
+      PickLayout(platform.MinUserAddress(), platform.MaxUserAddress(), opts);
   return CreateWith(std::move(*as), platform.memory_file(), layout);
 }
 
@@ -146,7 +146,8 @@ KResult<uintptr_t> MemoryManager::FindGapTopDownLocked(uintptr_t low,
   }
   for (;;) {
     uintptr_t gap_start = low;
-    if (it != vmas_.begin()) gap_start = std::max(low, std::prev(it)->second.end);
+    if (it != vmas_.begin())
+      gap_start = std::max(low, std::prev(it)->second.end);
     if (gap_end > gap_start && gap_end - gap_start >= length) {
       return gap_end - length;
     }
@@ -335,7 +336,8 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
     if ((flags & MAP_32BIT) && !fixed) {
       uintptr_t hint_end = o.addr + length;
       if (o.addr >= k32BitLow && hint_end > o.addr && hint_end <= k32BitHigh &&
-          RangeFreeLocked(PageRoundDown(o.addr), PageRoundDown(o.addr) + length) &&
+          RangeFreeLocked(PageRoundDown(o.addr),
+                          PageRoundDown(o.addr) + length) &&
           IsPageAligned(o.addr)) {
         addr = o.addr;
       } else {
@@ -391,8 +393,7 @@ KResult<void> MemoryManager::Munmap(uintptr_t addr, size_t length) {
   return OkResult();
 }
 
-KResult<void> MemoryManager::Mprotect(uintptr_t addr, size_t length,
-                                      int prot) {
+KResult<void> MemoryManager::Mprotect(uintptr_t addr, size_t length, int prot) {
   if (!IsPageAligned(addr)) return kEINVAL;
   if (length == 0) return OkResult();
   if (length > UINT64_MAX - kPageSize + 1) return kENOMEM;
@@ -427,7 +428,8 @@ KResult<void> MemoryManager::Mprotect(uintptr_t addr, size_t length,
     if (prot & ~it->second.max_prot) return kEACCES;
     const uintptr_t tmp = std::min(it->second.end, end);
     if (it->second.prot != prot) {
-      size_t splits = (it->first < nstart ? 1 : 0) + (tmp < it->second.end ? 1 : 0);
+      size_t splits =
+          (it->first < nstart ? 1 : 0) + (tmp < it->second.end ? 1 : 0);
       if (splits > 0 && vmas_.size() + splits > kMaxMapCount) return kENOMEM;
       SplitVmaLocked(nstart);
       SplitVmaLocked(tmp);
@@ -464,8 +466,8 @@ uintptr_t MemoryManager::Brk(uintptr_t brk) {
   }
   // The new break must stay a page (plus a stack guard gap) below whatever
   // is mapped above the old one.
-  const uint64_t probe_end = std::min<uint64_t>(
-      layout_.max_addr, newbrk + kPageSize + kStackGuardGap);
+  const uint64_t probe_end =
+      std::min<uint64_t>(layout_.max_addr, newbrk + kPageSize + kStackGuardGap);
   auto it = vmas_.upper_bound(oldbrk);
   if (it != vmas_.begin() && std::prev(it)->second.end > oldbrk) --it;
   for (; it != vmas_.end() && it->first < probe_end; ++it) {

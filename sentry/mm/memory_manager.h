@@ -228,7 +228,8 @@ class MemoryManager : public MappingSpace {
   // Splits the VMA containing addr (if any) so that addr is a boundary.
   // Also splits pmas at addr. Returns false when the split would exceed
   // kMaxMapCount.
-  void SplitVmaLocked(uintptr_t addr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+  void SplitVmaLocked(uintptr_t addr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
   bool RangeFreeLocked(uintptr_t start, uintptr_t end)
       ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
   // Number of VMAs after unmapping [start, end) and inserting one more.
@@ -260,7 +261,8 @@ class MemoryManager : public MappingSpace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
   // Grows a grows-down VMA just above addr down to cover addr. Returns
   // false if there is none or the guard gap/stack limit forbids it.
-  bool GrowDownLocked(uintptr_t addr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
+  bool GrowDownLocked(uintptr_t addr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
 
   // ---- pma helpers (active_mu_). ----
   // Returns the pma containing `addr` (inside `vma`, which starts at
@@ -270,14 +272,14 @@ class MemoryManager : public MappingSpace {
   // mapping of a Mappable's page is copied first (copy on write).
   // Errors: kENOMEM, kEIO (SIGBUS-worthy: the Mappable failed).
   // The run never leaves [bound_lo, bound_hi).
-  KResult<PmaMap::iterator> EnsurePmaLocked(
-      uintptr_t vma_start, const Vma& vma, uintptr_t addr, bool write,
-      uintptr_t bound_lo = 0, uintptr_t bound_hi = UINTPTR_MAX)
+  KResult<PmaMap::iterator> EnsurePmaLocked(uintptr_t vma_start, const Vma& vma,
+                                            uintptr_t addr, bool write,
+                                            uintptr_t bound_lo = 0,
+                                            uintptr_t bound_hi = UINTPTR_MAX)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_)
           ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
-  KResult<PmaMap::iterator> BreakCowLocked(uintptr_t vma_start,
-                                           const Vma& vma, PmaMap::iterator pit,
-                                           uintptr_t addr)
+  KResult<PmaMap::iterator> BreakCowLocked(uintptr_t vma_start, const Vma& vma,
+                                           PmaMap::iterator pit, uintptr_t addr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_)
           ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
   PmaMap::iterator FindPmaLocked(uintptr_t addr)
@@ -306,8 +308,9 @@ class MemoryManager : public MappingSpace {
   // The common copy loop. `write`: guest memory is written (needs
   // PROT_WRITE unless force). fn(file_offset, offset_in_buffer, n) does the
   // copy and returns false on a MemoryFile failure.
-  KResult<size_t> CopyLoop(uintptr_t addr, size_t n, bool write, bool force,
-                           absl::FunctionRef<bool(uint64_t, size_t, size_t)> fn);
+  KResult<size_t> CopyLoop(
+      uintptr_t addr, size_t n, bool write, bool force,
+      absl::FunctionRef<bool(uint64_t, size_t, size_t)> fn);
 
   // Window (bytes, power of two) around a fault that is populated at once.
   static constexpr size_t kFaultWindow = 2 << 20;

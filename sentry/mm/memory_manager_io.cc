@@ -126,8 +126,8 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
     platform::AccessType at;
     at.read = true;
     at.write = write && vma.shared;
-    auto ts = vma.mappable->Translate(page + moff, kPageSize, lo + moff,
-                                      hi - lo, at);
+    auto ts =
+        vma.mappable->Translate(page + moff, kPageSize, lo + moff, hi - lo, at);
     if (!ts.ok()) return ts.error() == kENOMEM ? kENOMEM : kEIO;
     for (const Translation& t : *ts) {
       // Trust, but clip: never let a Mappable place pages outside [lo, hi).
@@ -209,8 +209,7 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
 }
 
 KResult<MemoryManager::PmaMap::iterator> MemoryManager::BreakCowLocked(
-    uintptr_t vma_start, const Vma& vma, PmaMap::iterator pit,
-    uintptr_t addr) {
+    uintptr_t vma_start, const Vma& vma, PmaMap::iterator pit, uintptr_t addr) {
   (void)vma_start;
   // Copy a run around addr, within the pma.
   const uintptr_t lo = std::max(AlignDown(addr, kStackFaultWindow), pit->first);
@@ -362,10 +361,9 @@ KResult<size_t> MemoryManager::CopyOut(uintptr_t addr, const void* src,
 }
 
 KResult<size_t> MemoryManager::ZeroOut(uintptr_t addr, size_t n) {
-  return CopyLoop(addr, n, /*write=*/true, /*force=*/false,
-                  [&](uint64_t off, size_t, size_t k) {
-                    return mf_.Zero(off, k);
-                  });
+  return CopyLoop(
+      addr, n, /*write=*/true, /*force=*/false,
+      [&](uint64_t off, size_t, size_t k) { return mf_.Zero(off, k); });
 }
 
 KResult<size_t> MemoryManager::ForceCopyIn(uintptr_t addr, void* dst,

@@ -26,11 +26,14 @@ TEST(MemoryManagerRealFileTest, WorkloadReturnsEveryPage) {
       std::make_unique<testing::FakeAddressSpace>(), **mf, layout);
 
   constexpr int kRW = PROT_READ | PROT_WRITE;
-  auto a = mm->Mmap({.addr = kBase, .length = 8 * kMiB, .prot = kRW,
+  auto a = mm->Mmap({.addr = kBase,
+                     .length = 8 * kMiB,
+                     .prot = kRW,
                      .flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED});
   ASSERT_TRUE(a.ok());
   std::string data(3 * kMiB, 'z');
-  for (size_t i = 0; i < data.size(); i += 4096) data[i] = static_cast<char>(i >> 12);
+  for (size_t i = 0; i < data.size(); i += 4096)
+    data[i] = static_cast<char>(i >> 12);
   auto w = mm->CopyOut(kBase + 12345, data.data(), data.size());
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(*w, data.size());
@@ -44,8 +47,8 @@ TEST(MemoryManagerRealFileTest, WorkloadReturnsEveryPage) {
   auto moved = mm->Mremap(kBase + 2 * kMiB, kMiB, 4 * kMiB, MREMAP_MAYMOVE, 0);
   ASSERT_TRUE(moved.ok());
   ASSERT_TRUE(mm->CopyIn(*moved, back.data(), back.size()).ok());
-  EXPECT_EQ(0, std::memcmp(back.data(), data.data() + 2 * kMiB - 12345,
-                           back.size()));
+  EXPECT_EQ(
+      0, std::memcmp(back.data(), data.data() + 2 * kMiB - 12345, back.size()));
   EXPECT_GT((*mf)->AllocatedBytes(), 0u);
   EXPECT_EQ((*mf)->AllocatedBytes(), mm->BackedBytes());
   mm.reset();

@@ -35,11 +35,11 @@ T V(KResult<T> r) {
 #define PROT_SEM 0x8
 #endif
 
-#define EXPECT_ERRNO(expr, e)                           \
-  do {                                                  \
-    auto _r = (expr);                                   \
-    ASSERT_FALSE(_r.ok()) << #expr << " succeeded";     \
-    EXPECT_EQ(_r.error().name(), (e).name()) << #expr;  \
+#define EXPECT_ERRNO(expr, e)                          \
+  do {                                                 \
+    auto _r = (expr);                                  \
+    ASSERT_FALSE(_r.ok()) << #expr << " succeeded";    \
+    EXPECT_EQ(_r.error().name(), (e).name()) << #expr; \
   } while (0)
 
 class MemoryManagerTest : public ::testing::Test {
@@ -53,8 +53,8 @@ class MemoryManagerTest : public ::testing::Test {
 
   KResult<uintptr_t> Map(uintptr_t addr, size_t len, int prot = kRW,
                          int flags = kAnonPrivate) {
-    return mm_->Mmap({.addr = addr, .length = len, .prot = prot,
-                      .flags = flags});
+    return mm_->Mmap(
+        {.addr = addr, .length = len, .prot = prot, .flags = flags});
   }
   uintptr_t MapOk(uintptr_t addr, size_t len, int prot = kRW,
                   int flags = kAnonPrivate) {
@@ -104,13 +104,13 @@ TEST_F(MemoryManagerTest, MmapPlacesTopDownBelowMmapBaseAndMerges) {
 
 TEST_F(MemoryManagerTest, MmapArgumentErrors) {
   EXPECT_ERRNO(Map(0, 0), kEINVAL);
-  EXPECT_ERRNO(mm_->Mmap({.length = 4096, .prot = kRW, .flags = kAnonPrivate,
-                          .offset = 123}),
-               kEINVAL);
+  EXPECT_ERRNO(
+      mm_->Mmap(
+          {.length = 4096, .prot = kRW, .flags = kAnonPrivate, .offset = 123}),
+      kEINVAL);
   EXPECT_ERRNO(Map(0, 4096, kRW, MAP_ANONYMOUS), kEINVAL);  // no map type
   EXPECT_ERRNO(Map(0, 4096, kRW, MAP_ANONYMOUS | 0xf), kEINVAL);
-  EXPECT_ERRNO(Map(0, 4096, kRW, MAP_ANONYMOUS | MAP_SHARED_VALIDATE),
-               kEINVAL);
+  EXPECT_ERRNO(Map(0, 4096, kRW, MAP_ANONYMOUS | MAP_SHARED_VALIDATE), kEINVAL);
   EXPECT_ERRNO(Map(0, 4096, kRW, MAP_ANONYMOUS | MAP_SHARED | MAP_GROWSDOWN),
                kEINVAL);
   EXPECT_ERRNO(Map(0, UINT64_MAX), kENOMEM);  // rounding overflows
@@ -136,11 +136,9 @@ TEST_F(MemoryManagerTest, MmapFixedReplacesAndNoReplaceGivesEexist) {
   const uint64_t backed = mm_->BackedBytes();
   EXPECT_GT(backed, 0u);
 
-  EXPECT_ERRNO(Map(kBase + 4096, 4096, kRW,
-                   kAnonPrivate | MAP_FIXED_NOREPLACE),
+  EXPECT_ERRNO(Map(kBase + 4096, 4096, kRW, kAnonPrivate | MAP_FIXED_NOREPLACE),
                kEEXIST);
-  EXPECT_ERRNO(Map(kBase - 4096, 8192, kRW,
-                   kAnonPrivate | MAP_FIXED_NOREPLACE),
+  EXPECT_ERRNO(Map(kBase - 4096, 8192, kRW, kAnonPrivate | MAP_FIXED_NOREPLACE),
                kEEXIST);
   EXPECT_EQ(MapOk(kBase - 4096, 4096, kRW, kAnonPrivate | MAP_FIXED_NOREPLACE),
             kBase - 4096);
@@ -186,7 +184,8 @@ TEST_F(MemoryManagerTest, MmapFallsBackToBottomUp) {
   l.mmap_base = 0x1000000;
   l.legacy_mmap_base = 0x5000000;
   l.stack_top = l.max_addr;
-  auto mm = MemoryManager::CreateWith(std::move(as), platform_.memory_file(), l);
+  auto mm =
+      MemoryManager::CreateWith(std::move(as), platform_.memory_file(), l);
   // Room below mmap_base: top-down.
   auto a = mm->Mmap({.length = 0x100000, .prot = kRW, .flags = kAnonPrivate});
   ASSERT_TRUE(a.ok());
@@ -196,9 +195,9 @@ TEST_F(MemoryManagerTest, MmapFallsBackToBottomUp) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(*b, 0x5000000u);
   // Nothing fits anywhere.
-  EXPECT_ERRNO(mm->Mmap({.length = 0x9001000, .prot = kRW,
-                         .flags = kAnonPrivate}),
-               kENOMEM);
+  EXPECT_ERRNO(
+      mm->Mmap({.length = 0x9001000, .prot = kRW, .flags = kAnonPrivate}),
+      kENOMEM);
 }
 
 TEST_F(MemoryManagerTest, Map32Bit) {
@@ -215,7 +214,9 @@ TEST_F(MemoryManagerTest, MmapPopulateBacksEverything) {
 }
 
 TEST_F(MemoryManagerTest, MmapProtBeyondMaxProtIsEacces) {
-  EXPECT_ERRNO(mm_->Mmap({.length = 4096, .prot = kRW, .flags = kAnonPrivate,
+  EXPECT_ERRNO(mm_->Mmap({.length = 4096,
+                          .prot = kRW,
+                          .flags = kAnonPrivate,
                           .max_prot = PROT_READ}),
                kEACCES);
 }
@@ -293,7 +294,9 @@ TEST_F(MemoryManagerTest, MprotectHoleIsEnomemAfterApplyingTheStart) {
 }
 
 TEST_F(MemoryManagerTest, MprotectBeyondMaxProtIsEacces) {
-  ASSERT_TRUE(mm_->Mmap({.addr = kBase, .length = 2 * 4096, .prot = PROT_READ,
+  ASSERT_TRUE(mm_->Mmap({.addr = kBase,
+                         .length = 2 * 4096,
+                         .prot = PROT_READ,
                          .flags = kAnonPrivate | MAP_FIXED,
                          .max_prot = PROT_READ | PROT_EXEC})
                   .ok());
@@ -617,10 +620,13 @@ TEST_F(MemoryManagerTest, WithInternalMapping) {
   rw.read = rw.write = true;
   uint32_t v = 41;
   ASSERT_TRUE(mm_->CopyOut(kBase + 8, &v, 4).ok());
-  ASSERT_TRUE(mm_->WithInternalMapping(kBase + 8, 4, rw, [](uint8_t* p) {
-                    auto* a = reinterpret_cast<std::atomic<uint32_t>*>(p);
-                    a->fetch_add(1);
-                  }).ok());
+  ASSERT_TRUE(mm_->WithInternalMapping(
+                     kBase + 8, 4, rw,
+                     [](uint8_t* p) {
+                       auto* a = reinterpret_cast<std::atomic<uint32_t>*>(p);
+                       a->fetch_add(1);
+                     })
+                  .ok());
   ASSERT_TRUE(mm_->CopyIn(kBase + 8, &v, 4).ok());
   EXPECT_EQ(v, 42u);
   auto nop = [](uint8_t*) {};
@@ -723,17 +729,17 @@ TEST_F(MemoryManagerTest, MremapErrors) {
   EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192, 0x80, 0), kEINVAL);
   EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192, MREMAP_FIXED, kBase + kMiB),
                kEINVAL);
-  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192,
-                           MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0),
-               kEINVAL);
+  EXPECT_ERRNO(
+      mm_->Mremap(kBase, 4096, 8192, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0),
+      kEINVAL);
   EXPECT_ERRNO(mm_->Mremap(kBase + 1, 4096, 8192, MREMAP_MAYMOVE, 0), kEINVAL);
   EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 0, MREMAP_MAYMOVE, 0), kEINVAL);
   EXPECT_ERRNO(mm_->Mremap(kBase, 0, 4096, MREMAP_MAYMOVE, 0), kEINVAL);
-  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192,
-                           MREMAP_MAYMOVE | MREMAP_FIXED, kBase - 4096),
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192, MREMAP_MAYMOVE | MREMAP_FIXED,
+                           kBase - 4096),
                kEINVAL);  // overlapping
-  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192,
-                           MREMAP_MAYMOVE | MREMAP_FIXED, kBase + kMiB + 1),
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 8192, MREMAP_MAYMOVE | MREMAP_FIXED,
+                           kBase + kMiB + 1),
                kEINVAL);
   EXPECT_ERRNO(mm_->Mremap(kBase + kMiB, 4096, 8192, MREMAP_MAYMOVE, 0),
                kEFAULT);  // no VMA
@@ -836,9 +842,13 @@ class FakeMappable : public Mappable {
 
 TEST_F(MemoryManagerTest, SharedMappableIsMappedDirectly) {
   auto file = std::make_shared<FakeMappable>(platform_.memory_file(), 4);
-  ASSERT_TRUE(platform_.memory_file().Write(file->file_offset() + 4096, "F", 1));
-  auto a = mm_->Mmap({.addr = kBase, .length = 8 * 4096, .prot = kRW,
-                      .flags = MAP_SHARED | MAP_FIXED, .mappable = file});
+  ASSERT_TRUE(
+      platform_.memory_file().Write(file->file_offset() + 4096, "F", 1));
+  auto a = mm_->Mmap({.addr = kBase,
+                      .length = 8 * 4096,
+                      .prot = kRW,
+                      .flags = MAP_SHARED | MAP_FIXED,
+                      .mappable = file});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(file->mapped_, 8 * 4096u);
   char c = 0;
@@ -865,8 +875,11 @@ TEST_F(MemoryManagerTest, SharedMappableIsMappedDirectly) {
 TEST_F(MemoryManagerTest, PrivateMappableIsCopiedOnWrite) {
   auto file = std::make_shared<FakeMappable>(platform_.memory_file(), 4);
   ASSERT_TRUE(platform_.memory_file().Write(file->file_offset(), "F", 1));
-  ASSERT_TRUE(mm_->Mmap({.addr = kBase, .length = 4 * 4096, .prot = kRW,
-                         .flags = MAP_PRIVATE | MAP_FIXED, .mappable = file})
+  ASSERT_TRUE(mm_->Mmap({.addr = kBase,
+                         .length = 4 * 4096,
+                         .prot = kRW,
+                         .flags = MAP_PRIVATE | MAP_FIXED,
+                         .mappable = file})
                   .ok());
   ASSERT_TRUE(Fault(kBase));
   FakeAddressSpace::Page page;
@@ -911,7 +924,9 @@ TEST_F(MemoryManagerTest, ManyThreadsShareOneMm) {
     threads.emplace_back([&, t] {
       const uintptr_t mine = kBase + t * 64 * kMiB;
       for (int i = 0; i < 200; ++i) {
-        auto a = mm_->Mmap({.addr = mine, .length = 64 * 4096, .prot = kRW,
+        auto a = mm_->Mmap({.addr = mine,
+                            .length = 64 * 4096,
+                            .prot = kRW,
                             .flags = kAnonPrivate | MAP_FIXED});
         if (!a.ok()) ++failures;
         uint64_t v = i * 1000 + t;

@@ -100,9 +100,8 @@ inline TestElf StaticPie() {
 // StaticExec with a PT_INTERP naming `path`.
 inline TestElf WithInterp(TestElf e, const std::string& path) {
   const uint64_t off = 0x200;
-  e.ph.insert(e.ph.begin(),
-              Phdr(PT_INTERP, PF_R, off, 0x400000 + off, path.size() + 1,
-                   path.size() + 1, 1));
+  e.ph.insert(e.ph.begin(), Phdr(PT_INTERP, PF_R, off, 0x400000 + off,
+                                 path.size() + 1, path.size() + 1, 1));
   e.eh.e_phnum = e.ph.size();
   e.patches.push_back({off, path + std::string(1, '\0')});
   return e;
