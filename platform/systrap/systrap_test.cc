@@ -215,6 +215,44 @@ TEST_F(SystrapTest, Traps) {
   EXPECT_EQ(s.regs.orig_rax, 60u);
 }
 
+// A 32-bit syscall (int $0x80) is reported with orig_rax marked so that the
+// Sentry can refuse it (the x86-64 numbers do not apply), or faults where
+// the host kernel has no IA-32 emulation.
+TEST_F(SystrapTest, Int80IsTrappedAndMarked) {
+  Code({0xcd, 0x80, 0x0f, 0x05});
+  CpuState s = Start();
+  s.regs.rax = 20;  // getpid on i386
+  SwitchResult r = ctx_->Switch(*as_, s);
+  if (r.reason == SwitchReason::kFault) {
+    EXPECT_EQ(r.signal.si_signo, SIGSEGV);
+    EXPECT_EQ(s.regs.rip, kCode);
+    return;
+  }
+  ASSERT_EQ(r.reason, SwitchReason::kSyscall);
+  EXPECT_EQ(s.regs.orig_rax, 0x86000000u | 20);
+  EXPECT_EQ(s.regs.rip, kCode + 2);
+}
+
+// A call into the legacy vsyscall page never runs the host's emulation.
+TEST_F(SystrapTest, VsyscallPageDoesNotReachTheHost) {
+  // mov $0xffffffffff600000,%rax; call *%rax; syscall
+  Code({0x48, 0xc7, 0xc0, 0x00, 0x00, 0x60, 0xff, 0xff, 0xd0, 0x0f, 0x05});
+  CpuState s = Start();
+  s.regs.rdi = kData;  // struct timeval *
+  s.regs.rsi = 0;
+  SwitchResult r = ctx_->Switch(*as_, s);
+  if (r.reason == SwitchReason::kSyscall) {
+    // Emulated through the seccomp trap: reported as gettimeofday.
+    EXPECT_EQ(s.regs.orig_rax, static_cast<uint64_t>(SYS_gettimeofday));
+  } else {
+    ASSERT_EQ(r.reason, SwitchReason::kFault);
+    EXPECT_EQ(r.signal.si_signo, SIGSEGV);
+  }
+  uint64_t tv[2] = {1, 1};
+  ASSERT_TRUE(platform_->memory_file().Read(data_off_, tv, sizeof(tv)));
+  EXPECT_EQ(tv[0], 0u) << "the host wrote the time into guest memory";
+}
+
 TEST_F(SystrapTest, Cpuid) {
   if (!ProbeSystrapFeatures().cpuid_faulting) {
     GTEST_SKIP() << "host has no CPUID faulting (arch_prctl(ARCH_SET_CPUID) "
