@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <memory>
@@ -31,6 +32,17 @@ constexpr uint64_t kMemoryFileSize = 64ull << 30;
 // Signals `runsc do` forwards; the Sentry passes them to the guest.
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
                               SIGUSR2};
+
+int64_t NowUs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+// Debug-log line with the time since boot started (start-up profile).
+void Phase(int64_t start_us, const char* what) {
+  kernel::LogDebug("boot: %6d us: %s", NowUs() - start_us, what);
+}
 
 void WriteStatus(BootStatus::Kind kind, int32_t value) {
   BootStatus s;
@@ -80,6 +92,7 @@ void SignalLoop(kernel::Kernel* k, sigset_t set) {
 int BootMain(int argc, char** argv) {
   (void)argc;
   (void)argv;
+  const int64_t start = NowUs();
   // Die with the CLI. PDEATHSIG survives the execve because runsc is not
   // set-id; it was set before the exec too, closing the race with the
   // CLI's exit.
@@ -103,6 +116,7 @@ int BootMain(int argc, char** argv) {
     }
   }
   kernel::SetLogFds(2, debug_fd);
+  Phase(start, "spec read");
 
   // Every thread made from here on (task threads, the platform's service
   // thread and the stubs it clones) starts with these blocked; only the
@@ -119,6 +133,7 @@ int BootMain(int argc, char** argv) {
     return Fail("systrap platform: " + plat_or.status().ToString());
   }
   std::unique_ptr<platform::Platform> plat = std::move(plat_or).value();
+  Phase(start, "platform created");
 
   std::unique_ptr<syscalls::SyscallTable> table =
       syscalls::SyscallTable::CreateLinux64();
@@ -145,6 +160,7 @@ int BootMain(int argc, char** argv) {
   std::string why;
   KResult<loader::LoadResult> lr = loader::Load(*mm, reader, largs, &why);
   close(kExecFd);
+  Phase(start, "program loaded");
   if (!lr.ok()) {
     kernel::LogWarning("cannot execute %s: %s (%s)%s%s", spec.exe_path,
                        lr.error().message(), lr.error().name(),
@@ -171,6 +187,7 @@ int BootMain(int argc, char** argv) {
   std::thread signals(SignalLoop, k.get(), fwd);
   k->Start(task.value());
   kernel::ExitStatus status = k->WaitInit();
+  Phase(start, "init exited");
 
   // Stop the signal thread.
   union sigval v = {};
@@ -180,7 +197,9 @@ int BootMain(int argc, char** argv) {
   if (spec.strace_summary) kernel::WriteDebug(table->Summary());
   std::optional<std::string> fatal = k->fatal_error();
   k.reset();
+  Phase(start, "kernel destroyed");
   plat.reset();
+  Phase(start, "platform destroyed");
   if (fatal.has_value()) {
     WriteStatus(BootStatus::kSandboxFailed, 0);
     return 125;
