@@ -19,6 +19,7 @@ PACKAGES=(
   python3
   strace
   file
+  busybox-static
 )
 
 missing=()
