@@ -169,8 +169,23 @@ INL uintptr_t get_sp(void) {
   return sp;
 }
 
+INL __attribute__((noreturn)) void die(void) {
+  /* Every signal this could raise is blocked here: the kernel kills the
+   * stub, which the Sentry reports as dead. */
+  for (;;) __asm__ volatile("ud2");
+}
+
+/* The slot of the running thread, found from the stack pointer. A guest can
+ * move the alternate stack with a forged rt_sigreturn frame; a stack outside
+ * the thread regions' altstacks kills the stub instead of letting the
+ * handler write through a guest-chosen pointer. (Inside another thread's
+ * altstack the guest only garbles its own threads' states.) */
 INL struct stub_slot* slot_from_sp(const struct stub_params* p) {
-  uintptr_t base = get_sp() & ~(uintptr_t)(p->region_size - 1);
+  uintptr_t sp = get_sp();
+  uintptr_t lo = p->stub_base + STUB_THREADS_OFF;
+  uintptr_t hi = lo + STUB_MAX_THREADS * p->region_size;
+  uintptr_t base = sp & ~(uintptr_t)(p->region_size - 1);
+  if (sp < lo || sp >= hi || sp < base + p->altstack_off) die();
   return (struct stub_slot*)(base + p->slot_off);
 }
 
@@ -255,6 +270,9 @@ INL void load_state(const struct stub_params* p, struct stub_slot* s,
   m->rsp = r->rsp;
   m->rip = r->rip;
   m->eflags = r->eflags;
+  /* The guest's signal mask is the Sentry's business; undo whatever a forged
+   * rt_sigreturn frame set (it could block the interrupt signal). */
+  uc->uc_sigmask = 0;
   uint64_t fs = r->fs_base, gs = r->gs_base;
   if (fs != cur_fs) set_fs(p, fs);
   if (gs != cur_gs) set_gs(p, gs);

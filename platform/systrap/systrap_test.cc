@@ -368,6 +368,123 @@ TEST_F(SystrapTest, InterruptSpinningGuest) {
   EXPECT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
 }
 
+// A guest that jumps to the stub's rt_sigreturn with a forged frame can set
+// its own signal mask; the platform undoes it at the next trap, so the
+// interrupt signal still lands.
+TEST_F(SystrapTest, ForgedSigreturnCannotBlockInterrupts) {
+  // At kCode: loop: syscall; jmp loop.  At kCode+16: jmp .
+  std::vector<uint8_t> code(32, 0x90);
+  code[0] = 0x0f; code[1] = 0x05; code[2] = 0xeb; code[3] = 0xfc;
+  code[16] = 0xeb; code[17] = 0xfe;
+  Code(code);
+  CpuState s = Start();
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+
+  // Find this thread's altstack from the stub's maps (white box): the only
+  // writable mapping in the thread regions.
+  pid_t pid = SystrapStubPid(*as_);
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  uintptr_t base = platform_->MaxUserAddress() + STUB_THREADS_OFF;
+  uintptr_t lo = 0, hi = 0;
+  std::string line;
+  while (std::getline(maps, line)) {
+    uintptr_t a = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    uintptr_t b = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+    if (a >= base && a < base + (1ul << 28)) lo = a, hi = b;
+  }
+  ASSERT_NE(lo, 0u);
+  uint64_t slot_bytes =
+      (1024 + platform_->FpStateSize() + 64 + 4095) & ~uint64_t{4095};
+  uint64_t alt = lo + slot_bytes;
+
+  // The forged ucontext at kData+0x100: resume at the spin loop, SIGCHLD
+  // blocked, the altstack unchanged.
+  uint8_t uc[304] = {};
+  auto put64 = [&](size_t off, uint64_t v) { memcpy(uc + off, &v, 8); };
+  put64(0, 2 | 4);                         // uc_flags: SS, STRICT_RESTORE_SS
+  put64(16, alt);                          // uc_stack.ss_sp
+  put64(32, hi - alt);                     // uc_stack.ss_size
+  put64(40 + 120, kData + 0x800);          // rsp
+  put64(40 + 128, kCode + 16);             // rip
+  put64(40 + 136, 0x202);                  // eflags
+  uint16_t cs = 0x33, ss = 0x2b;
+  memcpy(uc + 40 + 144, &cs, 2);
+  memcpy(uc + 40 + 150, &ss, 2);
+  put64(296, 1ull << (SIGCHLD - 1));       // uc_sigmask
+  ASSERT_TRUE(platform_->memory_file().Write(data_off_ + 0x100, uc, sizeof(uc)));
+  // The restorer: `mov $15,%eax; syscall` in the stub's code.
+  uintptr_t code_start = platform_->MaxUserAddress() + STUB_CODE_OFF;
+  auto* b = reinterpret_cast<const uint8_t*>(code_start);
+  uintptr_t restorer = 0;
+  for (size_t i = 0; i + 7 <= STUB_CODE_MAX; ++i) {
+    if (b[i] == 0xb8 && b[i + 1] == 15 && b[i + 2] == 0 && b[i + 3] == 0 &&
+        b[i + 4] == 0 && b[i + 5] == 0x0f && b[i + 6] == 0x05) {
+      restorer = code_start + i + 5;
+      break;
+    }
+  }
+  ASSERT_NE(restorer, 0u);
+  s.regs.rip = restorer;
+  s.regs.rax = 15;
+  s.regs.rsp = kData + 0x100;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ctx_->Interrupt();
+  });
+  // The forged sigreturn runs (allowed from stub code) and the guest spins
+  // with SIGCHLD blocked: the interrupt cannot land until the stub dies.
+  // Kill it after a while so that the test ends either way.
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    kill(pid, SIGKILL);
+  });
+  SwitchResult r = ctx_->Switch(*as_, s);
+  t.join();
+  killer.join();
+  // Without a trap after the forged frame the mask stays: documented
+  // limitation, the stub is killed. With a trap first (below), it is undone.
+  EXPECT_EQ(r.reason, SwitchReason::kDead)
+      << std::hex << "rip " << s.regs.rip << " rsp " << s.regs.rsp;
+
+  // Same attack, but the guest traps once after the forged frame: rip at the
+  // syscall loop, then the spin.
+  ctx_->ClearInterrupt();  // never consumed: the stub died first
+  auto as2 = platform_->NewAddressSpace();
+  ASSERT_TRUE(as2.ok());
+  ASSERT_TRUE(
+      (*as2)->MapFile(kCode, code_off_, kPage, PROT_READ | PROT_EXEC).ok());
+  ASSERT_TRUE(
+      (*as2)->MapFile(kData, data_off_, kPage, PROT_READ | PROT_WRITE).ok());
+  CpuState s2 = Start();
+  ASSERT_EQ(ctx_->Switch(**as2, s2).reason, SwitchReason::kSyscall);
+  put64(40 + 128, kCode);  // resume at the syscall loop
+  ASSERT_TRUE(platform_->memory_file().Write(data_off_ + 0x100, uc, sizeof(uc)));
+  s2.regs.rip = restorer;
+  s2.regs.rax = 15;
+  s2.regs.rsp = kData + 0x100;
+  r = ctx_->Switch(**as2, s2);
+  ASSERT_EQ(r.reason, SwitchReason::kSyscall);  // the loop's syscall
+  EXPECT_EQ(s2.regs.rip, kCode + 2);
+  s2.regs.rip = kCode + 16;  // now spin
+  pid_t pid2 = SystrapStubPid(**as2);
+  std::thread t2([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ctx_->Interrupt();
+  });
+  std::atomic<bool> done{false};
+  std::thread killer2([&] {  // turns a hang into a failure
+    for (int i = 0; i < 300 && !done.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!done.load()) kill(pid2, SIGKILL);
+  });
+  r = ctx_->Switch(**as2, s2);
+  done.store(true);
+  t2.join();
+  killer2.join();
+  EXPECT_EQ(r.reason, SwitchReason::kInterrupted);
+}
+
 TEST_F(SystrapTest, KilledStubGivesDead) {
   Code({0xeb, 0xfe});
   CpuState s = Start();
