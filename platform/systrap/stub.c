@@ -35,6 +35,10 @@ _Static_assert(offsetof(struct stub_params, use_sud) == STUB_P_USE_SUD,
 _Static_assert(offsetof(struct stub_params, guest_filter) ==
                    STUB_P_GUEST_FILTER,
                "asm offset");
+_Static_assert(offsetof(struct stub_params, stub_base) == 8, "asm offset");
+_Static_assert(STUB_SOURCE_STACK_OFF == 0x11000 &&
+                   STUB_SOURCE_STACK_SIZE == 0x8000,
+               "asm constants");
 _Static_assert(offsetof(struct stub_request, ss_sp) == STUB_REQ_SS_OFF,
                "asm offset");
 _Static_assert(sizeof(struct stub_slot) == STUB_SLOT_HEADER, "slot header");
@@ -450,6 +454,11 @@ __asm__(
     "  mov %rdx, %r15\n"
     "  xor %r14d, %r14d\n"
     "  xor %esp, %esp\n"
+    "  mov $11, %eax\n" /* munmap(the source stack we came on) */
+    "  mov 8(%r15), %rdi\n"
+    "  add $0x11000, %rdi\n" /* STUB_SOURCE_STACK_OFF */
+    "  mov $0x8000, %esi\n"  /* STUB_SOURCE_STACK_SIZE */
+    "  syscall\n"
     "1:\n"
     "  mov (%r12), %eax\n"
     "  cmp %eax, %r14d\n"

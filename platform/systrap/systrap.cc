@@ -1070,12 +1070,8 @@ absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace()
     ev.data.u64 = id;
     epoll_ctl(epfd_, EPOLL_CTL_ADD, pidfd, &ev);
   }
-  // The first request both proves the stub runs its loop and drops the
-  // source's stack, inherited by the fork.
-  auto r = stub->Call(SYS_munmap, base_ + STUB_SOURCE_STACK_OFF,
-                      STUB_SOURCE_STACK_SIZE);
-  if (!r.ok()) return r.status();
-  if (*r != 0) return ErrnoStatus(static_cast<int>(-*r), "stub munmap");
+  // The stub unmaps the source's stack itself when it enters its loop; its
+  // first request (the caller's first MapFile) waits for that.
   return std::unique_ptr<AddressSpace>(new SystrapAddressSpace(this, stub));
 }
 

@@ -653,6 +653,10 @@ TEST_F(SystrapTest, StubAddressSpaceIsClean) {
     bool vsyscall = line.find("[vsyscall]") != std::string::npos;
     EXPECT_TRUE(guest || stub || vsyscall) << line;
     if (stub) {
+      // Nothing of the source stub (control page, stack) survives.
+      EXPECT_FALSE(lo >= base + STUB_SOURCE_CTL_OFF &&
+                   lo < base + STUB_SOURCE_END)
+          << line;
       // Code is r-x; the params block and the request page are read-only
       // (the guest could otherwise steer the stub); nothing else executes.
       std::string perms = line.substr(line.find(' ') + 1, 3);
