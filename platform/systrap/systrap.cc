@@ -103,7 +103,7 @@ double TscPerNs() {
   static const double v = [] {
     auto t0 = std::chrono::steady_clock::now();
     uint64_t c0 = __rdtsc();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
     auto t1 = std::chrono::steady_clock::now();
     uint64_t c1 = __rdtsc();
     double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
