@@ -18,6 +18,7 @@
 #include "platform/platform.h"
 #include "sentry/base/result.h"
 #include "sentry/kernel/credentials.h"
+#include "sentry/kernel/futex.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/pid_namespace.h"
 #include "sentry/kernel/syscall_dispatcher.h"
@@ -60,6 +61,7 @@ class Kernel {
   SyscallDispatcher& dispatcher() const { return dispatcher_; }
   const KernelOptions& options() const { return options_; }
   PidNamespace& root_pid_namespace() { return root_pidns_; }
+  FutexManager& futexes() { return futexes_; }
 
   // Creates a process with one task, not yet running. The first process
   // created is init.
@@ -96,6 +98,7 @@ class Kernel {
   const KernelOptions options_;
   const int64_t boot_ns_;
   PidNamespace root_pidns_{nullptr};
+  FutexManager futexes_;
 
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<ThreadGroup>> thread_groups_ ABSL_GUARDED_BY(mu_);

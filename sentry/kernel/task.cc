@@ -63,6 +63,15 @@ void Task::Interrupt() {
   interrupt_pending_.store(true, std::memory_order_release);
   absl::MutexLock l(&mu_);
   if (context_ != nullptr) context_->Interrupt();
+  if (blocker_ != nullptr) blocker_->Notify();
+}
+
+void Task::SetBlocker(Blocker* b) {
+  absl::MutexLock l(&mu_);
+  blocker_ = b;
+  if (b != nullptr && interrupt_pending_.load(std::memory_order_acquire)) {
+    b->Notify();
+  }
 }
 
 void Task::DrainInterrupts() {

@@ -28,6 +28,7 @@
 #include "platform/platform.h"
 #include "sentry/base/result.h"
 #include "sentry/kernel/credentials.h"
+#include "sentry/kernel/futex.h"
 #include "sentry/kernel/pid_namespace.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/file_description.h"
@@ -110,6 +111,10 @@ class Task final : public vfs::UserMemory {
   // Makes the task leave guest code or a blocking wait promptly and
   // re-check its state. Any thread.
   void Interrupt();
+  // While a task sleeps on a Sentry-side wait (futex), Interrupt notifies
+  // the blocker. Set and cleared by the task thread around the wait; if an
+  // interrupt is already pending, SetBlocker notifies at once.
+  void SetBlocker(Blocker* b);
   // The run loop; returns when the task has exited. Task thread.
   void Run();
 
@@ -140,6 +145,7 @@ class Task final : public vfs::UserMemory {
   absl::Mutex mu_;
   // Set while the run loop has a context (Interrupt kicks it).
   platform::Context* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  Blocker* blocker_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace sandbox::kernel

@@ -58,6 +58,48 @@ SyscallResult RtSigprocmask(Task& t, int32_t how, UserPtr<uint64_t> set,
   return uint64_t{0};
 }
 
+// Signals whose default action is to ignore (signal(7)).
+bool DefaultIgnored(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+// Sends `sig` to the caller's own process. Until signal delivery exists:
+// an ignored signal is dropped; any other takes its default action, which
+// for every such signal ends the process (stop signals: see the note).
+KResult<uint64_t> SignalSelf(Task& t, int32_t sig) {
+  if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
+  if (sig == 0) return uint64_t{0};
+  abi::KernelSigaction act = t.thread_group().GetAction(sig);
+  if (act.handler == abi::kSigIgn && sig != SIGKILL) return uint64_t{0};
+  if (act.handler == abi::kSigDfl && DefaultIgnored(sig)) return uint64_t{0};
+  bool core = sig == SIGQUIT || sig == SIGILL || sig == SIGTRAP ||
+              sig == SIGABRT || sig == SIGBUS || sig == SIGFPE ||
+              sig == SIGSEGV || sig == SIGSYS || sig == SIGXCPU ||
+              sig == SIGXFSZ;
+  t.thread_group().ExitGroup(kernel::ExitStatus::Killed(sig, core));
+  return uint64_t{0};
+}
+
+// kill(2): the caller's own process only (by its PID, 0 or -1).
+SyscallResult Kill(Task& t, int32_t pid, int32_t sig) {
+  if (pid != t.thread_group().tgid() && pid != 0 && pid != -1) return kESRCH;
+  return SignalSelf(t, sig);
+}
+
+// tgkill(2).
+SyscallResult Tgkill(Task& t, int32_t tgid, int32_t tid, int32_t sig) {
+  if (tgid <= 0 || tid <= 0) return kEINVAL;
+  if (tgid != t.thread_group().tgid() || tid != t.tid()) return kESRCH;
+  return SignalSelf(t, sig);
+}
+
+// tkill(2).
+SyscallResult Tkill(Task& t, int32_t tid, int32_t sig) {
+  if (tid <= 0) return kEINVAL;
+  if (tid != t.tid()) return kESRCH;
+  return SignalSelf(t, sig);
+}
+
 }  // namespace
 
 void RegisterSignalSyscalls(SyscallTable& t) {
@@ -66,6 +108,12 @@ void RegisterSignalSyscalls(SyscallTable& t) {
                           "recorded; handlers are not delivered yet");
   t.Partial<&RtSigprocmask>(nr::rt_sigprocmask,
                             "recorded; no signal is queued yet");
+  constexpr const char* kSelfOnly =
+      "to the caller only; default actions (stop signals end the process "
+      "too), handlers not delivered";
+  t.Partial<&Kill>(nr::kill, kSelfOnly);
+  t.Partial<&Tgkill>(nr::tgkill, kSelfOnly);
+  t.Partial<&Tkill>(nr::tkill, kSelfOnly);
 }
 
 }  // namespace sandbox::syscalls

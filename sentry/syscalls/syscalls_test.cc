@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "sentry/abi/syscalls.h"
@@ -356,6 +357,54 @@ TEST_F(SyscallsTest, ExitGroupAndExit) {
   EXPECT_EQ(kernel::ExitStatus::Killed(SIGSEGV).ShellStatus(), 139);
   EXPECT_EQ(kernel::ExitStatus::Killed(SIGSEGV, true).WaitStatus(), 0x8b);
   EXPECT_EQ(kernel::ExitStatus::Exited(3).WaitStatus(), 0x300);
+}
+
+TEST_F(SyscallsTest, Futex) {
+  constexpr int kWait = 0, kWake = 1, kPrivate = 128, kWaitBitset = 9;
+  uint32_t word = 5;
+  Put(buf_, &word, 4);
+  EXPECT_EQ(Call(nr::futex, buf_, kWake | kPrivate, INT32_MAX).value(), 0u);
+  EXPECT_EQ(Call(nr::futex, buf_, kWait | kPrivate, 4, 0).error(), kEAGAIN);
+  EXPECT_EQ(Call(nr::futex, buf_ + 1, kWait, 5, 0).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::futex, 8, kWait, 5, 0).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::futex, buf_, 99, 5, 0).error(), kENOSYS);
+  abi::Timespec ts{0, 1000000};
+  Put(buf_ + 64, &ts, sizeof(ts));
+  EXPECT_EQ(Call(nr::futex, buf_, kWait | kPrivate, 5, buf_ + 64).error(),
+            kETIMEDOUT);
+  EXPECT_EQ(Call(nr::futex, buf_, kWaitBitset, 5, 0, 0, 0).error(), kEINVAL);
+
+  // A wake from another thread ends the wait.
+  kernel::FutexManager& f = kernel_->futexes();
+  std::thread waker([&] {
+    while (f.WaiterCount() == 0) usleep(1000);
+    EXPECT_EQ(f.Wake(*task_, buf_, ~0u, 1).value(), 1u);
+  });
+  EXPECT_EQ(Call(nr::futex, buf_, kWait | kPrivate, 5, 0).value(), 0u);
+  waker.join();
+
+  // An interrupt (signal, kill) ends it with ERESTARTSYS.
+  std::thread interrupter([&] {
+    while (f.WaiterCount() == 0) usleep(1000);
+    task_->Interrupt();
+  });
+  EXPECT_EQ(Call(nr::futex, buf_, kWait | kPrivate, 5, 0).error(),
+            kERestartSys);
+  interrupter.join();
+  EXPECT_EQ(f.WaiterCount(), 0u);
+}
+
+TEST_F(SyscallsTest, KillSelf) {
+  EXPECT_EQ(Call(nr::kill, 2, SIGTERM).error(), kESRCH);
+  EXPECT_EQ(Call(nr::kill, 1, 0).value(), 0u);
+  EXPECT_EQ(Call(nr::kill, 1, 99).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::tgkill, 1, 2, SIGABRT).error(), kESRCH);
+  EXPECT_EQ(Call(nr::tgkill, 0, 1, SIGABRT).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::kill, 1, SIGCHLD).value(), 0u);  // Ignored by default.
+  EXPECT_FALSE(task_->thread_group().exiting());
+  EXPECT_EQ(Call(nr::tgkill, 1, 1, SIGABRT).value(), 0u);
+  EXPECT_TRUE(task_->thread_group().exiting());
+  EXPECT_EQ(task_->thread_group().exit_status()->ShellStatus(), 134);
 }
 
 TEST_F(SyscallsTest, StraceLine) {

@@ -23,6 +23,7 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterTimeSyscalls(*t);
   RegisterSignalSyscalls(*t);
   RegisterRandomSyscalls(*t);
+  RegisterFutexSyscalls(*t);
   return t;
 }
 

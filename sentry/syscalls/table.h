@@ -169,6 +169,7 @@ void RegisterIdentitySyscalls(SyscallTable& t);
 void RegisterTimeSyscalls(SyscallTable& t);
 void RegisterSignalSyscalls(SyscallTable& t);
 void RegisterRandomSyscalls(SyscallTable& t);
+void RegisterFutexSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 

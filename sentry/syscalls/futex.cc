@@ -1,0 +1,79 @@
+// futex(2): wait and wake; the queues live in kernel::FutexManager.
+#include <linux/futex.h>
+#include <time.h>
+
+#include <optional>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "sentry/abi/syscalls.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/syscalls/table.h"
+
+namespace sandbox::syscalls {
+namespace {
+
+KResult<absl::Duration> ToDuration(const abi::Timespec& ts) {
+  if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000) {
+    return kEINVAL;
+  }
+  return absl::Seconds(ts.tv_sec) + absl::Nanoseconds(ts.tv_nsec);
+}
+
+// An absolute deadline on `clock` converted to absl::Time (which follows
+// CLOCK_REALTIME).
+absl::Time FromClock(int clock, absl::Duration abs) {
+  timespec now;
+  clock_gettime(clock, &now);
+  absl::Duration left = abs - (absl::Seconds(now.tv_sec) +
+                               absl::Nanoseconds(now.tv_nsec));
+  return absl::Now() + left;
+}
+
+// futex(2).
+SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
+                    UserAddr utime, UserAddr uaddr2, uint32_t val3) {
+  (void)uaddr2;
+  const int cmd = op & FUTEX_CMD_MASK;
+  const bool realtime = op & FUTEX_CLOCK_REALTIME;
+  kernel::FutexManager& f = t.kernel().futexes();
+  switch (cmd) {
+    case FUTEX_WAIT:
+    case FUTEX_WAIT_BITSET: {
+      if (realtime && cmd == FUTEX_WAIT) return kENOSYS;
+      std::optional<absl::Time> deadline;
+      if (!utime.null()) {
+        TRY(abi::Timespec ts, t.CopyInObj<abi::Timespec>(utime.addr));
+        TRY(absl::Duration d, ToDuration(ts));
+        deadline = cmd == FUTEX_WAIT
+                       ? absl::Now() + d
+                       : FromClock(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC,
+                                   d);
+      }
+      uint32_t bitset = cmd == FUTEX_WAIT ? FUTEX_BITSET_MATCH_ANY : val3;
+      TRY_VOID(f.Wait(t, uaddr.addr, val, bitset, deadline));
+      return uint64_t{0};
+    }
+    case FUTEX_WAKE:
+    case FUTEX_WAKE_BITSET: {
+      if (realtime) return kENOSYS;
+      uint32_t bitset = cmd == FUTEX_WAKE ? FUTEX_BITSET_MATCH_ANY : val3;
+      int n = static_cast<int32_t>(val) < 0 ? INT32_MAX
+                                            : static_cast<int32_t>(val);
+      return f.Wake(t, uaddr.addr, bitset, n);
+    }
+    default:
+      return kENOSYS;
+  }
+}
+
+}  // namespace
+
+void RegisterFutexSyscalls(SyscallTable& t) {
+  using namespace abi;  // NOLINT: nr::
+  t.Partial<&Futex>(nr::futex,
+                    "WAIT, WAKE, WAIT_BITSET, WAKE_BITSET (private and "
+                    "shared keyed by address space); no REQUEUE, WAKE_OP, PI");
+}
+
+}  // namespace sandbox::syscalls
