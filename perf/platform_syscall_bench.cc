@@ -11,8 +11,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "benchmark/benchmark.h"
@@ -27,6 +32,28 @@ constexpr uintptr_t kData = 0x500000;
 constexpr uintptr_t kFaultArea = 0x10000000;
 constexpr uint64_t kPage = 4096;
 constexpr int kFaultPages = 2048;
+
+// On-CPU time of every thread of process `pid`, in ns (schedstat).
+uint64_t ProcessCpuNs(pid_t pid) {
+  uint64_t total = 0;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream f(dir + "/" + e->d_name + "/schedstat");
+      uint64_t ns = 0;
+      if (f >> ns) total += ns;
+    }
+    closedir(d);
+  }
+  return total;
+}
+
+uint64_t ThreadCpuNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
 
 double NativeGetppidNs() {
   constexpr int kN = 200000;
@@ -90,6 +117,8 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
   // Warm up (thread creation, first FP load).
   for (int i = 0; i < 100; ++i) env.ctx->Switch(*env.as, s);
   TakeSystrapTimings(*env.ctx);
+  pid_t stub = SystrapStubPid(*env.as);
+  uint64_t stub_cpu0 = ProcessCpuNs(stub), sentry_cpu0 = ThreadCpuNs();
   auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     SwitchResult r = env.ctx->Switch(*env.as, s);
@@ -100,6 +129,10 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
     s.regs.rax = 1;  // getppid() == 1 in the sandbox
   }
   auto t1 = std::chrono::steady_clock::now();
+  state.counters["stub_cpu_ns"] =
+      static_cast<double>(ProcessCpuNs(stub) - stub_cpu0) / state.iterations();
+  state.counters["sentry_cpu_ns"] =
+      static_cast<double>(ThreadCpuNs() - sentry_cpu0) / state.iterations();
   double ns =
       std::chrono::duration<double, std::nano>(t1 - t0).count() /
       state.iterations();
