@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +347,49 @@ TEST_F(RunscDoTest, KillingTheCliEndsTheSandbox) {
     usleep(50000);
   }
   for (pid_t p : all) EXPECT_TRUE(GoneOrZombie(p)) << "pid " << p << " lives";
+}
+
+// Reads from a pty master until `want` appears or 10 s pass.
+bool ReadUntil(int fd, const std::string& want, std::string* out) {
+  for (int i = 0; i < 100 && out->find(want) == std::string::npos; ++i) {
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) return false;
+    out->append(buf, n);
+  }
+  return out->find(want) != std::string::npos;
+}
+
+TEST_F(RunscDoTest, TerminalStdioAndCtrlC) {
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid < 0) GTEST_SKIP() << "no pseudo-terminal here: " << strerror(errno);
+  if (pid == 0) {
+    execl(Runsc().c_str(), "runsc", "do", "--", Program("cat").c_str(),
+          nullptr);
+    _exit(111);
+  }
+  // Line discipline and echo come from the caller's terminal (TCGETS and
+  // reads pass through to it).
+  ASSERT_EQ(write(master, "typed\n", 6), 6);
+  std::string out;
+  EXPECT_TRUE(ReadUntil(master, "typed\r\ntyped\r\n", &out)) << out;
+  // ^C reaches the sandbox's process group and ends the guest (130).
+  ASSERT_EQ(write(master, "\x03", 1), 1);
+  int ws = 0;
+  for (int i = 0; i < 200 && waitpid(pid, &ws, WNOHANG) == 0; ++i) {
+    usleep(50000);
+  }
+  if (waitpid(pid, &ws, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &ws, 0);
+    ADD_FAILURE() << "runsc did not end on ^C";
+  }
+  EXPECT_TRUE(WIFEXITED(ws));
+  EXPECT_EQ(WEXITSTATUS(ws), 130);
+  close(master);
 }
 
 }  // namespace
