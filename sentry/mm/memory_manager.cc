@@ -8,6 +8,8 @@
 #include <iterator>
 #include <utility>
 
+#include "sentry/mm/anon_shared.h"
+
 namespace sandbox::mm {
 namespace {
 
@@ -53,13 +55,14 @@ KResult<std::unique_ptr<MemoryManager>> MemoryManager::Create(
 std::unique_ptr<MemoryManager> MemoryManager::CreateWith(
     std::unique_ptr<platform::AddressSpace> as, platform::MemoryFile& mf,
     const Layout& layout) {
-  return std::unique_ptr<MemoryManager>(
-      new MemoryManager(std::move(as), mf, layout));
+  return std::unique_ptr<MemoryManager>(new MemoryManager(
+      std::move(as), mf, layout, std::make_shared<PageRefs>(mf)));
 }
 
 MemoryManager::MemoryManager(std::unique_ptr<platform::AddressSpace> as,
-                             platform::MemoryFile& mf, const Layout& layout)
-    : as_(std::move(as)), mf_(mf), layout_(layout) {}
+                             platform::MemoryFile& mf, const Layout& layout,
+                             std::shared_ptr<PageRefs> refs)
+    : as_(std::move(as)), mf_(mf), layout_(layout), refs_(std::move(refs)) {}
 
 MemoryManager::~MemoryManager() {
   VmaMap vmas;
@@ -67,7 +70,7 @@ MemoryManager::~MemoryManager() {
     absl::MutexLock ml(&mapping_mu_);
     absl::MutexLock al(&active_mu_);
     for (auto& [start, pma] : pmas_) {
-      if (pma.owned) mf_.Free(pma.file_offset, pma.end - start);
+      if (pma.owned) refs_->DecRef(pma.file_offset, pma.end - start);
     }
     pmas_.clear();
     owned_bytes_ = 0;
@@ -238,7 +241,8 @@ static bool Mergeable(uintptr_t a_start, const auto& a, uintptr_t b_start,
   if (a.end != b_start) return false;
   if (a.prot != b.prot || a.max_prot != b.max_prot || a.shared != b.shared ||
       a.grows_down != b.grows_down || a.name != b.name ||
-      a.mappable != b.mappable) {
+      a.mappable != b.mappable || a.anon_shared != b.anon_shared ||
+      a.dont_fork != b.dont_fork || a.wipe_on_fork != b.wipe_on_fork) {
     return false;
   }
   // Shared anonymous memory is one object per mmap: never merge it.
@@ -361,6 +365,11 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
     vma.grows_down = (flags & MAP_GROWSDOWN) != 0;
     vma.mappable = o.mappable;
     vma.offset = anonymous ? 0 : o.offset;
+    if (anonymous && shared) {
+      // Like Linux's shmem file behind MAP_SHARED|MAP_ANONYMOUS.
+      vma.mappable = std::make_shared<AnonSharedMappable>(mf_, length);
+      vma.anon_shared = true;
+    }
     vma.name = o.name;
     if (vma.mappable) {
       vma.mappable->AddMapping(this, addr, vma.offset, length,
@@ -509,7 +518,9 @@ std::vector<VmaInfo> MemoryManager::Vmas() {
     info.max_prot = vma.max_prot;
     info.shared = vma.shared;
     info.grows_down = vma.grows_down;
-    info.anonymous = vma.mappable == nullptr;
+    info.anonymous = vma.mappable == nullptr || vma.anon_shared;
+    info.dont_fork = vma.dont_fork;
+    info.wipe_on_fork = vma.wipe_on_fork;
     info.offset = vma.offset;
     info.name = vma.name;
     if (info.name.empty() && info.anonymous && !vma.shared &&

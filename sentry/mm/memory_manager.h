@@ -10,11 +10,17 @@
 // Copy-in/copy-out go through the MemoryFile (never through the stub) and
 // never crash the Sentry: a bad guest address is EFAULT.
 //
+// fork (Fork) shares private pages copy-on-write: both mms keep the pages
+// (counted in a PageRefs shared by the fork family) and map them
+// read-only; the first write copies (or, if the other owner is gone, just
+// takes the page). Shared anonymous memory is an AnonSharedMappable, so
+// fork children see the same pages.
+//
 // Lock order:
 //   MemoryManager::mapping_mu_    (vmas_, brk, layout)
 //     Mappable::AddMapping/RemoveMapping locks
 //       MemoryManager::active_mu_   (pmas_, the platform AddressSpace)
-//         Mappable::Translate locks
+//         Mappable::Translate locks, PageRefs::mu_
 //           platform::AddressSpace, platform::MemoryFile (internal)
 //
 // Thread-safety: all public methods are thread-safe (the threads of one
@@ -40,6 +46,7 @@
 #include "sentry/base/result.h"
 #include "sentry/mm/layout.h"
 #include "sentry/mm/mappable.h"
+#include "sentry/mm/page_refs.h"
 
 namespace sandbox::mm {
 
@@ -71,6 +78,8 @@ struct VmaInfo {
   bool anonymous = true;
   uint64_t offset = 0;
   std::string name;
+  bool dont_fork = false;     // MADV_DONTFORK
+  bool wipe_on_fork = false;  // MADV_WIPEONFORK
 };
 
 class MemoryManager : public MappingSpace {
@@ -84,6 +93,15 @@ class MemoryManager : public MappingSpace {
   static std::unique_ptr<MemoryManager> CreateWith(
       std::unique_ptr<platform::AddressSpace> as, platform::MemoryFile& mf,
       const Layout& layout);
+
+  // fork(2): a new mm with a copy of this one's VMAs, brk and layout, in
+  // the address space `as`. Private pages become copy-on-write in both;
+  // shared mappings share; MADV_DONTFORK VMAs are left out and
+  // MADV_WIPEONFORK ones start empty in the child. ENOMEM if `platform`
+  // cannot make an address space.
+  KResult<std::unique_ptr<MemoryManager>> Fork(platform::Platform& platform);
+  KResult<std::unique_ptr<MemoryManager>> Fork(
+      std::unique_ptr<platform::AddressSpace> as);
 
   // Frees every page this mm owns.
   ~MemoryManager() override;
@@ -205,21 +223,28 @@ class MemoryManager : public MappingSpace {
     int max_prot = 0;
     bool shared = false;
     bool grows_down = false;
-    std::shared_ptr<Mappable> mappable;  // nullptr: anonymous
-    uint64_t offset = 0;                 // into mappable, for vma start
+    std::shared_ptr<Mappable> mappable;  // nullptr: private anonymous
+    bool anon_shared = false;  // mappable is this mapping's AnonShared
+    uint64_t offset = 0;       // into mappable, for vma start
     std::string name;
+    bool dont_fork = false;
+    bool wipe_on_fork = false;
   };
   struct Pma {
     uintptr_t end = 0;
     uint64_t file_offset = 0;  // MemoryFile offset of the pma's start
-    bool owned = true;         // pages allocated by this mm (Free on unmap)
+    bool owned = true;         // pages owned by this mm (DecRef on unmap)
+    // Owned pages that may be shared with another mm since fork: writes
+    // must check refs_ first (copy if still shared).
     int max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;  // from Translation
+    bool cow = false;
   };
   using VmaMap = std::map<uintptr_t, Vma>;  // key: start
   using PmaMap = std::map<uintptr_t, Pma>;  // key: start
 
   MemoryManager(std::unique_ptr<platform::AddressSpace> as,
-                platform::MemoryFile& mf, const Layout& layout);
+                platform::MemoryFile& mf, const Layout& layout,
+                std::shared_ptr<PageRefs> refs);
 
   // ---- VMA helpers (mapping_mu_). ----
   // The VMA containing addr, or end().
@@ -296,7 +321,7 @@ class MemoryManager : public MappingSpace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(active_mu_);
   // Whether a write to `pma` (in `vma`) must copy first.
   static bool NeedsCow(const Vma& vma, const Pma& pma) {
-    return !vma.shared && !pma.owned;
+    return !vma.shared && (!pma.owned || pma.cow);
   }
   // The host protection a pma is mapped with.
   static int EffectiveProt(const Vma& vma, const Pma& pma) {
@@ -319,6 +344,8 @@ class MemoryManager : public MappingSpace {
   const std::unique_ptr<platform::AddressSpace> as_;
   platform::MemoryFile& mf_;
   const Layout layout_;
+  // Shared by the fork family; immutable pointer.
+  const std::shared_ptr<PageRefs> refs_;
 
   absl::Mutex mapping_mu_ ABSL_ACQUIRED_BEFORE(active_mu_);
   VmaMap vmas_ ABSL_GUARDED_BY(mapping_mu_);

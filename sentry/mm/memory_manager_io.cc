@@ -79,7 +79,7 @@ void MemoryManager::DropPmasLocked(uintptr_t start, uintptr_t end,
     it = pmas_.erase(it);
   }
   flush();
-  for (const auto& [off, len] : to_free) mf_.Free(off, len);
+  for (const auto& [off, len] : to_free) refs_->DecRef(off, len);
 }
 
 KResult<void> MemoryManager::MapPmaLocked(uintptr_t start, const Pma& pma,
@@ -188,6 +188,7 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
   auto mergeable = [&](const PmaMap::iterator& a, const PmaMap::iterator& b) {
     return a->second.end == b->first && a->second.owned && b->second.owned &&
            a->second.max_prot == b->second.max_prot &&
+           a->second.cow == b->second.cow &&
            a->second.file_offset + (a->second.end - a->first) ==
                b->second.file_offset;
   };
@@ -211,6 +212,15 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
 KResult<MemoryManager::PmaMap::iterator> MemoryManager::BreakCowLocked(
     uintptr_t vma_start, const Vma& vma, PmaMap::iterator pit, uintptr_t addr) {
   (void)vma_start;
+  if (pit->second.owned) {
+    // Shared with another mm since fork. If the others are gone, the pages
+    // are ours alone: just make them writable.
+    if (!refs_->Shared(pit->second.file_offset, pit->second.end - pit->first)) {
+      pit->second.cow = false;
+      (void)MapPmaLocked(pit->first, pit->second, vma);
+      return pit;
+    }
+  }
   // Copy a run around addr, within the pma.
   const uintptr_t lo = std::max(AlignDown(addr, kStackFaultWindow), pit->first);
   const uintptr_t hi =
@@ -230,10 +240,15 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::BreakCowLocked(
       return kEIO;
     }
   }
+  if (pit->second.owned) {
+    refs_->DecRef(pit->second.file_offset, len);
+  } else {
+    owned_bytes_ += len;
+  }
   pit->second.file_offset = *off;
   pit->second.owned = true;
+  pit->second.cow = false;
   pit->second.max_prot = kProtRWX;
-  owned_bytes_ += len;
   (void)MapPmaLocked(lo, pit->second, vma);
   return pit;
 }

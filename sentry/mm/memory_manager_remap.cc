@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sentry/mm/anon_shared.h"
 #include "sentry/mm/memory_manager.h"
 
 #ifndef MADV_SOFT_OFFLINE
@@ -40,23 +41,25 @@ namespace sandbox::mm {
 
 KResult<void> MemoryManager::Madvise(uintptr_t addr, size_t length,
                                      int advice) {
-  enum class Kind { kHint, kDrop, kFree, kRemove, kPopulate };
+  enum class Kind { kHint, kDrop, kFree, kRemove, kPopulate, kForkFlag };
   Kind kind;
   switch (advice) {
+    case MADV_DONTFORK:
+    case MADV_DOFORK:
+    case MADV_WIPEONFORK:
+    case MADV_KEEPONFORK:
+      kind = Kind::kForkFlag;
+      break;
     case MADV_NORMAL:
     case MADV_RANDOM:
     case MADV_SEQUENTIAL:
     case MADV_WILLNEED:
-    case MADV_DONTFORK:
-    case MADV_DOFORK:
     case MADV_MERGEABLE:
     case MADV_UNMERGEABLE:
     case MADV_HUGEPAGE:
     case MADV_NOHUGEPAGE:
     case MADV_DONTDUMP:
     case MADV_DODUMP:
-    case MADV_WIPEONFORK:
-    case MADV_KEEPONFORK:
     case MADV_COLD:
     case MADV_PAGEOUT:
     case MADV_COLLAPSE:
@@ -88,6 +91,49 @@ KResult<void> MemoryManager::Madvise(uintptr_t addr, size_t length,
   if (end < addr) return kEINVAL;
   if (end == addr) return OkResult();
 
+  if (kind == Kind::kForkFlag) {
+    absl::MutexLock ml(&mapping_mu_);
+    bool hole = false;
+    std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+    uintptr_t cur = addr;
+    auto it = vmas_.upper_bound(addr);
+    if (it != vmas_.begin() && std::prev(it)->second.end > addr) --it;
+    for (; it != vmas_.end() && it->first < end; ++it) {
+      if (it->first > cur) hole = true;
+      // Linux: MADV_WIPEONFORK only for private anonymous memory.
+      if (advice == MADV_WIPEONFORK &&
+          (it->second.shared || it->second.mappable)) {
+        return kEINVAL;
+      }
+      ranges.emplace_back(std::max(it->first, addr),
+                          std::min(it->second.end, end));
+      cur = it->second.end;
+    }
+    if (cur < end) hole = true;
+    for (const auto& [s, e] : ranges) {
+      SplitVmaLocked(s);
+      SplitVmaLocked(e);
+      Vma& vma = vmas_.find(s)->second;
+      switch (advice) {
+        case MADV_DONTFORK:
+          vma.dont_fork = true;
+          break;
+        case MADV_DOFORK:
+          vma.dont_fork = false;
+          break;
+        case MADV_WIPEONFORK:
+          vma.wipe_on_fork = true;
+          break;
+        case MADV_KEEPONFORK:
+          vma.wipe_on_fork = false;
+          break;
+      }
+      MergeAroundLocked(s);
+    }
+    if (hole) return kENOMEM;
+    return OkResult();
+  }
+
   bool hole = false;
   {
     absl::ReaderMutexLock ml(&mapping_mu_);
@@ -102,6 +148,7 @@ KResult<void> MemoryManager::Madvise(uintptr_t addr, size_t length,
       cur = e;
       switch (kind) {
         case Kind::kHint:
+        case Kind::kForkFlag:
           break;
         case Kind::kPopulate:
           if (vma.prot == PROT_NONE) return kENOMEM;
@@ -119,12 +166,12 @@ KResult<void> MemoryManager::Madvise(uintptr_t addr, size_t length,
           break;
         case Kind::kRemove:
           if (!vma.shared) return kEINVAL;
-          if (vma.mappable) return kEOPNOTSUPP;
+          if (!vma.anon_shared) return kEOPNOTSUPP;
           if (!(vma.prot & PROT_WRITE)) return kEACCES;
-          {
-            absl::MutexLock al(&active_mu_);
-            DropPmasLocked(s, e);
-          }
+          // Frees the pages for every mapping of the shared memory (takes
+          // the active_mu_ of each, ours included).
+          static_cast<AnonSharedMappable*>(vma.mappable.get())
+              ->Punch(vma.offset + (s - it->first), e - s);
           break;
       }
     }
@@ -157,7 +204,7 @@ void MemoryManager::MoveLocked(uintptr_t old_addr, size_t old_len,
       const uintptr_t ns = new_addr + (start - old_addr);
       if (ns >= new_addr + new_len) {
         if (pma.owned) {
-          mf_.Free(pma.file_offset, pma.end - start);
+          refs_->DecRef(pma.file_offset, pma.end - start);
           owned_bytes_ -= pma.end - start;
         }
         continue;
@@ -167,7 +214,7 @@ void MemoryManager::MoveLocked(uintptr_t old_addr, size_t old_len,
       if (np.end > new_addr + new_len) {
         const uint64_t cut = np.end - (new_addr + new_len);
         if (pma.owned) {
-          mf_.Free(pma.file_offset + (np.end - ns) - cut, cut);
+          refs_->DecRef(pma.file_offset + (np.end - ns) - cut, cut);
           owned_bytes_ -= cut;
         }
         np.end -= cut;

@@ -1,0 +1,131 @@
+#include "sentry/mm/anon_shared.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace sandbox::mm {
+
+AnonSharedMappable::AnonSharedMappable(platform::MemoryFile& mf, uint64_t size)
+    : mf_(mf), size_(size) {}
+
+AnonSharedMappable::~AnonSharedMappable() {
+  absl::MutexLock l(&translate_mu_);
+  for (const auto& [off, run] : runs_) mf_.Free(run.file_offset, run.end - off);
+}
+
+void AnonSharedMappable::AddMapping(MappingSpace* space, uintptr_t addr,
+                                    uint64_t offset, uint64_t length, bool) {
+  absl::MutexLock l(&mu_);
+  mappings_.push_back({space, addr, offset, length});
+}
+
+void AnonSharedMappable::RemoveMapping(MappingSpace* space, uintptr_t addr,
+                                       uint64_t offset, uint64_t length, bool) {
+  absl::MutexLock l(&mu_);
+  // Remove [addr, addr+length) of `space`, which may be part of a recorded
+  // mapping (after munmap of part of a VMA): keep the rest.
+  std::vector<Mapping> out;
+  for (const Mapping& m : mappings_) {
+    const uintptr_t end = addr + length;
+    const uintptr_t m_end = m.addr + m.length;
+    if (m.space != space || end <= m.addr || m_end <= addr) {
+      out.push_back(m);
+      continue;
+    }
+    if (m.addr < addr)
+      out.push_back({m.space, m.addr, m.offset, addr - m.addr});
+    if (end < m_end) {
+      out.push_back({m.space, end, m.offset + (end - m.addr), m_end - end});
+    }
+  }
+  (void)offset;
+  mappings_ = std::move(out);
+}
+
+KResult<std::vector<Translation>> AnonSharedMappable::Translate(
+    uint64_t required_offset, uint64_t required_length,
+    uint64_t optional_offset, uint64_t optional_length, platform::AccessType) {
+  if (required_offset >= size_ || required_length > size_ - required_offset) {
+    return kEFAULT;
+  }
+  uint64_t lo = optional_offset;
+  uint64_t hi = std::min(optional_offset + optional_length, size_);
+  absl::MutexLock l(&translate_mu_);
+  // Shrink the optional range to the required one's surroundings that do
+  // not need new allocations split across existing runs.
+  std::vector<Translation> out;
+  uint64_t cur = lo;
+  auto it = runs_.upper_bound(cur);
+  if (it != runs_.begin() && std::prev(it)->second.end > cur) --it;
+  while (cur < hi) {
+    if (it != runs_.end() && it->first <= cur) {
+      const uint64_t e = std::min(it->second.end, hi);
+      out.push_back({cur, e - cur, it->second.file_offset + (cur - it->first),
+                     PROT_READ | PROT_WRITE | PROT_EXEC});
+      cur = e;
+      ++it;
+      continue;
+    }
+    const uint64_t gap_end = it == runs_.end() ? hi : std::min(hi, it->first);
+    auto off = mf_.Allocate(gap_end - cur);
+    if (!off.ok()) {
+      // Out of room for the whole gap: settle for what was required.
+      if (cur >= required_offset + required_length) break;
+      off = mf_.Allocate(std::min(gap_end, required_offset + required_length) -
+                         cur);
+      if (!off.ok()) return kENOMEM;
+      const uint64_t e = std::min(gap_end, required_offset + required_length);
+      it = runs_.emplace_hint(it, cur, Run{e, *off});
+      out.push_back({cur, e - cur, *off, PROT_READ | PROT_WRITE | PROT_EXEC});
+      cur = e;
+      ++it;
+      continue;
+    }
+    it = runs_.emplace_hint(it, cur, Run{gap_end, *off});
+    out.push_back(
+        {cur, gap_end - cur, *off, PROT_READ | PROT_WRITE | PROT_EXEC});
+    cur = gap_end;
+    ++it;
+  }
+  // Only what starts at or before the required range and is contiguous
+  // counts; drop a prefix that ends before it is fine (callers clip).
+  return out;
+}
+
+void AnonSharedMappable::Punch(uint64_t offset, uint64_t length) {
+  absl::MutexLock l(&mu_);
+  const uint64_t end = offset + length;
+  for (const Mapping& m : mappings_) {
+    const uint64_t s = std::max(offset, m.offset);
+    const uint64_t e = std::min(end, m.offset + m.length);
+    if (s < e) m.space->Invalidate(m.addr + (s - m.offset), e - s);
+  }
+  absl::MutexLock t(&translate_mu_);
+  auto it = runs_.upper_bound(offset);
+  if (it != runs_.begin() && std::prev(it)->second.end > offset) --it;
+  while (it != runs_.end() && it->first < end) {
+    const uint64_t s = std::max(it->first, offset);
+    const uint64_t e = std::min(it->second.end, end);
+    Run run = it->second;
+    const uint64_t start = it->first;
+    it = runs_.erase(it);
+    if (start < s) runs_.emplace(start, Run{s, run.file_offset});
+    if (e < run.end) {
+      it = runs_.emplace(e, Run{run.end, run.file_offset + (e - start)}).first;
+      ++it;
+    }
+    mf_.Free(run.file_offset + (s - start), e - s);
+  }
+}
+
+uint64_t AnonSharedMappable::AllocatedBytes() {
+  absl::MutexLock l(&translate_mu_);
+  uint64_t n = 0;
+  for (const auto& [off, run] : runs_) n += run.end - off;
+  return n;
+}
+
+}  // namespace sandbox::mm

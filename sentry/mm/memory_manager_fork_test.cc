@@ -1,0 +1,254 @@
+#include <sys/mman.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/mm/page_refs.h"
+#include "sentry/mm/testing/fake_platform.h"
+
+namespace sandbox::mm {
+namespace {
+
+using ::sandbox::mm::testing::FakeAddressSpace;
+using ::sandbox::mm::testing::FakePlatform;
+
+constexpr int kRW = PROT_READ | PROT_WRITE;
+constexpr int kAnonPrivate = MAP_PRIVATE | MAP_ANONYMOUS;
+constexpr uintptr_t kBase = 0x200000000;
+constexpr uint64_t kMiB = 1 << 20;
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
+class ForkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    baseline_ = platform_.fake_memory_file().AllocatedBytes();
+    auto mm = MemoryManager::Create(platform_, {.randomize = false});
+    ASSERT_TRUE(mm.ok());
+    parent_ = std::move(mm).value();
+    parent_as_ = platform_.last_address_space();
+  }
+  void MapFixed(MemoryManager& mm, uintptr_t addr, size_t len,
+                int flags = kAnonPrivate, int prot = kRW) {
+    ASSERT_TRUE(mm.Mmap({.addr = addr,
+                         .length = len,
+                         .prot = prot,
+                         .flags = flags | MAP_FIXED})
+                    .ok());
+  }
+  void Fork() {
+    auto c = parent_->Fork(platform_);
+    ASSERT_TRUE(c.ok());
+    child_ = std::move(c).value();
+    child_as_ = platform_.last_address_space();
+  }
+  static uint64_t Get(MemoryManager& mm, uintptr_t addr) {
+    uint64_t v = ~0ull;
+    EXPECT_TRUE(mm.CopyIn(addr, &v, 8).ok());
+    return v;
+  }
+  static void Put(MemoryManager& mm, uintptr_t addr, uint64_t v) {
+    EXPECT_TRUE(mm.CopyOut(addr, &v, 8).ok());
+  }
+  uint64_t Allocated() {
+    return platform_.fake_memory_file().AllocatedBytes() - baseline_;
+  }
+
+  FakePlatform platform_;
+  uint64_t baseline_ = 0;
+  std::unique_ptr<MemoryManager> parent_, child_;
+  FakeAddressSpace* parent_as_ = nullptr;
+  FakeAddressSpace* child_as_ = nullptr;
+};
+
+TEST_F(ForkTest, PrivateMemoryIsCopyOnWrite) {
+  MapFixed(*parent_, kBase, 4 * kMiB);
+  Put(*parent_, kBase + 8, 1);
+  const uint64_t before = Allocated();
+  EXPECT_EQ(before, 2 * kMiB);
+  Fork();
+  EXPECT_EQ(Allocated(), before);  // nothing copied at fork
+  // The parent's host mapping is now read-only.
+  FakeAddressSpace::Page page;
+  ASSERT_TRUE(parent_as_->Lookup(kBase, &page));
+  EXPECT_EQ(page.prot, PROT_READ);
+  EXPECT_EQ(Get(*child_, kBase + 8), 1u);
+  // The child's address space is filled lazily, read-only while shared.
+  EXPECT_FALSE(child_as_->Lookup(kBase, nullptr));
+  platform::AccessType r;
+  r.read = true;
+  ASSERT_TRUE(child_->HandleFault(kBase + 8, r).ok());
+  ASSERT_TRUE(child_as_->Lookup(kBase, &page));
+  EXPECT_EQ(page.prot, PROT_READ);
+
+  // The child writes: it gets a copy of a small run around the page.
+  platform::AccessType w;
+  w.write = true;
+  ASSERT_TRUE(child_->HandleFault(kBase + 8, w).ok());
+  Put(*child_, kBase + 8, 2);
+  EXPECT_EQ(Allocated(), before + 64 * 1024);
+  EXPECT_EQ(Get(*parent_, kBase + 8), 1u);
+  ASSERT_TRUE(child_as_->Lookup(kBase, &page));
+  EXPECT_EQ(page.prot, kRW);
+
+  // The parent writes the same page: no other owner left, so no copy.
+  Put(*parent_, kBase + 8, 3);
+  EXPECT_EQ(Allocated(), before + 64 * 1024);
+  EXPECT_EQ(Get(*child_, kBase + 8), 2u);
+  EXPECT_EQ(Get(*parent_, kBase + 8), 3u);
+  ASSERT_TRUE(parent_as_->Lookup(kBase, &page));
+  EXPECT_EQ(page.prot, kRW);
+
+  // Elsewhere in the run, the parent's write must copy (the child still
+  // shares those pages).
+  Put(*parent_, kBase + kMiB, 4);
+  EXPECT_EQ(Allocated(), before + 2 * 64 * 1024);
+  EXPECT_EQ(Get(*child_, kBase + kMiB), 0u);
+
+  child_.reset();
+  // The child's pages went; the parent's remaining COW pages are its own
+  // now and become writable without a copy.
+  const uint64_t after_child = Allocated();
+  Put(*parent_, kBase + kMiB + 512 * 1024, 5);
+  EXPECT_EQ(Allocated(), after_child);
+  parent_.reset();
+  EXPECT_EQ(Allocated(), 0u);
+}
+
+TEST_F(ForkTest, ForceCopyOutBreaksCow) {
+  MapFixed(*parent_, kBase, 4096, kAnonPrivate, PROT_READ);
+  ASSERT_TRUE(parent_->ForceCopyOut(kBase, "x", 1).ok());
+  Fork();
+  ASSERT_TRUE(child_->ForceCopyOut(kBase, "y", 1).ok());
+  char c = 0;
+  ASSERT_TRUE(parent_->CopyIn(kBase, &c, 1).ok());
+  EXPECT_EQ(c, 'x');
+  ASSERT_TRUE(child_->CopyIn(kBase, &c, 1).ok());
+  EXPECT_EQ(c, 'y');
+}
+
+TEST_F(ForkTest, SharedAnonymousMemoryIsShared) {
+  MapFixed(*parent_, kBase, 4 * 4096, MAP_SHARED | MAP_ANONYMOUS);
+  Put(*parent_, kBase, 1);
+  Fork();
+  EXPECT_EQ(Get(*child_, kBase), 1u);
+  Put(*child_, kBase, 2);
+  EXPECT_EQ(Get(*parent_, kBase), 2u);
+  // A page neither has touched yet: whoever touches first, both see it.
+  Put(*child_, kBase + 3 * 4096, 7);
+  EXPECT_EQ(Get(*parent_, kBase + 3 * 4096), 7u);
+  // MADV_REMOVE frees it for both.
+  ASSERT_TRUE(parent_->Madvise(kBase, 4 * 4096, MADV_REMOVE).ok());
+  EXPECT_EQ(Get(*child_, kBase), 0u);
+  EXPECT_EQ(Get(*child_, kBase + 3 * 4096), 0u);
+  Put(*parent_, kBase, 9);
+  EXPECT_EQ(Get(*child_, kBase), 9u);
+  // Beyond the shared object (mremap grew the mapping): SIGBUS-worthy.
+  auto grown = parent_->Mremap(kBase, 4 * 4096, 8 * 4096, 0, 0);
+  ASSERT_TRUE(grown.ok());
+  platform::AccessType r;
+  r.read = true;
+  auto f = parent_->HandleFault(kBase + 5 * 4096, r);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error(), kEIO);
+  parent_.reset();
+  child_.reset();
+  EXPECT_EQ(Allocated(), 0u);
+}
+
+TEST_F(ForkTest, DontforkAndWipeonfork) {
+  MapFixed(*parent_, kBase, 4096);
+  MapFixed(*parent_, kBase + 4096, 4096, kAnonPrivate, PROT_READ);
+  MapFixed(*parent_, kBase + 2 * 4096, 4096);
+  MapFixed(*parent_, kBase + 8 * 4096, 4096, MAP_SHARED | MAP_ANONYMOUS);
+  Put(*parent_, kBase, 1);
+  Put(*parent_, kBase + 2 * 4096, 3);
+  ASSERT_TRUE(parent_->Madvise(kBase, 4096, MADV_DONTFORK).ok());
+  ASSERT_TRUE(parent_->Madvise(kBase + 2 * 4096, 4096, MADV_WIPEONFORK).ok());
+  EXPECT_EQ(parent_->Madvise(kBase + 8 * 4096, 4096, MADV_WIPEONFORK).error(),
+            kEINVAL);
+  EXPECT_EQ(parent_->Madvise(kBase, 8 * 4096, MADV_DODUMP).error(), kENOMEM);
+  Fork();
+  uint64_t v;
+  EXPECT_FALSE(child_->CopyIn(kBase, &v, 8).ok());  // not in the child
+  EXPECT_EQ(Get(*child_, kBase + 2 * 4096), 0u);    // wiped
+  EXPECT_EQ(Get(*parent_, kBase + 2 * 4096), 3u);
+  EXPECT_EQ(Get(*parent_, kBase), 1u);
+  auto vmas = child_->Vmas();
+  ASSERT_FALSE(vmas.empty());
+  EXPECT_EQ(vmas[0].start, kBase + 4096);
+  // MADV_DOFORK undoes it.
+  ASSERT_TRUE(parent_->Madvise(kBase, 4096, MADV_DOFORK).ok());
+  auto c2 = parent_->Fork(platform_);
+  ASSERT_TRUE(c2.ok());
+  EXPECT_EQ(Get(**c2, kBase), 1u);
+}
+
+TEST_F(ForkTest, BrkAndLayoutAreInherited) {
+  parent_->SetBrkStart(0x600000);
+  EXPECT_EQ(parent_->Brk(0x600000 + 5000), 0x600000u + 5000);
+  Put(*parent_, 0x600000 + 16, 42);
+  Fork();
+  EXPECT_EQ(child_->Brk(0), 0x600000u + 5000);
+  EXPECT_EQ(child_->brk_start(), 0x600000u);
+  EXPECT_EQ(child_->layout().mmap_base, parent_->layout().mmap_base);
+  EXPECT_EQ(Get(*child_, 0x600000 + 16), 42u);
+  EXPECT_EQ(child_->Brk(0x600000 + 3 * 4096), 0x600000u + 3 * 4096);
+  EXPECT_EQ(parent_->Brk(0), 0x600000u + 5000);
+}
+
+TEST_F(ForkTest, ChainsOfForksFreeEverything) {
+  MapFixed(*parent_, kBase, 2 * kMiB);
+  for (uintptr_t a = kBase; a < kBase + 2 * kMiB; a += 256 * 1024) {
+    Put(*parent_, a, a);
+  }
+  Fork();
+  auto grandchild = child_->Fork(platform_);
+  ASSERT_TRUE(grandchild.ok());
+  Put(*child_, kBase, 1);
+  Put(**grandchild, kBase + 256 * 1024, 2);
+  EXPECT_EQ(Get(*parent_, kBase), kBase);
+  EXPECT_EQ(Get(**grandchild, kBase), kBase);
+  EXPECT_EQ(Get(*child_, kBase + 256 * 1024), kBase + 256 * 1024);
+  ASSERT_TRUE(child_->Munmap(kBase, kMiB).ok());
+  EXPECT_EQ(Get(*parent_, kBase + 512 * 1024), kBase + 512 * 1024);
+  parent_.reset();
+  EXPECT_EQ(Get(**grandchild, kBase + 1024 * 1024), kBase + 1024 * 1024);
+  child_.reset();
+  grandchild->reset();
+  EXPECT_EQ(Allocated(), 0u);
+}
+
+TEST(PageRefsTest, CountsRangesAndFreesUnownedPages) {
+  testing::FakeMemoryFile mf(1 << 24);
+  PageRefs refs(mf);
+  auto off = mf.Allocate(16 * 4096);
+  ASSERT_TRUE(off.ok());
+  refs.IncRef(*off, 8 * 4096);
+  refs.IncRef(*off + 4 * 4096, 8 * 4096);
+  EXPECT_TRUE(refs.Shared(*off, 4096));
+  EXPECT_TRUE(refs.Shared(*off + 11 * 4096, 4096));
+  EXPECT_FALSE(refs.Shared(*off + 12 * 4096, 4 * 4096));
+  EXPECT_EQ(refs.RangeCount(), 3u);
+  // Drop the extra owners of [4, 8): count 2 -> 1.
+  refs.DecRef(*off + 4 * 4096, 4 * 4096);
+  EXPECT_TRUE(refs.Shared(*off + 4 * 4096, 4096));
+  EXPECT_EQ(mf.AllocatedBytes(), 16 * 4096u);
+  // Pages 12..16 have one owner: DecRef frees them.
+  refs.DecRef(*off + 12 * 4096, 4 * 4096);
+  EXPECT_EQ(mf.AllocatedBytes(), 12 * 4096u);
+  refs.DecRef(*off, 12 * 4096);  // extras gone
+  EXPECT_EQ(mf.AllocatedBytes(), 12 * 4096u);
+  EXPECT_EQ(refs.RangeCount(), 0u);
+  EXPECT_FALSE(refs.Shared(*off, 16 * 4096));
+  refs.DecRef(*off, 12 * 4096);
+  EXPECT_EQ(mf.AllocatedBytes(), 0u);
+}
+
+}  // namespace
+}  // namespace sandbox::mm
