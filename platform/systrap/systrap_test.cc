@@ -559,6 +559,37 @@ TEST_F(SystrapTest, FpuAndAvxStatePreserved) {
   }
 }
 
+// x87 control word and MXCSR set by the Sentry are what the guest sees, and
+// what it sets comes back.
+TEST_F(SystrapTest, X87AndMxcsrState) {
+  // fnstcw (%rdi); stmxcsr 8(%rdi); fldcw 16(%rdi); ldmxcsr 24(%rdi); syscall
+  Code({0xd9, 0x3f, 0x0f, 0xae, 0x5f, 0x08, 0xd9, 0x6f, 0x10, 0x0f, 0xae,
+        0x57, 0x18, 0x0f, 0x05});
+  uint64_t in[4] = {0, 0, 0x37f, 0x1f80};  // guest loads these next
+  ASSERT_TRUE(platform_->memory_file().Write(data_off_, in, sizeof(in)));
+  CpuState s = Start();
+  s.regs.rdi = kData;
+  s.fp.assign(platform_->FpStateSize(), 0);
+  uint16_t fcw = 0x27f;  // 53-bit precision
+  uint32_t mxcsr = 0x9fc0;  // FTZ, DAZ, round toward zero
+  memcpy(s.fp.data(), &fcw, 2);
+  memcpy(s.fp.data() + 24, &mxcsr, 4);
+  uint64_t bv = 3;
+  memcpy(s.fp.data() + 512, &bv, 8);
+  s.fp_changed = true;
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  uint64_t out[2] = {};
+  ASSERT_TRUE(platform_->memory_file().Read(data_off_, out, sizeof(out)));
+  EXPECT_EQ(out[0] & 0xffff, 0x27fu);
+  EXPECT_EQ(out[1] & 0xffffffff, 0x9fc0u);
+  uint16_t fcw2;
+  uint32_t mxcsr2;
+  memcpy(&fcw2, s.fp.data(), 2);
+  memcpy(&mxcsr2, s.fp.data() + 24, 4);
+  EXPECT_EQ(fcw2, 0x37f);
+  EXPECT_EQ(mxcsr2, 0x1f80u);
+}
+
 TEST_F(SystrapTest, Avx512StatePreserved) {
   const SystrapFeatures f = ProbeSystrapFeatures();
   if ((f.xfeatures & 0xe0) != 0xe0) GTEST_SKIP() << "no AVX-512 state";
