@@ -4,15 +4,14 @@
 // in-process SIGSYS trap, a cross-thread handoff).
 //
 // Run: bazel run -c opt //perf:platform_syscall_bench
-#include <signal.h>
+#include <dirent.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-
-#include <dirent.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -133,9 +132,8 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
       static_cast<double>(ProcessCpuNs(stub) - stub_cpu0) / state.iterations();
   state.counters["sentry_cpu_ns"] =
       static_cast<double>(ThreadCpuNs() - sentry_cpu0) / state.iterations();
-  double ns =
-      std::chrono::duration<double, std::nano>(t1 - t0).count() /
-      state.iterations();
+  double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() /
+              state.iterations();
   SystrapTimings tm = TakeSystrapTimings(*env.ctx);
   state.counters["to_stub_ns"] = tm.to_stub_ns;
   state.counters["guest_trap_ns"] = tm.guest_ns;
@@ -179,7 +177,8 @@ void BM_SystrapPageFault(benchmark::State& state) {
       state.SkipWithError("expected a fault");
       return;
     }
-    uintptr_t addr = reinterpret_cast<uintptr_t>(r.signal.si_addr) & ~(kPage - 1);
+    uintptr_t addr =
+        reinterpret_cast<uintptr_t>(r.signal.si_addr) & ~(kPage - 1);
     if (!env.as->MapFile(addr, area + (addr - kFaultArea), kPage, PROT_READ)
              .ok()) {
       state.SkipWithError("MapFile failed");
@@ -208,7 +207,8 @@ void BM_AddressSpaceLifecycle(benchmark::State& state) {
   for (auto _ : state) {
     auto as = env.platform->NewAddressSpace();
     if (!as.ok() ||
-        !(*as)->MapFile(kCode, env.code_off, kPage, PROT_READ | PROT_EXEC)
+        !(*as)
+             ->MapFile(kCode, env.code_off, kPage, PROT_READ | PROT_EXEC)
              .ok()) {
       state.SkipWithError("NewAddressSpace failed");
       return;

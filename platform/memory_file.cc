@@ -153,8 +153,8 @@ class MemoryFileImpl final : public MemoryFile {
 
   void Free(uint64_t offset, uint64_t length) override {
     if (length == 0) return;
-    if (offset % kPageSize != 0 || length % kPageSize != 0 ||
-        offset > size_ || length > size_ - offset) {
+    if (offset % kPageSize != 0 || length % kPageSize != 0 || offset > size_ ||
+        length > size_ - offset) {
       return;  // Caller bug; refuse rather than corrupt the allocator.
     }
     // Release the pages first: the range must read as zeroes when reused.

@@ -69,9 +69,9 @@ TEST(MemoryFileTest, ReadWriteZeroAndBounds) {
   std::vector<uint8_t> back(data.size());
   ASSERT_TRUE(mf->Read(*off + 100, back.data(), back.size()));
   EXPECT_EQ(back, data);
-  EXPECT_EQ(memcmp(mf->Internal(*off + 100, data.size()), data.data(),
-                   data.size()),
-            0);
+  EXPECT_EQ(
+      memcmp(mf->Internal(*off + 100, data.size()), data.data(), data.size()),
+      0);
 
   ASSERT_TRUE(mf->Zero(*off + 101, 10));
   ASSERT_TRUE(mf->Read(*off + 100, back.data(), 12));

@@ -19,8 +19,19 @@ constexpr uint32_t kMaxSubleaf = 20;
 
 bool CpuidTable::HasSubleaves(uint32_t leaf) {
   switch (leaf) {
-    case 0x4: case 0x7: case 0xb: case 0xd: case 0xf: case 0x10: case 0x12:
-    case 0x14: case 0x17: case 0x18: case 0x1d: case 0x1e: case 0x1f:
+    case 0x4:
+    case 0x7:
+    case 0xb:
+    case 0xd:
+    case 0xf:
+    case 0x10:
+    case 0x12:
+    case 0x14:
+    case 0x17:
+    case 0x18:
+    case 0x1d:
+    case 0x1e:
+    case 0x1f:
     case 0x8000001d:
       return true;
     default:
@@ -50,7 +61,7 @@ void CpuidTable::Init(uint64_t xfeatures, uint32_t xsave_size, bool fsgsbase) {
     if (it == table_.end()) continue;
     if (sub == 0) {
       if (!fsgsbase) it->second.ebx &= ~1u;
-      it->second.ecx &= ~((1u << 3) | (1u << 4));  // PKU, OSPKE
+      it->second.ecx &= ~((1u << 3) | (1u << 4));                 // PKU, OSPKE
       it->second.edx &= ~((1u << 22) | (1u << 24) | (1u << 25));  // AMX
     } else if (sub == 1) {
       it->second.eax &= ~((1u << 21) | (1u << 8));  // AMX-FP16, AMX-COMPLEX

@@ -31,8 +31,8 @@ std::vector<sock_filter> StubGuestFilter(const StubFilterParams& p);
 // Kernel constants the filters use, exported for tests.
 inline constexpr uint32_t kStubThreadCloneFlags =
     0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000;  // VM FS FILES
-                                                         // SIGHAND THREAD
-                                                         // SYSVSEM
+                                                        // SIGHAND THREAD
+                                                        // SYSVSEM
 
 }  // namespace sandbox::platform
 

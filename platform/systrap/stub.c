@@ -18,9 +18,8 @@
 
 #include "platform/systrap/stub_abi.h"
 
-#define STUB_FN                                                   \
-  __attribute__((section("sandbox_stub"), used, noinline, \
-                 visibility("hidden")))
+#define STUB_FN \
+  __attribute__((section("sandbox_stub"), used, noinline, visibility("hidden")))
 #define INL static inline __attribute__((always_inline))
 
 _Static_assert(offsetof(struct stub_params, code_start) == STUB_P_CODE_START,
@@ -119,8 +118,7 @@ INL long sys6(long n, long a, long b, long c, long d, long e, long f) {
   register long r9 __asm__("r9") = f;
   __asm__ volatile("syscall"
                    : "=a"(ret)
-                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8),
-                     "r"(r9)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
                    : "rcx", "r11", "memory");
   return ret;
 }
@@ -139,10 +137,7 @@ INL const struct stub_params* P(void) {
 }
 
 INL void copy(void* dst, const void* src, uint64_t n) {
-  __asm__ volatile("rep movsb"
-                   : "+D"(dst), "+S"(src), "+c"(n)
-                   :
-                   : "memory");
+  __asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
 }
 
 INL void zero(void* dst, uint64_t n) {
@@ -577,8 +572,8 @@ STUB_FN __attribute__((noreturn)) void stub_new_main(
                          (1ull << 7) | (1ull << 3) | (1ull << 4) | (1ull << 16);
   struct k_sigaction sa;
   sa.handler = (void*)stub_handler;
-  sa.flags = 4 /*SA_SIGINFO*/ | 0x08000000 /*SA_ONSTACK*/ |
-             0x04000000 /*SA_RESTORER*/;
+  sa.flags =
+      4 /*SA_SIGINFO*/ | 0x08000000 /*SA_ONSTACK*/ | 0x04000000 /*SA_RESTORER*/;
   sa.restorer = (void*)stub_restorer;
   sa.mask = kMask;
   for (int sig = 1; sig <= 64; sig++) {

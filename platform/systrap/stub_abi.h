@@ -59,18 +59,18 @@ struct stub_params {
   uint64_t stub_base;
   uint64_t code_start;
   uint64_t code_len;
-  uint64_t region_size;     /* per-thread region, a power of two */
-  uint64_t slot_off;        /* slot within the region */
-  uint64_t altstack_off;    /* alternate signal stack within the region */
+  uint64_t region_size;  /* per-thread region, a power of two */
+  uint64_t slot_off;     /* slot within the region */
+  uint64_t altstack_off; /* alternate signal stack within the region */
   uint64_t altstack_size;
-  uint64_t xsave_size;      /* user XSAVE image size (CPUID 0xD, no AMX data) */
-  uint64_t xfeatures;       /* user xfeatures (XCR0 without dynamic ones) */
-  uint64_t sentry_pid;      /* expected parent of every stub */
+  uint64_t xsave_size; /* user XSAVE image size (CPUID 0xD, no AMX data) */
+  uint64_t xfeatures;  /* user xfeatures (XCR0 without dynamic ones) */
+  uint64_t sentry_pid; /* expected parent of every stub */
   int32_t memfd;
-  int32_t use_fsgsbase;     /* rdfsbase/wrfsbase usable, else arch_prctl */
-  int32_t cpuid_faulting;   /* enable CPUID faulting in guest threads */
-  int32_t use_sud;          /* syscall user dispatch in guest threads */
-  uint32_t max_spin;        /* bound on the stub's spin iterations */
+  int32_t use_fsgsbase;   /* rdfsbase/wrfsbase usable, else arch_prctl */
+  int32_t cpuid_faulting; /* enable CPUID faulting in guest threads */
+  int32_t use_sud;        /* syscall user dispatch in guest threads */
+  uint32_t max_spin;      /* bound on the stub's spin iterations */
   uint32_t pad0;
   struct stub_sock_fprog process_filter; /* every stub thread */
   struct stub_sock_fprog guest_filter;   /* stacked by guest threads */
@@ -114,7 +114,7 @@ struct stub_request {
 
 /* Result page (writable by the stub, hence by the guest). */
 struct stub_result {
-  uint32_t seq;   /* futex: syscall thread sets to the request's seq */
+  uint32_t seq;     /* futex: syscall thread sets to the request's seq */
   uint32_t waiting; /* the syscall thread is (about to be) in FUTEX_WAIT */
   int64_t ret;
 };
@@ -128,7 +128,7 @@ struct stub_result {
 #define STUB_SLOT_DEAD 3u   /* written by the Sentry when the stub died */
 
 /* Events (stub -> Sentry). */
-#define STUB_EV_READY 1u     /* a new thread is ready for its first context */
+#define STUB_EV_READY 1u /* a new thread is ready for its first context */
 #define STUB_EV_SYSCALL 2u
 #define STUB_EV_FAULT 3u
 #define STUB_EV_CPUID 4u     /* #GP on a CPUID instruction (faulting on) */
@@ -158,9 +158,9 @@ struct stub_slot {
   int32_t fault_code;
   uint32_t pad;
   uint64_t fault_addr;
-  uint64_t fault_err;      /* page-fault error code (REG_ERR) */
+  uint64_t fault_err; /* page-fault error code (REG_ERR) */
   uint64_t trapno;
-  uint64_t tid;            /* set by the thread at start */
+  uint64_t tid; /* set by the thread at start */
   /* The fs/gs bases the thread runs with, as last read or set by the stub
    * (stub-private cache; without FSGSBASE the guest cannot change them
    * except through trapped syscalls or selector loads, see stub.c). */
@@ -171,7 +171,7 @@ struct stub_slot {
   struct stub_regs regs;
   uint8_t siginfo[128];
   uint8_t pad2[1024 - 104 - 27 * 8 - 128];
-  uint8_t xsave[];         /* 64-byte aligned XSAVE image */
+  uint8_t xsave[]; /* 64-byte aligned XSAVE image */
 };
 
 #define STUB_SLOT_HEADER 1024u

@@ -1,5 +1,6 @@
 #include "platform/systrap/systrap.h"
 
+#include <asm/prctl.h>
 #include <cpuid.h>
 #include <errno.h>
 #include <linux/filter.h>
@@ -19,10 +20,9 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-#include <asm/prctl.h>
 #include <atomic>
-#include <future>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -66,8 +66,12 @@ long Futex(uint32_t* addr, int op, uint32_t val,
 }
 void FutexWake(uint32_t* addr, int n = 1) { Futex(addr, FUTEX_WAKE, n); }
 
-uint32_t Load(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
-void Store(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+uint32_t Load(const uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+void Store(uint32_t* p, uint32_t v) {
+  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
@@ -139,8 +143,7 @@ SystrapFeatures ProbeSystrapFeatures() {
       f.xsave_size = 512;
     }
     cpu_set_t set;
-    f.cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                          : 1;
+    f.cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
     return f;
   }();
   return f;
@@ -166,7 +169,7 @@ struct StubThread {
   uint64_t mem_off = 0;       // memory-file offset of the mapped region part
   stub_slot* slot = nullptr;  // the Sentry's view of the slot
   const void* fp_owner = nullptr;  // Context whose FP state the thread holds
-  int pinned_cpu = -1;  // CPU the thread is bound to, -1 = any
+  int pinned_cpu = -1;             // CPU the thread is bound to, -1 = any
 };
 
 // A stub process: one guest address space.
@@ -174,7 +177,10 @@ class Stub {
  public:
   Stub(SystrapPlatform* plat, pid_t pid, int pidfd, uint64_t shared_off,
        uint64_t id)
-      : plat_(plat), pid_(pid), pidfd_(pidfd), shared_off_(shared_off),
+      : plat_(plat),
+        pid_(pid),
+        pidfd_(pidfd),
+        shared_off_(shared_off),
         id_(id) {}
   ~Stub();
 
@@ -199,7 +205,8 @@ class Stub {
   void Kill();
 
  private:
-  absl::StatusOr<StubThread*> NewThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(threads_mu_);
+  absl::StatusOr<StubThread*> NewThread()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(threads_mu_);
 
   SystrapPlatform* const plat_;
   const pid_t pid_;
@@ -213,7 +220,8 @@ class Stub {
   uint32_t req_seq_ ABSL_GUARDED_BY(req_mu_) = 0;
 
   absl::Mutex threads_mu_ ABSL_ACQUIRED_BEFORE(slots_mu_);
-  std::vector<std::unique_ptr<StubThread>> threads_ ABSL_GUARDED_BY(threads_mu_);
+  std::vector<std::unique_ptr<StubThread>> threads_
+      ABSL_GUARDED_BY(threads_mu_);
   // The futex words MarkDead must reach (a leaf lock: MarkDead runs from
   // anywhere, including under threads_mu_).
   absl::Mutex slots_mu_;
@@ -384,8 +392,8 @@ void Stub::Kill() {
   plat_->Unwatch(id_, pidfd_);
   syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
   siginfo_t info;
-  while (waitid(static_cast<idtype_t>(3 /*P_PIDFD*/), pidfd_, &info,
-                WEXITED) != 0 &&
+  while (waitid(static_cast<idtype_t>(3 /*P_PIDFD*/), pidfd_, &info, WEXITED) !=
+             0 &&
          errno == EINTR) {
   }
   MarkDead();
@@ -414,8 +422,8 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
   if (dead()) return absl::UnavailableError("stub process died");
   MemoryFile& mf = plat_->memory_file();
   auto* req = reinterpret_cast<stub_request*>(mf.Internal(shared_off_, kPage));
-  auto* res = reinterpret_cast<stub_result*>(
-      mf.Internal(shared_off_ + kPage, kPage));
+  auto* res =
+      reinterpret_cast<stub_result*>(mf.Internal(shared_off_ + kPage, kPage));
   req->sysno = sysno;
   req->args[0] = a0;
   req->args[1] = a1;
@@ -477,8 +485,8 @@ absl::StatusOr<StubThread*> Stub::NewThread() {
   t->mem_off = *off;
   t->slot = reinterpret_cast<stub_slot*>(
       mf.Internal(*off + plat_->slot_off() - kPage, STUB_SLOT_HEADER));
-  uintptr_t addr =
-      plat_->base() + STUB_THREADS_OFF + static_cast<uint64_t>(t->index) * region;
+  uintptr_t addr = plat_->base() + STUB_THREADS_OFF +
+                   static_cast<uint64_t>(t->index) * region;
   // Register before the stub can run it, so MarkDead reaches its slot.
   StubThread* raw = t.get();
   threads_.push_back(std::move(t));
@@ -499,8 +507,8 @@ absl::StatusOr<StubThread*> Stub::NewThread() {
         absl::StrFormat("stub mmap of thread region: %d", *r)));
   }
   uint64_t alt = addr + plat_->altstack_off();
-  auto tid = Call(SYS_clone, kStubThreadCloneFlags, addr + region - 64, 0, 0,
-                  0, 0, alt, region - plat_->altstack_off());
+  auto tid = Call(SYS_clone, kStubThreadCloneFlags, addr + region - 64, 0, 0, 0,
+                  0, alt, region - plat_->altstack_off());
   if (!tid.ok()) return fail(tid.status());
   if (*tid <= 0) {
     return fail(absl::InternalError(
@@ -902,7 +910,8 @@ absl::Status SystrapPlatform::StartSource() {
     // registered for this thread: it lies in memory the source unmaps, and
     // the kernel would fault on the next return to user space.
     if (__rseq_size != 0) {
-      char* area = static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+      char* area =
+          static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
       for (unsigned len : {32u, __rseq_size, 20u}) {
         if (syscall(SYS_rseq, area, len, 1 /*UNREGISTER*/, 0x53053053) == 0) {
           break;
@@ -928,9 +937,9 @@ absl::Status SystrapPlatform::StartSource() {
     if (waitid(static_cast<idtype_t>(3), source_pidfd_, &info,
                WEXITED | WNOHANG | WNOWAIT) == 0 &&
         info.si_pid != 0) {
-      return absl::InternalError(absl::StrFormat(
-          "source stub exited (code %d status %d)", info.si_code,
-          info.si_status));
+      return absl::InternalError(
+          absl::StrFormat("source stub exited (code %d status %d)",
+                          info.si_code, info.si_status));
     }
   }
   return absl::DeadlineExceededError("source stub did not start");
@@ -1018,7 +1027,8 @@ absl::Status SystrapPlatform::Init() {
   return s;
 }
 
-absl::StatusOr<std::unique_ptr<AddressSpace>> SystrapPlatform::NewAddressSpace() {
+absl::StatusOr<std::unique_ptr<AddressSpace>>
+SystrapPlatform::NewAddressSpace() {
   auto shared = mf_->Allocate(2 * kPage);
   if (!shared.ok()) return shared.status();
   long pid;

@@ -49,9 +49,9 @@ struct SystrapFeatures {
   bool syscall_user_dispatch = false;
   bool cpuid_faulting = false;
   bool fsgsbase = false;
-  uint64_t xfeatures = 0;    // user XSAVE features saved per thread
-  uint32_t xsave_size = 0;   // bytes of a user-format XSAVE image
-  uint64_t min_sigstksz = 0; // AT_MINSIGSTKSZ
+  uint64_t xfeatures = 0;     // user XSAVE features saved per thread
+  uint32_t xsave_size = 0;    // bytes of a user-format XSAVE image
+  uint64_t min_sigstksz = 0;  // AT_MINSIGSTKSZ
   int cpus = 1;
 };
 

@@ -36,8 +36,7 @@ std::set<pid_t> Children() {
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::ifstream f(std::string("/proc/self/task/") + e->d_name +
-                    "/children");
+    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/children");
     pid_t p;
     while (f >> p) out.insert(p);
   }
@@ -61,8 +60,8 @@ class SystrapTest : public ::testing::Test {
     ctx_ = std::move(*ctx);
     code_off_ = Alloc(kPage);
     data_off_ = Alloc(kPage);
-    ASSERT_TRUE(as_->MapFile(kCode, code_off_, kPage, PROT_READ | PROT_EXEC)
-                    .ok());
+    ASSERT_TRUE(
+        as_->MapFile(kCode, code_off_, kPage, PROT_READ | PROT_EXEC).ok());
     ASSERT_TRUE(
         as_->MapFile(kData, data_off_, kPage, PROT_READ | PROT_WRITE).ok());
   }
@@ -374,8 +373,12 @@ TEST_F(SystrapTest, InterruptSpinningGuest) {
 TEST_F(SystrapTest, ForgedSigreturnCannotBlockInterrupts) {
   // At kCode: loop: syscall; jmp loop.  At kCode+16: jmp .
   std::vector<uint8_t> code(32, 0x90);
-  code[0] = 0x0f; code[1] = 0x05; code[2] = 0xeb; code[3] = 0xfc;
-  code[16] = 0xeb; code[17] = 0xfe;
+  code[0] = 0x0f;
+  code[1] = 0x05;
+  code[2] = 0xeb;
+  code[3] = 0xfc;
+  code[16] = 0xeb;
+  code[17] = 0xfe;
   Code(code);
   CpuState s = Start();
   ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
@@ -401,17 +404,18 @@ TEST_F(SystrapTest, ForgedSigreturnCannotBlockInterrupts) {
   // blocked, the altstack unchanged.
   uint8_t uc[304] = {};
   auto put64 = [&](size_t off, uint64_t v) { memcpy(uc + off, &v, 8); };
-  put64(0, 2 | 4);                         // uc_flags: SS, STRICT_RESTORE_SS
-  put64(16, alt);                          // uc_stack.ss_sp
-  put64(32, hi - alt);                     // uc_stack.ss_size
-  put64(40 + 120, kData + 0x800);          // rsp
-  put64(40 + 128, kCode + 16);             // rip
-  put64(40 + 136, 0x202);                  // eflags
+  put64(0, 2 | 4);                 // uc_flags: SS, STRICT_RESTORE_SS
+  put64(16, alt);                  // uc_stack.ss_sp
+  put64(32, hi - alt);             // uc_stack.ss_size
+  put64(40 + 120, kData + 0x800);  // rsp
+  put64(40 + 128, kCode + 16);     // rip
+  put64(40 + 136, 0x202);          // eflags
   uint16_t cs = 0x33, ss = 0x2b;
   memcpy(uc + 40 + 144, &cs, 2);
   memcpy(uc + 40 + 150, &ss, 2);
-  put64(296, 1ull << (SIGCHLD - 1));       // uc_sigmask
-  ASSERT_TRUE(platform_->memory_file().Write(data_off_ + 0x100, uc, sizeof(uc)));
+  put64(296, 1ull << (SIGCHLD - 1));  // uc_sigmask
+  ASSERT_TRUE(
+      platform_->memory_file().Write(data_off_ + 0x100, uc, sizeof(uc)));
   // The restorer: `mov $15,%eax; syscall` in the stub's code.
   uintptr_t code_start = platform_->MaxUserAddress() + STUB_CODE_OFF;
   auto* b = reinterpret_cast<const uint8_t*>(code_start);
@@ -458,7 +462,8 @@ TEST_F(SystrapTest, ForgedSigreturnCannotBlockInterrupts) {
   CpuState s2 = Start();
   ASSERT_EQ(ctx_->Switch(**as2, s2).reason, SwitchReason::kSyscall);
   put64(40 + 128, kCode);  // resume at the syscall loop
-  ASSERT_TRUE(platform_->memory_file().Write(data_off_ + 0x100, uc, sizeof(uc)));
+  ASSERT_TRUE(
+      platform_->memory_file().Write(data_off_ + 0x100, uc, sizeof(uc)));
   s2.regs.rip = restorer;
   s2.regs.rax = 15;
   s2.regs.rsp = kData + 0x100;
@@ -541,8 +546,8 @@ TEST_F(SystrapTest, FpuAndAvxStatePreserved) {
   uint64_t bv = 7;  // x87, SSE, AVX
   memcpy(s.fp.data() + 512, &bv, 8);
   for (int i = 0; i < 16; ++i) {
-    s.fp[kXmmOff + i] = 0x10 + i;     // xmm0 low
-    s.fp[kYmmHiOff + i] = 0x80 + i;   // ymm0 high
+    s.fp[kXmmOff + i] = 0x10 + i;    // xmm0 low
+    s.fp[kYmmHiOff + i] = 0x80 + i;  // ymm0 high
   }
   s.fp_changed = true;
   ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
@@ -563,14 +568,14 @@ TEST_F(SystrapTest, FpuAndAvxStatePreserved) {
 // what it sets comes back.
 TEST_F(SystrapTest, X87AndMxcsrState) {
   // fnstcw (%rdi); stmxcsr 8(%rdi); fldcw 16(%rdi); ldmxcsr 24(%rdi); syscall
-  Code({0xd9, 0x3f, 0x0f, 0xae, 0x5f, 0x08, 0xd9, 0x6f, 0x10, 0x0f, 0xae,
-        0x57, 0x18, 0x0f, 0x05});
+  Code({0xd9, 0x3f, 0x0f, 0xae, 0x5f, 0x08, 0xd9, 0x6f, 0x10, 0x0f, 0xae, 0x57,
+        0x18, 0x0f, 0x05});
   uint64_t in[4] = {0, 0, 0x37f, 0x1f80};  // guest loads these next
   ASSERT_TRUE(platform_->memory_file().Write(data_off_, in, sizeof(in)));
   CpuState s = Start();
   s.regs.rdi = kData;
   s.fp.assign(platform_->FpStateSize(), 0);
-  uint16_t fcw = 0x27f;  // 53-bit precision
+  uint16_t fcw = 0x27f;     // 53-bit precision
   uint32_t mxcsr = 0x9fc0;  // FTZ, DAZ, round toward zero
   memcpy(s.fp.data(), &fcw, 2);
   memcpy(s.fp.data() + 24, &mxcsr, 4);
