@@ -460,6 +460,44 @@ TEST_P(RealBinaryTest, LoadsThroughHostFd) {
 INSTANTIATE_TEST_SUITE_P(Binaries, RealBinaryTest,
                          ::testing::Values("hello_static", "hello_static_pie"));
 
+// A dynamically linked host program and its real interpreter (ld.so).
+TEST_F(LoaderTest, HostDynamicBinaryWithItsInterpreter) {
+  const char* kProg = "/bin/true";
+  int fd = open(kProg, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) GTEST_SKIP() << "no " << kProg << " on this host";
+  HostFdReader reader(fd);
+  std::vector<int> fds;
+  LoadArgs args = Args();
+  args.open_interpreter = [&](const std::string& path)
+      -> KResult<std::unique_ptr<FileReader>> {
+    int ifd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ifd < 0) return kENOENT;
+    fds.push_back(ifd);
+    return std::unique_ptr<FileReader>(new HostFdReader(ifd));
+  };
+  std::string why;
+  auto r = Load(*mm_, reader, args, &why);
+  close(fd);
+  for (int f : fds) close(f);
+  if (!r.ok() && r.error() == kENOENT) GTEST_SKIP() << "no interpreter";
+  ASSERT_TRUE(r.ok()) << why;
+  EXPECT_FALSE(r->interpreter.empty());
+  EXPECT_NE(r->interp_base, 0u);
+  EXPECT_NE(r->entry, r->program_entry);
+  EXPECT_EQ(r->load_bias % 4096, 0u);
+  // The interpreter's ELF header is at AT_BASE.
+  Elf64_Ehdr eh;
+  ASSERT_TRUE(mm_->CopyIn(r->interp_base, &eh, sizeof(eh)).ok());
+  EXPECT_EQ(0, memcmp(eh.e_ident, ELFMAG, SELFMAG));
+  EXPECT_EQ(eh.e_type, ET_DYN);
+  EXPECT_EQ(r->entry, r->interp_base + eh.e_entry);
+  auto vmas = mm_->Vmas();
+  const mm::VmaInfo* v = VmaAt(vmas, r->entry);
+  ASSERT_NE(v, nullptr);
+  EXPECT_TRUE(v->prot & PROT_EXEC);
+  EXPECT_EQ(v->name, r->interpreter);
+}
+
 TEST(HostFdReaderTest, ReadsAndRejectsNonFiles) {
   int fd = memfd_create("elf", MFD_CLOEXEC);
   ASSERT_GE(fd, 0);

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "sentry/mm/anon_shared.h"
 
 namespace sandbox::mm {
@@ -528,6 +529,25 @@ std::vector<VmaInfo> MemoryManager::Vmas() {
       info.name = "[heap]";
     }
     out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::string MemoryManager::MapsText() {
+  std::string out;
+  for (const VmaInfo& v : Vmas()) {
+    std::string line = absl::StrFormat(
+        "%08x-%08x %c%c%c%c %08x 00:00 0 ", v.start, v.end,
+        (v.prot & PROT_READ) ? 'r' : '-', (v.prot & PROT_WRITE) ? 'w' : '-',
+        (v.prot & PROT_EXEC) ? 'x' : '-', v.shared ? 's' : 'p', v.offset);
+    if (!v.name.empty()) {
+      // show_map_vma(): seq_pad() to width 72, a space, the name.
+      if (line.size() < 72) line.append(72 - line.size(), ' ');
+      line += ' ';
+      line += v.name;
+    }
+    out += line;
+    out += '\n';
   }
   return out;
 }

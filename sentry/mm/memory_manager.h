@@ -204,6 +204,9 @@ class MemoryManager : public MappingSpace {
 
   // ---- Introspection (/proc, tests). ----
   std::vector<VmaInfo> Vmas();
+  // The contents of /proc/pid/maps, formatted as Linux does ("[heap]",
+  // "[stack]", names from column 74; device and inode 0).
+  std::string MapsText();
   // Bytes of guest memory backed by pages this mm owns.
   uint64_t BackedBytes();
   size_t VmaCount();

@@ -903,6 +903,27 @@ TEST_F(MemoryManagerTest, PrivateMappableIsCopiedOnWrite) {
   EXPECT_EQ(c, 'P');
 }
 
+TEST_F(MemoryManagerTest, MapsText) {
+  mm_->SetBrkStart(0x600000);
+  mm_->Brk(0x602000);
+  FixedOk(kBase, 4096, PROT_READ | PROT_EXEC);
+  ASSERT_TRUE(mm_->Mmap({.addr = kBase + 0x10000,
+                         .length = 8192,
+                         .prot = kRW,
+                         .flags = MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED,
+                         .name = "/dev/zero (deleted)"})
+                  .ok());
+  EXPECT_EQ(mm_->MapsText(),
+            "00600000-00602000 rw-p 00000000 00:00 0"
+            "                                  [heap]\n"
+            "200000000-200001000 r-xp 00000000 00:00 0 \n"
+            "200010000-200012000 rw-s 00000000 00:00 0"
+            "                                /dev/zero (deleted)\n");
+  // Same columns as the host's own /proc/self/maps.
+  const std::string text = mm_->MapsText();
+  EXPECT_EQ(text.find("[heap]"), 73u);
+}
+
 // ----------------------------------------------------- life and threads ----
 
 TEST_F(MemoryManagerTest, DestructionFreesEverything) {
