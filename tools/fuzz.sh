@@ -3,7 +3,7 @@
 # AddressSanitizer under a separate Bazel output base, and fuzzes each for N
 # seconds starting from a copy of its corpus.
 #
-# Usage: tools/fuzz.sh [--seconds=N] [--jobs=N] [TARGET...]
+# Usage: tools/fuzz.sh [--seconds=N] [TARGET...]
 #   TARGET: //pkg:name (the cc_fuzz_target's name); default: all of them.
 #   --seconds  per target (default 30).
 # Env: FUZZ_OUTPUT_BASE (default ~/.cache/bazel-ob/fuzz-clang),

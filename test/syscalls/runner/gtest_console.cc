@@ -38,14 +38,14 @@ std::string_view LeadingName(std::string_view rest) {
 
 // Parses " (123 ms)" or ", where GetParam() = ... (123 ms)" after a name:
 // the last "(digits ms)" on the line. Returns -1 when absent or malformed.
-long long ParseDuration(std::string_view rest) {
+int64_t ParseDuration(std::string_view rest) {
   size_t close = rest.rfind(" ms)");
   if (close == std::string_view::npos) return -1;
   size_t open = rest.rfind('(', close);
   if (open == std::string_view::npos) return -1;
   std::string_view digits = rest.substr(open + 1, close - open - 1);
   if (digits.empty() || digits.size() > 15) return -1;
-  long long value = 0;
+  int64_t value = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') return -1;
     value = value * 10 + (c - '0');
@@ -125,7 +125,7 @@ void GtestConsoleParser::AppendOutput(std::string_view text) {
   out.append(text.substr(0, std::min(text.size(), room)));
 }
 
-void GtestConsoleParser::EndCurrent(CaseStatus status, long long duration_ms) {
+void GtestConsoleParser::EndCurrent(CaseStatus status, int64_t duration_ms) {
   CaseResult& c = cases_[current_];
   c.status = status;
   c.duration_ms = duration_ms;
@@ -155,7 +155,7 @@ void GtestConsoleParser::ParseLine(std::string_view line) {
         continue;
       }
       cases_.push_back(CaseResult{std::string(name)});
-      current_ = static_cast<long long>(cases_.size()) - 1;
+      current_ = static_cast<int64_t>(cases_.size()) - 1;
       continue;
     }
     // An end marker closes the running case only if it names it; otherwise
@@ -172,7 +172,7 @@ void GtestConsoleParser::ParseLine(std::string_view line) {
     size_t tail_end = FindMarker(tail, 0, &next, &next_pos, &next_len)
                           ? next_pos
                           : tail.size();
-    long long duration = ParseDuration(tail.substr(0, tail_end));
+    int64_t duration = ParseDuration(tail.substr(0, tail_end));
     from += tail_end;
     switch (marker) {
       case Marker::kOk:

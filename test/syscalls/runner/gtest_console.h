@@ -18,6 +18,7 @@
 #define TEST_SYSCALLS_RUNNER_GTEST_CONSOLE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,7 +41,7 @@ struct CaseResult {
   std::string name;  // "Suite.Case" or "Prefix/Suite.Case/0".
   CaseStatus status = CaseStatus::kCrashed;
   // Milliseconds gtest reported, or -1 if it reported none.
-  long long duration_ms = -1;
+  int64_t duration_ms = -1;
   // What the case printed between its RUN and end lines, including gtest's
   // failure messages; capped at kMaxCaseOutput bytes (the tail is dropped).
   std::string output;
@@ -72,12 +73,12 @@ class GtestConsoleParser {
  private:
   void ParseLine(std::string_view line);
   void AppendOutput(std::string_view text);
-  void EndCurrent(CaseStatus status, long long duration_ms);
+  void EndCurrent(CaseStatus status, int64_t duration_ms);
 
   std::string partial_;
   std::vector<CaseResult> cases_;
   // Index in cases_ of the case between RUN and its end, or -1.
-  long long current_ = -1;
+  int64_t current_ = -1;
   size_t dropped_cases_ = 0;
   bool finished_ = false;
 };

@@ -43,7 +43,7 @@ int Severity(Outcome o) {
 struct ModeCases {
   // name -> (outcome, output, ms), in first-seen order.
   std::vector<std::string> order;
-  absl::flat_hash_map<std::string, std::tuple<Outcome, std::string, long long>>
+  absl::flat_hash_map<std::string, std::tuple<Outcome, std::string, int64_t>>
       by_name;
   // Set when the run failed outside any case.
   std::optional<std::string> process_problem;
@@ -413,7 +413,7 @@ std::string FormatXml(const Report& r) {
     return suites[it->second];
   };
   auto add = [&](const CaseRow& row, absl::string_view mode, Outcome o,
-                 long long ms, bool failed, const std::string& output) {
+                 int64_t ms, bool failed, const std::string& output) {
     Suite& s = suite(absl::StrCat(row.binary, ".", mode));
     ++s.tests;
     bool skipped = !failed && o == Outcome::kSkipped;

@@ -3,6 +3,7 @@
 #ifndef TEST_SYSCALLS_RUNNER_REPORT_H_
 #define TEST_SYSCALLS_RUNNER_REPORT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,8 +56,8 @@ struct CaseRow {
   Outcome sandbox = Outcome::kNotRun;
   std::string native_output;  // Case output, or why the process failed.
   std::string sandbox_output;
-  long long native_ms = -1;
-  long long sandbox_ms = -1;
+  int64_t native_ms = -1;
+  int64_t sandbox_ms = -1;
   // The native run failed this case.
   bool native_failure = false;
   // It passed (or was skipped) natively but did not pass in the sandbox; a

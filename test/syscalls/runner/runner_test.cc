@@ -78,15 +78,17 @@ std::string Row(const std::string& name, const std::string& native,
 TEST(RunnerTest, NativeOnlyPassesAndSkips) {
   RunnerOutput r =
       RunRunner({"--gtest_filter=Sample.Passes:Sample.SkipsEverywhere:"
-                 "Sample.ChecksItsDirectory"});
+                 "Sample.ChecksItsDirectory:Sample.OnlyStdioIsOpen"});
   EXPECT_EQ(r.process.exit_code, 0) << r.console;
   EXPECT_THAT(r.json, HasSubstr(Row("Sample.Passes", "PASSED", "NOT_RUN")));
   EXPECT_THAT(r.json,
               HasSubstr(Row("Sample.SkipsEverywhere", "SKIPPED", "NOT_RUN")));
   EXPECT_THAT(r.json,
               HasSubstr(Row("Sample.ChecksItsDirectory", "PASSED", "NOT_RUN")));
-  EXPECT_THAT(r.console, HasSubstr("native: 2 passed, 0 failed, 1 skipped"));
-  EXPECT_THAT(r.xml, HasSubstr("<testsuites tests=\"3\" failures=\"0\""));
+  EXPECT_THAT(r.json,
+              HasSubstr(Row("Sample.OnlyStdioIsOpen", "PASSED", "NOT_RUN")));
+  EXPECT_THAT(r.console, HasSubstr("native: 3 passed, 0 failed, 1 skipped"));
+  EXPECT_THAT(r.xml, HasSubstr("<testsuites tests=\"4\" failures=\"0\""));
   EXPECT_THAT(r.xml, HasSubstr("<testsuite name=\"sample_test.native\""));
   EXPECT_THAT(r.xml, HasSubstr("<skipped message="));
 }

@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,12 +57,15 @@ int PollMillis(absl::Duration d) {
     _exit(127);
   };
   setpgid(0, 0);
-  int devnull = open("/dev/null", O_RDONLY);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0) fail(1);
   if (dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0) {
     fail(2);
   }
   if (chdir(cwd) != 0) fail(3);
+  // The test starts with stdio only: whatever else the runner inherited is
+  // closed on exec (err_pipe stays open until then).
+  syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
   // Undo anything the runner's own environment may have changed.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
@@ -154,7 +159,6 @@ absl::StatusOr<SubprocessResult> RunSubprocess(
       result.timed_out = true;
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
-      exited = true;
       break;
     }
     if (pipe_open) {

@@ -1,5 +1,6 @@
 // A gtest binary for runner_test: each case behaves according to whether it
 // runs "in the sandbox" (fake_sandbox.sh sets FAKE_SANDBOX=1).
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -40,6 +41,12 @@ TEST(Sample, ChecksItsDirectory) {
   ASSERT_NE(f, nullptr);
   fclose(f);
   EXPECT_EQ(getenv("XML_OUTPUT_FILE"), nullptr);
+}
+
+TEST(Sample, OnlyStdioIsOpen) {
+  for (int fd = 3; fd < 256; ++fd) {
+    EXPECT_EQ(fcntl(fd, F_GETFD), -1) << "fd " << fd << " is open";
+  }
 }
 
 // Last among the normal cases: crashing ends the process.
