@@ -2,11 +2,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <string>
 #include <string_view>
 
 #include "absl/strings/str_format.h"
 #include "runsc-compat/do_command.h"
 #include "sentry/boot/boot.h"
+#include "sentry/syscalls/table.h"
 
 namespace {
 
@@ -19,7 +21,8 @@ every syscall and fault goes to the Sentry (the systrap platform).
 
 Commands:
   do      run a program in a new sandbox (see 'runsc do --help')
-  help    show this help, or 'runsc help COMMAND'
+  help    show this help, 'runsc help COMMAND', or 'runsc help syscalls'
+          (every x86-64 syscall with its support level)
 
 Internal:
   boot    the Sentry process that 'runsc do' starts (not for direct use)
@@ -42,6 +45,10 @@ int main(int argc, char** argv) {
   if (cmd == "help") {
     if (argc > 2 && std::string_view(argv[2]) == "do") {
       sandbox::runsc::PrintDoHelp(1);
+    } else if (argc > 2 && std::string_view(argv[2]) == "syscalls") {
+      std::string s =
+          sandbox::syscalls::SyscallTable::CreateLinux64()->Describe();
+      (void)!write(1, s.data(), s.size());
     } else {
       PrintHelp(1);
     }

@@ -57,6 +57,14 @@ void Task::Run() {
     context_ = nullptr;
   }
   context.reset();
+  // CLONE_CHILD_CLEARTID / set_tid_address: zero the word and wake one
+  // futex waiter (pthread_join). Errors are ignored, as Linux does.
+  if (clear_child_tid_ != 0) {
+    uint32_t zero = 0;
+    if (CopyOutFull(clear_child_tid_, &zero, sizeof(zero)).ok()) {
+      (void)kernel_.futexes().Wake(*this, clear_child_tid_, ~0u, 1);
+    }
+  }
   // Release what the task holds before the group is reported dead, so the
   // last description closes (and flushes) before the sandbox exits.
   fds_.reset();

@@ -148,6 +148,23 @@ TEST_F(TaskRunTest, LastThreadExitIsTheProcessStatus) {
   EXPECT_EQ(kernel_->WaitInit().ShellStatus(), 5);
 }
 
+TEST_F(TaskRunTest, ExitClearsChildTid) {
+  Task* t = NewTask();
+  auto addr = mm_->Mmap({.length = 4096,
+                         .prot = PROT_READ | PROT_WRITE,
+                         .flags = MAP_PRIVATE | MAP_ANONYMOUS});
+  ASSERT_TRUE(addr.ok());
+  uint32_t tid = 1;
+  ASSERT_TRUE(t->CopyOutFull(addr.value() + 8, &tid, 4).ok());
+  t->set_clear_child_tid(addr.value() + 8);
+  platform_.script = {[](CpuState& s) { return Syscall(s, 60, 0); }};
+  kernel_->Start(t);
+  kernel_->WaitInit();
+  uint32_t v = 7;
+  ASSERT_TRUE(mm_->CopyIn(addr.value() + 8, &v, 4).ok());
+  EXPECT_EQ(v, 0u);
+}
+
 TEST_F(TaskRunTest, FaultInAVmaIsResolvedElseSigsegv) {
   Task* t = NewTask();
   auto addr = mm_->Mmap({.length = 8192,

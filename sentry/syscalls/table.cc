@@ -129,6 +129,37 @@ KResult<uint64_t> SyscallTable::Dispatch(Task& task, uint64_t nr,
   return r;
 }
 
+std::string SyscallTable::Describe() const {
+  std::string out;
+  int full = 0, partial = 0, unsupported = 0, missing = 0;
+  for (int nr = 0; nr < abi::kMaxSyscall; ++nr) {
+    const SyscallEntry& e = entries_[nr];
+    if (e.name == nullptr) continue;
+    const char* level;
+    std::string note = e.note;
+    if (!e.registered) {
+      level = "missing";
+      note = "ENOSYS";
+      ++missing;
+    } else if (e.support == Support::kFull) {
+      level = "full";
+      ++full;
+    } else if (e.support == Support::kPartial) {
+      level = "partial";
+      ++partial;
+    } else {
+      level = "unsupported";
+      note = absl::StrCat(std::string(e.error.name()), "; ", note);
+      ++unsupported;
+    }
+    out += absl::StrFormat("%3d %-24s %-11s %s\n", nr, e.name, level, note);
+  }
+  out += absl::StrFormat(
+      "%d full, %d partial, %d unsupported, %d missing (ENOSYS)\n", full,
+      partial, unsupported, missing);
+  return out;
+}
+
 uint64_t SyscallTable::CallCount(uint64_t nr) const {
   return calls_[std::min<uint64_t>(nr, abi::kMaxSyscall)].load();
 }

@@ -132,6 +132,10 @@ class SyscallTable final : public kernel::SyscallDispatcher {
   KResult<uint64_t> Dispatch(Task& task, uint64_t nr,
                              const SyscallArgs& args) override;
 
+  // Every x86-64 number with its support level and note (`runsc help
+  // syscalls`), one per line.
+  std::string Describe() const;
+
   // strace -c style table of the counted calls, sorted by count.
   std::string Summary() const;
   // Calls counted for `nr` (tests).

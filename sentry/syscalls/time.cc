@@ -155,7 +155,7 @@ void RegisterTimeSyscalls(SyscallTable& t) {
   t.Full<&Time>(nr::time);
   t.Full<&Nanosleep>(nr::nanosleep);
   t.Partial<&ClockNanosleep>(nr::clock_nanosleep,
-                             "no CPU-time clocks; TIMER_ABSTIME as relative");
+                             "no CPU-time clocks; TIMER_ABSTIME becomes a relative sleep at the call");
 }
 
 }  // namespace sandbox::syscalls
