@@ -35,6 +35,7 @@ _Static_assert(offsetof(struct stub_params, guest_filter) ==
                    STUB_P_GUEST_FILTER,
                "asm offset");
 _Static_assert(offsetof(struct stub_params, stub_base) == 8, "asm offset");
+_Static_assert(offsetof(struct stub_result, thread0_tid) == 16, "asm offset");
 _Static_assert(STUB_SOURCE_STACK_OFF == 0x11000 &&
                    STUB_SOURCE_STACK_SIZE == 0x8000,
                "asm constants");
@@ -447,6 +448,7 @@ __asm__(
     "  mov %rdi, %r12\n"
     "  mov %rsi, %r13\n"
     "  mov %rdx, %r15\n"
+    "  mov %rcx, %rbx\n" /* thread 0's stack, or 0 */
     "  xor %r14d, %r14d\n"
     "  xor %esp, %esp\n"
     "  mov $11, %eax\n" /* munmap(the source stack we came on) */
@@ -454,6 +456,18 @@ __asm__(
     "  add $0x11000, %rdi\n" /* STUB_SOURCE_STACK_OFF */
     "  mov $0x8000, %esi\n"  /* STUB_SOURCE_STACK_SIZE */
     "  syscall\n"
+    "  test %rbx, %rbx\n"
+    "  jz 1f\n"
+    "  mov $56, %eax\n" /* clone(thread flags, thread 0's stack) */
+    "  mov $0x50f00, %edi\n"
+    "  mov %rbx, %rsi\n"
+    "  xor %edx, %edx\n"
+    "  xor %r10d, %r10d\n"
+    "  xor %r8d, %r8d\n"
+    "  syscall\n"
+    "  test %rsp, %rsp\n"
+    "  jnz 3f\n"
+    "  mov %rax, 16(%r13)\n" /* res->thread0_tid */
     "1:\n"
     "  mov (%r12), %eax\n"
     "  cmp %eax, %r14d\n"
@@ -549,13 +563,14 @@ __asm__(
     "  ud2\n"
     ".popsection\n");
 
-void stub_syscall_loop(void* req, void* res, const void* params)
+void stub_syscall_loop(void* req, void* res, const void* params,
+                       uint64_t thread0_stack)
     __attribute__((noreturn, visibility("hidden")));
 void stub_restorer(void) __attribute__((visibility("hidden")));
 
 /* A new stub process (forked from the source). Becomes its syscall thread. */
 STUB_FN __attribute__((noreturn)) void stub_new_main(
-    const struct stub_params* p, uint64_t shared_off) {
+    const struct stub_params* p, uint64_t shared_off, uint64_t thread0_off) {
   uint64_t base = p->stub_base;
   sys2(NR_prctl, 1 /*PR_SET_PDEATHSIG*/, SIGKILL);
   if ((uint64_t)sys0(NR_getppid) != p->sentry_pid) sys1(NR_exit_group, 1);
@@ -566,6 +581,15 @@ STUB_FN __attribute__((noreturn)) void stub_new_main(
   r = sys6(NR_mmap, base + STUB_RESULT_OFF, 4096, 3 /*PROT_READ|WRITE*/, 0x11,
            p->memfd, shared_off + 4096);
   if (r != (long)(base + STUB_RESULT_OFF)) sys1(NR_exit_group, 3);
+  /* Thread 0's region; the loop clones the thread on entry. */
+  uint64_t thread0_stack = 0;
+  if (thread0_off != 0) {
+    uint64_t region = base + STUB_THREADS_OFF;
+    r = sys6(NR_mmap, region + 4096, p->region_size - 4096, 3, 0x11, p->memfd,
+             thread0_off);
+    if (r != (long)(region + 4096)) sys1(NR_exit_group, 7);
+    thread0_stack = region + p->region_size - 64;
+  }
 
   /* SIGSYS, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGCHLD. */
   const uint64_t kMask = (1ull << 30) | (1ull << 10) | (1ull << 6) |
@@ -587,7 +611,7 @@ STUB_FN __attribute__((noreturn)) void stub_new_main(
     sys1(NR_exit_group, 6);
   }
   stub_syscall_loop((void*)(base + STUB_REQUEST_OFF),
-                    (void*)(base + STUB_RESULT_OFF), p);
+                    (void*)(base + STUB_RESULT_OFF), p, thread0_stack);
 }
 
 /* The source stub: entered right after the Sentry's fork, on its own stack.
@@ -626,8 +650,9 @@ STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
     }
     last = seq;
     uint64_t off = ctl->shared_off;
+    uint64_t thread0_off = ctl->thread0_off;
     long pid = sys6(NR_clone, 0x8000 /*CLONE_PARENT*/ | SIGCHLD, 0, 0, 0, 0, 0);
-    if (pid == 0) stub_new_main(p, off);
+    if (pid == 0) stub_new_main(p, off, thread0_off);
     ctl->result = pid;
     store32(&ctl->done_seq, seq);
     futex_wake(&ctl->done_seq);

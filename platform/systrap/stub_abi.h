@@ -93,6 +93,7 @@ struct stub_source_ctl {
   uint32_t pad;
   uint64_t shared_off; /* memfd offset of the new stub's request page */
   int64_t result;      /* new stub pid or -errno */
+  uint64_t thread0_off; /* memfd offset of thread 0's region (after guard) */
 };
 
 /* Request page (read-only in the stub): Sentry -> syscall thread. */
@@ -117,6 +118,7 @@ struct stub_result {
   uint32_t seq;     /* futex: syscall thread sets to the request's seq */
   uint32_t waiting; /* the syscall thread is (about to be) in FUTEX_WAIT */
   int64_t ret;
+  int64_t thread0_tid; /* the thread the stub made at start */
 };
 #define STUB_RES_SEQ_OFF 0
 #define STUB_RES_WAITING_OFF 4

@@ -170,6 +170,7 @@ struct StubThread {
   stub_slot* slot = nullptr;  // the Sentry's view of the slot
   const void* fp_owner = nullptr;  // Context whose FP state the thread holds
   int pinned_cpu = -1;             // CPU the thread is bound to, -1 = any
+  bool started = false;            // its READY handoff was seen
 };
 
 // A stub process: one guest address space.
@@ -196,6 +197,8 @@ class Stub {
                                uint64_t ss_sp = 0, uint64_t ss_size = 0)
       ABSL_LOCKS_EXCLUDED(req_mu_);
 
+  // Records the thread the stub clones at start (region at `mem_off`).
+  void AdoptThread0(uint64_t mem_off) ABSL_LOCKS_EXCLUDED(threads_mu_);
   absl::StatusOr<StubThread*> AcquireThread() ABSL_LOCKS_EXCLUDED(threads_mu_);
   void ReleaseThread(StubThread* t) ABSL_LOCKS_EXCLUDED(threads_mu_);
 
@@ -207,6 +210,10 @@ class Stub {
  private:
   absl::StatusOr<StubThread*> NewThread()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(threads_mu_);
+  StubThread* RegisterThread(uint64_t mem_off)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(threads_mu_);
+  // Waits for a new thread's READY handoff.
+  absl::Status WaitStarted(StubThread* t);
 
   SystrapPlatform* const plat_;
   const pid_t pid_;
@@ -431,9 +438,14 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
   req->args[3] = a3;
   req->args[4] = a4;
   req->args[5] = a5;
-  req->ss_sp = ss_sp;
-  req->ss_flags = 0;
-  req->ss_size = ss_size;
+  if (ss_sp != 0) {
+    // Only thread clones set these; until thread 0 (made by the stub at
+    // start) has read its own, nothing else may overwrite them. Clones come
+    // after it started (AcquireThread hands out thread 0 first).
+    req->ss_sp = ss_sp;
+    req->ss_flags = 0;
+    req->ss_size = ss_size;
+  }
   uint32_t seq = ++req_seq_;
   if (seq == 0 || seq == kResultDead) seq = req_seq_ = 1;
   Store(&req->seq, seq);
@@ -456,14 +468,65 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
   return static_cast<int64_t>(__atomic_load_n(&res->ret, __ATOMIC_SEQ_CST));
 }
 
+void Stub::AdoptThread0(uint64_t mem_off) {
+  absl::MutexLock l(&threads_mu_);
+  idle_.push_back(RegisterThread(mem_off));
+}
+
 absl::StatusOr<StubThread*> Stub::AcquireThread() {
   absl::MutexLock l(&threads_mu_);
   if (!idle_.empty()) {
     StubThread* t = idle_.back();
     idle_.pop_back();
+    if (!t->started) {
+      // Thread 0, cloned by the stub itself at start.
+      if (auto s = WaitStarted(t); !s.ok()) return s;
+      MemoryFile& mf = plat_->memory_file();
+      auto* res = reinterpret_cast<stub_result*>(
+          mf.Internal(shared_off_ + kPage, kPage));
+      int64_t tid = __atomic_load_n(&res->thread0_tid, __ATOMIC_SEQ_CST);
+      if (tid <= 0 || tid > INT32_MAX) {
+        Kill();
+        return absl::InternalError("stub reported a bad thread id");
+      }
+      t->tid = static_cast<pid_t>(tid);
+    }
     return t;
   }
   return NewThread();
+}
+
+StubThread* Stub::RegisterThread(uint64_t mem_off) {
+  auto t = std::make_unique<StubThread>();
+  t->stub = this;
+  t->index = threads_.size();
+  t->mem_off = mem_off;
+  t->slot = reinterpret_cast<stub_slot*>(plat_->memory_file().Internal(
+      mem_off + plat_->slot_off() - kPage, STUB_SLOT_HEADER));
+  // Register before the stub can run it, so MarkDead reaches its slot.
+  StubThread* raw = t.get();
+  threads_.push_back(std::move(t));
+  absl::MutexLock l(&slots_mu_);
+  slot_words_.push_back(&raw->slot->state);
+  return raw;
+}
+
+absl::Status Stub::WaitStarted(StubThread* t) {
+  Store(&t->slot->sentry_waiting, 1);
+  for (;;) {
+    uint32_t v = Load(&t->slot->state);
+    if (v == STUB_SLOT_SENTRY) break;
+    if (dead()) return absl::UnavailableError("stub process died");
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    Futex(&t->slot->state, FUTEX_WAIT, v, &ts);
+  }
+  Store(&t->slot->sentry_waiting, 0);
+  if (t->slot->event != STUB_EV_READY) {
+    Kill();
+    return absl::InternalError("stub thread misbehaved at start");
+  }
+  t->started = true;
+  return absl::OkStatus();
 }
 
 void Stub::ReleaseThread(StubThread* t) {
@@ -475,61 +538,32 @@ absl::StatusOr<StubThread*> Stub::NewThread() {
   if (threads_.size() >= STUB_MAX_THREADS) {
     return absl::ResourceExhaustedError("too many threads in one stub");
   }
-  MemoryFile& mf = plat_->memory_file();
   const uint64_t region = plat_->region_size();
-  auto t = std::make_unique<StubThread>();
-  t->stub = this;
-  t->index = threads_.size();
-  auto off = mf.Allocate(region - kPage);
+  auto off = plat_->memory_file().Allocate(region - kPage);
   if (!off.ok()) return off.status();
-  t->mem_off = *off;
-  t->slot = reinterpret_cast<stub_slot*>(
-      mf.Internal(*off + plat_->slot_off() - kPage, STUB_SLOT_HEADER));
+  // On failure the region stays with the thread record and is freed with
+  // the stub.
+  StubThread* t = RegisterThread(*off);
   uintptr_t addr = plat_->base() + STUB_THREADS_OFF +
                    static_cast<uint64_t>(t->index) * region;
-  // Register before the stub can run it, so MarkDead reaches its slot.
-  StubThread* raw = t.get();
-  threads_.push_back(std::move(t));
-  {
-    absl::MutexLock l(&slots_mu_);
-    slot_words_.push_back(&raw->slot->state);
-  }
-  auto fail = [&](absl::Status s) {
-    // The region stays with the dead or failed thread record; freed with
-    // the stub.
-    return s;
-  };
   auto r = Call(SYS_mmap, addr + kPage, region - kPage, PROT_READ | PROT_WRITE,
                 MAP_SHARED | MAP_FIXED, plat_->memory_file().fd(), *off);
-  if (!r.ok()) return fail(r.status());
+  if (!r.ok()) return r.status();
   if (*r != static_cast<int64_t>(addr + kPage)) {
-    return fail(absl::InternalError(
-        absl::StrFormat("stub mmap of thread region: %d", *r)));
+    return absl::InternalError(
+        absl::StrFormat("stub mmap of thread region: %d", *r));
   }
   uint64_t alt = addr + plat_->altstack_off();
   auto tid = Call(SYS_clone, kStubThreadCloneFlags, addr + region - 64, 0, 0, 0,
                   0, alt, region - plat_->altstack_off());
-  if (!tid.ok()) return fail(tid.status());
+  if (!tid.ok()) return tid.status();
   if (*tid <= 0) {
-    return fail(absl::InternalError(
-        absl::StrFormat("stub clone of a thread: %d", *tid)));
+    return absl::InternalError(
+        absl::StrFormat("stub clone of a thread: %d", *tid));
   }
-  raw->tid = static_cast<pid_t>(*tid);
-  // Wait for the thread's first handoff (READY).
-  Store(&raw->slot->sentry_waiting, 1);
-  for (;;) {
-    uint32_t v = Load(&raw->slot->state);
-    if (v == STUB_SLOT_SENTRY) break;
-    if (dead()) return fail(absl::UnavailableError("stub process died"));
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    Futex(&raw->slot->state, FUTEX_WAIT, v, &ts);
-  }
-  Store(&raw->slot->sentry_waiting, 0);
-  if (raw->slot->event != STUB_EV_READY) {
-    Kill();
-    return absl::InternalError("stub thread misbehaved at start");
-  }
-  return raw;
+  t->tid = static_cast<pid_t>(*tid);
+  if (auto s = WaitStarted(t); !s.ok()) return s;
+  return t;
 }
 
 // ---------------------------------------------------------------------------
@@ -1031,17 +1065,35 @@ absl::StatusOr<std::unique_ptr<AddressSpace>>
 SystrapPlatform::NewAddressSpace() {
   auto shared = mf_->Allocate(2 * kPage);
   if (!shared.ok()) return shared.status();
+  // Thread 0 comes with the stub: its region, and its sigaltstack in the
+  // (not yet mapped) request page.
+  auto thread0 = mf_->Allocate(region_size_ - kPage);
+  if (!thread0.ok()) {
+    mf_->Free(*shared, 2 * kPage);
+    return thread0.status();
+  }
+  auto free_all = [&] {
+    mf_->Free(*shared, 2 * kPage);
+    mf_->Free(*thread0, region_size_ - kPage);
+  };
+  {
+    auto* req = reinterpret_cast<stub_request*>(mf_->Internal(*shared, kPage));
+    req->ss_sp = base_ + STUB_THREADS_OFF + altstack_off_;
+    req->ss_flags = 0;
+    req->ss_size = region_size_ - altstack_off_;
+  }
   long pid;
   {
     absl::MutexLock l(&source_mu_);
     {
       absl::MutexLock w(&watch_mu_);
       if (source_dead_) {
-        mf_->Free(*shared, 2 * kPage);
+        free_all();
         return absl::UnavailableError("source stub died");
       }
     }
     ctl_->shared_off = *shared;
+    ctl_->thread0_off = *thread0;
     uint32_t seq = ++source_seq_;
     Store(&ctl_->req_seq, seq);
     FutexWake(&ctl_->req_seq);
@@ -1049,7 +1101,7 @@ SystrapPlatform::NewAddressSpace() {
       uint32_t v = Load(&ctl_->done_seq);
       if (v == seq) break;
       if (v == kResultDead) {
-        mf_->Free(*shared, 2 * kPage);
+        free_all();
         return absl::UnavailableError("source stub died");
       }
       Futex(&ctl_->done_seq, FUTEX_WAIT, v);
@@ -1057,7 +1109,7 @@ SystrapPlatform::NewAddressSpace() {
     pid = ctl_->result;
   }
   if (pid <= 0) {
-    mf_->Free(*shared, 2 * kPage);
+    free_all();
     return ErrnoStatus(static_cast<int>(-pid), "clone stub");
   }
   int pidfd = syscall(SYS_pidfd_open, pid, 0);
@@ -1065,15 +1117,19 @@ SystrapPlatform::NewAddressSpace() {
     int e = errno;
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
-    mf_->Free(*shared, 2 * kPage);
+    free_all();
     return ErrnoStatus(e, "pidfd_open stub");
   }
   uint64_t id;
-  std::shared_ptr<Stub> stub;
   {
     absl::MutexLock l(&watch_mu_);
     id = next_id_++;
-    stub = std::make_shared<Stub>(this, pid, pidfd, *shared, id);
+  }
+  // Lock order: a Stub's threads_mu_ before watch_mu_ (Kill unwatches).
+  auto stub = std::make_shared<Stub>(this, pid, pidfd, *shared, id);
+  stub->AdoptThread0(*thread0);
+  {
+    absl::MutexLock l(&watch_mu_);
     watched_[id] = stub;
     epoll_event ev = {};
     ev.events = EPOLLIN;
