@@ -326,6 +326,12 @@ class MemoryManager : public MappingSpace {
   static bool NeedsCow(const Vma& vma, const Pma& pma) {
     return !vma.shared && (!pma.owned || pma.cow);
   }
+  // Whether a write to `pma` must go through EnsurePmaLocked first: to copy
+  // it, or to let its Mappable hear of the first write of a page it handed
+  // out read-only (write-back tracking).
+  static bool WriteNeedsWork(const Vma& vma, const Pma& pma) {
+    return NeedsCow(vma, pma) || !(pma.max_prot & PROT_WRITE);
+  }
   // The host protection a pma is mapped with.
   static int EffectiveProt(const Vma& vma, const Pma& pma) {
     int prot = vma.prot & pma.max_prot;

@@ -109,7 +109,11 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
     if (write && NeedsCow(vma, pit->second)) {
       return BreakCowLocked(vma_start, vma, pit, addr);
     }
-    return pit;
+    if (!write || (pit->second.max_prot & PROT_WRITE)) return pit;
+    // A shared page its Mappable gave out read-only: translate it again
+    // for writing, so the Mappable knows it is dirty.
+    const uintptr_t page = PageRoundDown(addr);
+    DropPmasLocked(page, page + kPageSize, /*owned_too=*/false);
   }
   // The run to back: a window around addr, within the VMA, not reaching
   // into pages already backed.
@@ -159,6 +163,7 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
     if (write && NeedsCow(vma, pit->second)) {
       return BreakCowLocked(vma_start, vma, pit, addr);
     }
+    if (write && !(pit->second.max_prot & PROT_WRITE)) return kEIO;
     return pit;
   }
 
@@ -339,7 +344,7 @@ KResult<size_t> MemoryManager::CopyLoop(
     {
       absl::ReaderMutexLock al(&active_mu_);
       auto pit = FindPmaLocked(cur);
-      if (pit != pmas_.end() && !(write && NeedsCow(vma, pit->second))) {
+      if (pit != pmas_.end() && !(write && WriteNeedsWork(vma, pit->second))) {
         k = std::min<uint64_t>(n - done, pit->second.end - cur);
         ok = fn(pit->second.file_offset + (cur - pit->first), done, k);
       }

@@ -820,20 +820,26 @@ class FakeMappable : public Mappable {
                      bool) override {
     mapped_ -= length;
   }
-  KResult<std::vector<Translation>> Translate(uint64_t req, uint64_t req_len,
-                                              uint64_t opt, uint64_t opt_len,
-                                              platform::AccessType) override {
+  KResult<std::vector<Translation>> Translate(
+      uint64_t req, uint64_t req_len, uint64_t opt, uint64_t opt_len,
+      platform::AccessType at) override {
     if (req + req_len > size_) return kEFAULT;  // beyond EOF
     uint64_t end = std::min(opt + opt_len, size_);
     ++translates_;
-    return std::vector<Translation>{
-        {opt, end - opt, off_ + opt, PROT_READ | PROT_WRITE | PROT_EXEC}};
+    if (at.write) ++write_translates_;
+    int prot = PROT_READ | PROT_EXEC;
+    if (at.write || !track_writes_) prot |= PROT_WRITE;
+    return std::vector<Translation>{{opt, end - opt, off_ + opt, prot}};
   }
   uint64_t file_offset() const { return off_; }
 
   MappingSpace* space_ = nullptr;
   uint64_t mapped_ = 0;
   int translates_ = 0;
+  int write_translates_ = 0;
+  // Hand pages out read-only until a write translation (page-cache style
+  // dirty tracking).
+  bool track_writes_ = false;
 
  private:
   platform::MemoryFile& mf_;
@@ -870,6 +876,32 @@ TEST_F(MemoryManagerTest, SharedMappableIsMappedDirectly) {
   EXPECT_EQ(file->translates_, before + 1);
   ASSERT_TRUE(mm_->Munmap(kBase, 8 * 4096).ok());
   EXPECT_EQ(file->mapped_, 0u);
+}
+
+TEST_F(MemoryManagerTest, SharedMappableHearsOfTheFirstWrite) {
+  auto file = std::make_shared<FakeMappable>(platform_.memory_file(), 4);
+  file->track_writes_ = true;
+  ASSERT_TRUE(mm_->Mmap({.addr = kBase,
+                         .length = 4 * 4096,
+                         .prot = kRW,
+                         .flags = MAP_SHARED | MAP_FIXED,
+                         .mappable = file})
+                  .ok());
+  ASSERT_TRUE(Fault(kBase));
+  FakeAddressSpace::Page page;
+  ASSERT_TRUE(as_->Lookup(kBase, &page));
+  EXPECT_EQ(page.prot, PROT_READ);  // read-only until written
+  EXPECT_EQ(file->write_translates_, 0);
+  ASSERT_TRUE(Fault(kBase, /*write=*/true));
+  EXPECT_EQ(file->write_translates_, 1);
+  ASSERT_TRUE(as_->Lookup(kBase, &page));
+  EXPECT_EQ(page.prot, kRW);
+  EXPECT_EQ(page.offset, file->file_offset());  // still the file's page
+  // The Sentry's own writes tell the Mappable too.
+  file->space_->Invalidate(kBase, 4 * 4096);
+  ASSERT_TRUE(Fault(kBase + 4096));
+  ASSERT_TRUE(mm_->CopyOut(kBase + 4096, "w", 1).ok());
+  EXPECT_EQ(file->write_translates_, 2);
 }
 
 TEST_F(MemoryManagerTest, PrivateMappableIsCopiedOnWrite) {
