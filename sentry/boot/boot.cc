@@ -98,6 +98,9 @@ int BootMain(int argc, char** argv) {
   // CLI's exit.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   prctl(PR_SET_NAME, "runsc-sentry");
+  // A guest writing to a closed pipe gets EPIPE and a (Sentry-made)
+  // SIGPIPE; the Sentry itself must never die of one.
+  signal(SIGPIPE, SIG_IGN);
 
   auto spec_or = ReadBootSpecFromFd(kSpecFd);
   close(kSpecFd);

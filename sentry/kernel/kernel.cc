@@ -14,11 +14,6 @@ int64_t MonotonicNs() {
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-// Signals whose default action is to ignore (signal(7)).
-bool DefaultIgnored(int sig) {
-  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
-}
-
 }  // namespace
 
 Kernel::Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
@@ -83,15 +78,7 @@ ExitStatus Kernel::WaitInit() {
 
 void Kernel::SendExternalSignal(int sig) {
   ThreadGroup* tg = init();
-  if (tg == nullptr || sig <= 0 || sig > abi::kNumSignals) return;
-  abi::KernelSigaction act = tg->GetAction(sig);
-  if (act.handler == abi::kSigIgn) return;
-  if (act.handler == abi::kSigDfl && DefaultIgnored(sig)) return;
-  if (act.handler != abi::kSigDfl) {
-    LogWarning("signal %d: guest handlers are not delivered yet; the "
-               "default action applies", sig);
-  }
-  tg->ExitGroup(ExitStatus::Killed(sig));
+  if (tg != nullptr) tg->SignalDefaultAction(sig);
 }
 
 void Kernel::Fatal(std::string reason) {

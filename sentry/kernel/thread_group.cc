@@ -1,7 +1,10 @@
 #include "sentry/kernel/thread_group.h"
 
+#include <signal.h>
+
 #include <algorithm>
 
+#include "sentry/kernel/log.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/fd_table.h"
 
@@ -57,6 +60,35 @@ abi::KernelSigaction ThreadGroup::GetAction(int sig) const {
 void ThreadGroup::SetAction(int sig, const abi::KernelSigaction& act) {
   absl::MutexLock l(&mu_);
   actions_[sig] = act;
+}
+
+namespace {
+
+bool DefaultIgnored(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+bool DefaultCoreDump(int sig) {
+  return sig == SIGQUIT || sig == SIGILL || sig == SIGTRAP ||
+         sig == SIGABRT || sig == SIGBUS || sig == SIGFPE || sig == SIGSEGV ||
+         sig == SIGSYS || sig == SIGXCPU || sig == SIGXFSZ;
+}
+
+}  // namespace
+
+void ThreadGroup::SignalDefaultAction(int sig) {
+  if (sig <= 0 || sig > abi::kNumSignals) return;
+  abi::KernelSigaction act = GetAction(sig);
+  if (sig != SIGKILL && sig != SIGSTOP) {
+    if (act.handler == abi::kSigIgn) return;
+    if (act.handler == abi::kSigDfl && DefaultIgnored(sig)) return;
+    if (act.handler != abi::kSigDfl) {
+      LogWarning("signal %d: guest handlers are not delivered yet; the "
+                 "default action applies",
+                 sig);
+    }
+  }
+  ExitGroup(ExitStatus::Killed(sig, DefaultCoreDump(sig)));
 }
 
 void ThreadGroup::AddTask(Task* task) {

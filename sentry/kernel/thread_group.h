@@ -70,6 +70,12 @@ class ThreadGroup {
   abi::KernelSigaction GetAction(int sig) const;
   void SetAction(int sig, const abi::KernelSigaction& act);
 
+  // A signal for this process, until signal delivery exists: dropped if
+  // the process ignores it (explicitly, or by default), otherwise its
+  // default action ends the process (stop signals too, for now; a handler
+  // is logged as not yet delivered).
+  void SignalDefaultAction(int sig);
+
   // Adds a task; the first becomes the leader (its TID is the TGID).
   void AddTask(Task* task);
   size_t TaskCount() const;

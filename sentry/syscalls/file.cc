@@ -2,6 +2,7 @@
 // fcntl, fstat/newfstatat, ioctl, readlink. Path-based calls come with the
 // VFS issue.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -51,6 +52,14 @@ KResult<size_t> DoRead(Task& t, FileDescription& f, UserAddr buf,
   return t.CopyOut(buf.addr, tmp.data(), n);
 }
 
+// EPIPE from a write also raises SIGPIPE, as Linux's pipes and sockets do.
+KResult<size_t> RaiseSigpipe(Task& t, KResult<size_t> r) {
+  if (!r.ok() && r.error() == kEPIPE) {
+    t.thread_group().SignalDefaultAction(SIGPIPE);
+  }
+  return r;
+}
+
 KResult<size_t> DoWrite(Task& t, FileDescription& f, uint64_t buf,
                         uint64_t count, int64_t offset) {
   if (!RangeOk(buf, count)) return kEFAULT;
@@ -60,7 +69,8 @@ KResult<size_t> DoWrite(Task& t, FileDescription& f, uint64_t buf,
   TRY(size_t got, t.CopyIn(buf, tmp.data(), tmp.size()));
   vfs::IoContext ctx = t.io_context();
   auto src = absl::MakeConstSpan(tmp.data(), got);
-  return offset < 0 ? f.Write(ctx, src) : f.PWrite(ctx, src, offset);
+  return RaiseSigpipe(
+      t, offset < 0 ? f.Write(ctx, src) : f.PWrite(ctx, src, offset));
 }
 
 // read(2).
@@ -163,7 +173,7 @@ SyscallResult Writev(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
   }
   if (tmp.empty()) return uint64_t{0};
   vfs::IoContext ctx = t.io_context();
-  TRY(size_t n, f->Write(ctx, absl::MakeConstSpan(tmp)));
+  TRY(size_t n, RaiseSigpipe(t, f->Write(ctx, absl::MakeConstSpan(tmp))));
   return n;
 }
 

@@ -58,25 +58,10 @@ SyscallResult RtSigprocmask(Task& t, int32_t how, UserPtr<uint64_t> set,
   return uint64_t{0};
 }
 
-// Signals whose default action is to ignore (signal(7)).
-bool DefaultIgnored(int sig) {
-  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
-}
-
-// Sends `sig` to the caller's own process. Until signal delivery exists:
-// an ignored signal is dropped; any other takes its default action, which
-// for every such signal ends the process (stop signals: see the note).
+// Sends `sig` to the caller's own process (default actions only).
 KResult<uint64_t> SignalSelf(Task& t, int32_t sig) {
   if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
-  if (sig == 0) return uint64_t{0};
-  abi::KernelSigaction act = t.thread_group().GetAction(sig);
-  if (act.handler == abi::kSigIgn && sig != SIGKILL) return uint64_t{0};
-  if (act.handler == abi::kSigDfl && DefaultIgnored(sig)) return uint64_t{0};
-  bool core = sig == SIGQUIT || sig == SIGILL || sig == SIGTRAP ||
-              sig == SIGABRT || sig == SIGBUS || sig == SIGFPE ||
-              sig == SIGSEGV || sig == SIGSYS || sig == SIGXCPU ||
-              sig == SIGXFSZ;
-  t.thread_group().ExitGroup(kernel::ExitStatus::Killed(sig, core));
+  if (sig != 0) t.thread_group().SignalDefaultAction(sig);
   return uint64_t{0};
 }
 

@@ -82,6 +82,11 @@ class Child {
   void Write(const std::string& s) {
     ASSERT_EQ(write(in_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
   }
+  void CloseStdout() {
+    close(out_);
+    out_ = open("/dev/null", O_RDONLY | O_CLOEXEC);  // Keeps Pump simple.
+    out_open_ = false;
+  }
   void CloseStdin() {
     close(in_);
     in_ = -1;
@@ -291,6 +296,19 @@ TEST_F(RunscDoTest, SignalsAreForwarded) {
     kill(c.pid(), sig);
     EXPECT_EQ(c.Finish(20000).status, 128 + sig);
   }
+}
+
+TEST_F(RunscDoTest, WriteToClosedPipeRaisesSigpipe) {
+  Child c({"do", "--", Program("cat")});
+  c.Write("first\n");
+  ASSERT_TRUE(c.WaitForOutput("first\n"));
+  c.CloseStdout();
+  // The next write gets EPIPE and SIGPIPE: the guest dies, the Sentry
+  // (which ignores SIGPIPE itself) reports it.
+  signal(SIGPIPE, SIG_IGN);
+  c.Write("second\n");
+  Result r = c.Finish(20000);
+  EXPECT_EQ(r.status, 128 + SIGPIPE) << r.err;
 }
 
 TEST_F(RunscDoTest, BlockedReadIsInterrupted) {
