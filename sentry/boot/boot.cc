@@ -153,6 +153,7 @@ int BootMain(int argc, char** argv) {
                                 mm_or.error().name()));
   }
   std::shared_ptr<mm::MemoryManager> mm = std::move(mm_or).value();
+  Phase(start, "address space created");
 
   loader::HostFdReader reader(kExecFd);
   loader::LoadArgs largs;
@@ -188,6 +189,7 @@ int BootMain(int argc, char** argv) {
   if (!task.ok()) return Fail("cannot create the first task");
 
   std::thread signals(SignalLoop, k.get(), fwd);
+  Phase(start, "first task created");
   k->Start(task.value());
   kernel::ExitStatus status = k->WaitInit();
   Phase(start, "init exited");
