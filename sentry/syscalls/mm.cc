@@ -44,6 +44,21 @@ SyscallResult Mprotect(Task& t, UserAddr addr, uint64_t length, Flags prot) {
   return uint64_t{0};
 }
 
+// madvise(2).
+SyscallResult Madvise(Task& t, UserAddr addr, uint64_t length,
+                      int32_t advice) {
+  TRY_VOID(t.mm().Madvise(addr.addr, length, advice));
+  return uint64_t{0};
+}
+
+// mremap(2).
+SyscallResult Mremap(Task& t, UserAddr old_addr, uint64_t old_size,
+                     uint64_t new_size, Flags flags, UserAddr new_addr) {
+  TRY(uintptr_t a, t.mm().Mremap(old_addr.addr, old_size, new_size,
+                                 static_cast<int>(flags.v), new_addr.addr));
+  return static_cast<uint64_t>(a);
+}
+
 }  // namespace
 
 void RegisterMmSyscalls(SyscallTable& t) {
@@ -53,6 +68,12 @@ void RegisterMmSyscalls(SyscallTable& t) {
       .hex_result = true;
   t.Full<&Munmap>(nr::munmap);
   t.Full<&Mprotect>(nr::mprotect);
+  t.Partial<&Madvise>(nr::madvise,
+                      "DONTNEED, FREE, REMOVE, POPULATE_*; other advice "
+                      "accepted and ignored");
+  t.Partial<&Mremap>(nr::mremap,
+                     "no duplication of shared mappings (old size 0)")
+      .hex_result = true;
 }
 
 }  // namespace sandbox::syscalls

@@ -342,6 +342,22 @@ TEST_F(SyscallsTest, Memory) {
   EXPECT_EQ(Call(nr::mmap, 0, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
                  static_cast<uint64_t>(-1), 0).error(),
             kEINVAL);
+  // madvise/mremap go to the mm.
+  auto m2 = Call(nr::mmap, 0, 8192, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0);
+  ASSERT_TRUE(m2.ok());
+  uint32_t v = 42;
+  Put(m2.value(), &v, 4);
+  EXPECT_EQ(Call(nr::madvise, m2.value(), 8192, MADV_DONTNEED).value(), 0u);
+  EXPECT_EQ(Get<uint32_t>(m2.value()), 0u);
+  EXPECT_EQ(Call(nr::madvise, m2.value() + 1, 8192, MADV_DONTNEED).error(),
+            kEINVAL);
+  Put(m2.value(), &v, 4);
+  auto moved = Call(nr::mremap, m2.value(), 8192, 1 << 20, MREMAP_MAYMOVE, 0);
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(Get<uint32_t>(moved.value()), 42u);
+  EXPECT_EQ(Call(nr::mremap, moved.value(), 4096, 8192, 0xff, 0).error(),
+            kEINVAL);
   // A file mapping of a missing FD.
   EXPECT_EQ(Call(nr::mmap, 0, 4096, PROT_READ, MAP_PRIVATE, 55, 0).error(),
             kEBADF);

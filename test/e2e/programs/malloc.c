@@ -18,6 +18,14 @@ int main(void) {
   if (!big) return 2;
   memset(big, 1, 64 << 20);
   free(big);
+  // Large blocks are mmapped; realloc grows them with mremap.
+  char* r = malloc(1 << 20);
+  if (!r) return 6;
+  r[12345] = 9;
+  r = realloc(r, 16 << 20);
+  if (!r || r[12345] != 9) return 7;
+  r[(16 << 20) - 1] = 1;
+  free(r);
   char* m = mmap(0, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return 3;
   if (mprotect(m, 8192, PROT_READ | PROT_WRITE)) return 4;
