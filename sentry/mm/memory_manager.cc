@@ -227,6 +227,7 @@ void MemoryManager::UnmapLocked(uintptr_t start, uintptr_t end) {
     auto it = vmas_.lower_bound(start);
     while (it != vmas_.end() && it->first < end) {
       if (it->second.mappable) removed.emplace_back(it->first, it->second);
+      mapped_bytes_ -= it->second.end - it->first;
       it = vmas_.erase(it);
     }
   }
@@ -272,6 +273,7 @@ void MemoryManager::MergeAroundLocked(uintptr_t addr) {
 }
 
 void MemoryManager::InsertVmaLocked(uintptr_t start, Vma vma) {
+  mapped_bytes_ += vma.end - start;
   vmas_.emplace(start, std::move(vma));
   MergeAroundLocked(start);
 }
@@ -282,6 +284,7 @@ bool MemoryManager::GrowDownLocked(uintptr_t addr) {
   auto next = vmas_.upper_bound(addr);
   if (next == vmas_.end() || !next->second.grows_down) return false;
   if (next->second.end - page > layout_.max_stack_size) return false;
+  if (!MayExpandLocked(next->first - page)) return false;
   if (next != vmas_.begin()) {
     const auto& prev = std::prev(next)->second;
     // expand_downwards(): keep the guard gap to an accessible VMA below.
@@ -294,6 +297,7 @@ bool MemoryManager::GrowDownLocked(uintptr_t addr) {
   if (next->second.mappable && next->second.offset < delta) return false;
   auto node = vmas_.extract(next);
   node.key() = page;
+  mapped_bytes_ += delta;
   if (node.mapped().mappable) node.mapped().offset -= delta;
   vmas_.insert(std::move(node));
   return true;
@@ -356,6 +360,9 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
       return kEEXIST;
     }
     if (VmaCountAfterLocked(addr, end, true) > kMaxMapCount) return kENOMEM;
+    if (!MayExpandLocked(length - (fixed ? MappedInLocked(addr, end) : 0))) {
+      return kENOMEM;
+    }
     if (fixed) UnmapLocked(addr, end);
 
     Vma vma;
@@ -486,6 +493,9 @@ uintptr_t MemoryManager::Brk(uintptr_t brk) {
     }
   }
   if (newbrk + kPageSize > layout_.max_addr) return orig;
+  // check_data_rlimit() and may_expand_vm().
+  if (brk - brk_start_ > data_limit_) return orig;
+  if (!MayExpandLocked(newbrk - oldbrk)) return orig;
   if (vmas_.size() >= kMaxMapCount) return orig;
   Vma vma;
   vma.end = newbrk;
@@ -550,6 +560,33 @@ std::string MemoryManager::MapsText() {
     out += '\n';
   }
   return out;
+}
+
+uint64_t MemoryManager::MappedInLocked(uintptr_t start, uintptr_t end) {
+  uint64_t n = 0;
+  auto it = vmas_.upper_bound(start);
+  if (it != vmas_.begin()) --it;
+  for (; it != vmas_.end() && it->first < end; ++it) {
+    const uintptr_t s = std::max(it->first, start);
+    const uintptr_t e = std::min(it->second.end, end);
+    if (s < e) n += e - s;
+  }
+  return n;
+}
+
+void MemoryManager::SetAddressSpaceLimit(uint64_t bytes) {
+  absl::MutexLock ml(&mapping_mu_);
+  as_limit_ = bytes;
+}
+
+void MemoryManager::SetDataLimit(uint64_t bytes) {
+  absl::MutexLock ml(&mapping_mu_);
+  data_limit_ = bytes;
+}
+
+uint64_t MemoryManager::MappedBytes() {
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  return mapped_bytes_;
 }
 
 size_t MemoryManager::VmaCount() {

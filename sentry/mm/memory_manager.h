@@ -194,6 +194,15 @@ class MemoryManager : public MappingSpace {
   KResult<uintptr_t> Mremap(uintptr_t old_addr, size_t old_size,
                             size_t new_size, int flags, uintptr_t new_addr);
 
+  // ---- Resource limits (prlimit). ----
+  // RLIMIT_AS: mmap, mremap, brk and stack growth fail with ENOMEM (brk:
+  // returns the old break) past this many bytes of VMAs. RLIMIT_DATA:
+  // brk may not grow the heap past it. UINT64_MAX = unlimited (default).
+  void SetAddressSpaceLimit(uint64_t bytes);
+  void SetDataLimit(uint64_t bytes);
+  // Total bytes covered by VMAs (Linux's total_vm, in bytes).
+  uint64_t MappedBytes();
+
   // ---- Set-up (loader, exec). ----
   // Sets the start of the heap; the break starts there. Called once by the
   // loader before the guest runs.
@@ -260,6 +269,13 @@ class MemoryManager : public MappingSpace {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mapping_mu_);
   bool RangeFreeLocked(uintptr_t start, uintptr_t end)
       ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  // Bytes of VMAs inside [start, end).
+  uint64_t MappedInLocked(uintptr_t start, uintptr_t end)
+      ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
+  // Whether `grow` more bytes of VMAs stay within RLIMIT_AS.
+  bool MayExpandLocked(uint64_t grow) ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_) {
+    return grow <= as_limit_ && mapped_bytes_ <= as_limit_ - grow;
+  }
   // Number of VMAs after unmapping [start, end) and inserting one more.
   size_t VmaCountAfterLocked(uintptr_t start, uintptr_t end, bool insert)
       ABSL_SHARED_LOCKS_REQUIRED(mapping_mu_);
@@ -359,6 +375,10 @@ class MemoryManager : public MappingSpace {
   absl::Mutex mapping_mu_ ABSL_ACQUIRED_BEFORE(active_mu_);
   VmaMap vmas_ ABSL_GUARDED_BY(mapping_mu_);
   uintptr_t brk_start_ ABSL_GUARDED_BY(mapping_mu_) = 0;
+  // Sum of VMA lengths.
+  uint64_t mapped_bytes_ ABSL_GUARDED_BY(mapping_mu_) = 0;
+  uint64_t as_limit_ ABSL_GUARDED_BY(mapping_mu_) = UINT64_MAX;
+  uint64_t data_limit_ ABSL_GUARDED_BY(mapping_mu_) = UINT64_MAX;
   uintptr_t brk_ ABSL_GUARDED_BY(mapping_mu_) = 0;
 
   absl::Mutex active_mu_ ABSL_ACQUIRED_AFTER(mapping_mu_);

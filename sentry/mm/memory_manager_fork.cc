@@ -35,9 +35,12 @@ KResult<std::unique_ptr<MemoryManager>> MemoryManager::Fork(
     absl::MutexLock cal(&child->active_mu_);
     child->brk_start_ = brk_start_;
     child->brk_ = brk_;
+    child->as_limit_ = as_limit_;
+    child->data_limit_ = data_limit_;
     for (const auto& [start, vma] : vmas_) {
       if (vma.dont_fork) continue;
       child->vmas_.emplace(start, vma);
+      child->mapped_bytes_ += vma.end - start;
       if (vma.mappable) {
         mappings.push_back({vma.mappable, start, vma.offset, vma.end - start,
                             vma.shared && (vma.max_prot & PROT_WRITE)});

@@ -33,6 +33,14 @@ class ForkTest : public ::testing::Test {
     parent_ = std::move(mm).value();
     parent_as_ = platform_.last_address_space();
   }
+  void TearDown() override {
+    for (MemoryManager* mm : {parent_.get(), child_.get()}) {
+      if (mm == nullptr) continue;
+      uint64_t sum = 0;
+      for (const VmaInfo& v : mm->Vmas()) sum += v.end - v.start;
+      EXPECT_EQ(mm->MappedBytes(), sum);
+    }
+  }
   void MapFixed(MemoryManager& mm, uintptr_t addr, size_t len,
                 int flags = kAnonPrivate, int prot = kRW) {
     ASSERT_TRUE(mm.Mmap({.addr = addr,

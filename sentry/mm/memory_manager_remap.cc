@@ -285,6 +285,11 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
         kMaxMapCount) {
       return kENOMEM;
     }
+    if (!MayExpandLocked(dontunmap
+                             ? new_len
+                             : (new_len > old_len ? new_len - old_len : 0))) {
+      return kENOMEM;
+    }
     MoveLocked(old_addr, old_len, new_addr, new_len, dontunmap);
     return new_addr;
   }
@@ -316,12 +321,15 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
                                  vma.offset + (old_end - vit->first), grow,
                                  vma.shared && (vma.max_prot & PROT_WRITE));
       }
+      if (!MayExpandLocked(grow)) return kENOMEM;
       vma.end = old_end + grow;
+      mapped_bytes_ += grow;
       MergeAroundLocked(vit->first);
       return old_addr;
     }
   }
   if (!may_move) return kENOMEM;
+  if (!MayExpandLocked(new_len - old_len)) return kENOMEM;
   TRY(uintptr_t dest, FindUnmappedLocked(0, new_len, false));
   MoveLocked(old_addr, old_len, dest, new_len, /*keep_old=*/false);
   return dest;

@@ -50,6 +50,13 @@ class MemoryManagerTest : public ::testing::Test {
     mm_ = std::move(mm).value();
     as_ = platform_.last_address_space();
   }
+  void TearDown() override {
+    if (mm_ == nullptr) return;
+    // The running total of VMA sizes matches the VMAs.
+    uint64_t sum = 0;
+    for (const VmaInfo& v : mm_->Vmas()) sum += v.end - v.start;
+    EXPECT_EQ(mm_->MappedBytes(), sum);
+  }
 
   KResult<uintptr_t> Map(uintptr_t addr, size_t len, int prot = kRW,
                          int flags = kAnonPrivate) {
@@ -637,6 +644,42 @@ TEST_F(MemoryManagerTest, WithInternalMapping) {
   EXPECT_TRUE(mm_->WithInternalMapping(kBase + 4096, 4, r, nop).ok());
   EXPECT_ERRNO(mm_->WithInternalMapping(kBase + 2 * 4096, 4, r, nop), kEFAULT);
   EXPECT_ERRNO(mm_->WithInternalMapping(kBase, 0, r, nop), kEFAULT);
+}
+
+// -------------------------------------------------------------- rlimits ----
+
+TEST_F(MemoryManagerTest, AddressSpaceLimit) {
+  mm_->SetAddressSpaceLimit(4 * 4096);
+  EXPECT_TRUE(Map(kBase, 2 * 4096, kRW, kAnonPrivate | MAP_FIXED).ok());
+  EXPECT_EQ(mm_->MappedBytes(), 2 * 4096u);
+  EXPECT_ERRNO(Map(0, 3 * 4096), kENOMEM);
+  // Replacing counts only what is new.
+  EXPECT_TRUE(Map(kBase, 4 * 4096, PROT_READ, kAnonPrivate | MAP_FIXED).ok());
+  EXPECT_EQ(mm_->MappedBytes(), 4 * 4096u);
+  EXPECT_ERRNO(Map(0, 4096), kENOMEM);
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4 * 4096, 8 * 4096, MREMAP_MAYMOVE, 0),
+               kENOMEM);
+  mm_->SetBrkStart(0x600000);
+  EXPECT_EQ(mm_->Brk(0x601000), 0x600000u);
+  ASSERT_TRUE(mm_->Munmap(kBase, 4096).ok());
+  EXPECT_EQ(mm_->MappedBytes(), 3 * 4096u);
+  EXPECT_EQ(mm_->Brk(0x601000), 0x601000u);
+  EXPECT_EQ(mm_->MappedBytes(), 4 * 4096u);
+  // Grows-down stacks are limited too.
+  mm_->SetAddressSpaceLimit(UINT64_MAX);
+  FixedOk(kBase + 64 * kMiB, 4096, kRW, kAnonPrivate | MAP_GROWSDOWN);
+  mm_->SetAddressSpaceLimit(mm_->MappedBytes());
+  EXPECT_FALSE(Fault(kBase + 64 * kMiB - 8, true));
+  mm_->SetAddressSpaceLimit(mm_->MappedBytes() + 4096);
+  EXPECT_TRUE(Fault(kBase + 64 * kMiB - 8, true));
+}
+
+TEST_F(MemoryManagerTest, DataLimitBoundsBrk) {
+  mm_->SetBrkStart(0x600000);
+  mm_->SetDataLimit(8192);
+  EXPECT_EQ(mm_->Brk(0x602000), 0x602000u);
+  EXPECT_EQ(mm_->Brk(0x602001), 0x602000u);
+  EXPECT_EQ(mm_->Brk(0x601000), 0x601000u);  // shrinking is always fine
 }
 
 // ----------------------------------------------------------- map count ----
