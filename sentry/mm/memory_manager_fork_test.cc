@@ -1,6 +1,9 @@
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -229,6 +232,42 @@ TEST_F(ForkTest, ChainsOfForksFreeEverything) {
   EXPECT_EQ(Get(**grandchild, kBase + 1024 * 1024), kBase + 1024 * 1024);
   child_.reset();
   grandchild->reset();
+  EXPECT_EQ(Allocated(), 0u);
+}
+
+TEST_F(ForkTest, ForkWhileOtherThreadsWrite) {
+  MapFixed(*parent_, kBase, 4 * kMiB);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&, t] {
+      uint64_t i = 0;
+      while (!stop.load()) {
+        const uintptr_t a = kBase + ((i * 4096 * 7 + t * 8) % (4 * kMiB));
+        if (!parent_->CopyOut(a, &i, 8).ok()) ++failures;
+        platform::AccessType w;
+        w.write = true;
+        if (!parent_->HandleFault(a, w).ok()) ++failures;
+        ++i;
+      }
+    });
+  }
+  for (int k = 0; k < 50; ++k) {
+    auto c = parent_->Fork(platform_);
+    ASSERT_TRUE(c.ok());
+    uint64_t v = 0;
+    // The child's view is frozen: writing it never shows in the parent.
+    ASSERT_TRUE((*c)->CopyOut(kBase + 3 * kMiB + 16, &k, sizeof(k)).ok());
+    ASSERT_TRUE((*c)->CopyIn(kBase + 8, &v, 8).ok());
+  }
+  stop = true;
+  for (auto& th : writers) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  int k = -1;
+  ASSERT_TRUE(parent_->CopyIn(kBase + 3 * kMiB + 16, &k, sizeof(k)).ok());
+  EXPECT_NE(k, 49);
+  parent_.reset();
   EXPECT_EQ(Allocated(), 0u);
 }
 
