@@ -278,6 +278,8 @@ class SystrapContext final : public Context {
 
   // (pid << 32 | tid) of the stub thread running this context, or 0.
   std::atomic<uint64_t> running_{0};
+  // The state word of the slot that Switch waits on while running_ != 0.
+  std::atomic<uint32_t*> running_word_{nullptr};
   // Spin back-off: after a spin that timed out, the next `backoff_left_`
   // switches sleep at once; the length doubles per failure (capped) and
   // resets after a successful spin.
@@ -633,6 +635,9 @@ void SystrapContext::Interrupt() {
   if (r != 0) {
     syscall(SYS_tgkill, static_cast<pid_t>(r >> 32),
             static_cast<pid_t>(r & 0xffffffff), SIGCHLD);
+    // Let a sleeping Switch switch to its timed wait. (A stale pointer only
+    // costs a spurious wake-up: the Sentry's mapping of the file stays.)
+    if (uint32_t* w = running_word_.load()) FutexWake(w, INT32_MAX);
   }
 }
 
@@ -664,6 +669,11 @@ bool SystrapContext::WaitForStub(StubThread* t, bool spin) {
       if (backoff_len_ < 4096) backoff_len_ *= 2;
     }
   }
+  // While an interrupt is pending the wait is timed: the signal is sent
+  // again (cheap insurance) and a guest that still has not stopped after
+  // interrupt_kill_ms (it blocked SIGCHLD through a forged rt_sigreturn
+  // frame and never traps) is killed.
+  uint64_t interrupt_deadline = 0;
   for (;;) {
     uint32_t v = Load(&s->state);
     if (v == STUB_SLOT_SENTRY) break;
@@ -672,7 +682,24 @@ bool SystrapContext::WaitForStub(StubThread* t, bool spin) {
     v = Load(&s->state);
     if (v == STUB_SLOT_SENTRY) break;
     if (stub_->dead()) return false;
-    Futex(&s->state, FUTEX_WAIT, v);
+    if (!interrupt_.load() || plat_->opts().interrupt_kill_ms <= 0) {
+      Futex(&s->state, FUTEX_WAIT, v);
+      continue;
+    }
+    uint64_t now = __rdtsc();
+    if (interrupt_deadline == 0) {
+      interrupt_deadline =
+          now + static_cast<uint64_t>(plat_->opts().interrupt_kill_ms * 1e6 *
+                                      TscPerNs());
+    } else if (now > interrupt_deadline) {
+      stub_->Kill();
+      return false;
+    }
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    Futex(&s->state, FUTEX_WAIT, v, &ts);
+    if (interrupt_.load() && Load(&s->state) != STUB_SLOT_SENTRY) {
+      syscall(SYS_tgkill, stub_->pid(), t->tid, SIGCHLD);
+    }
   }
   Store(&s->sentry_waiting, 0);
   return true;
@@ -730,6 +757,7 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   s->fp_load = load_fp ? STUB_FP_LOAD : STUB_FP_KEEP;
 
   plat_->active_switches.fetch_add(1);
+  running_word_.store(&s->state);
   running_.store((static_cast<uint64_t>(stub_->pid()) << 32) |
                  static_cast<uint32_t>(t->tid));
   SwitchResult result;
@@ -822,6 +850,7 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
     break;
   }
   running_.store(0);
+  running_word_.store(nullptr);
   plat_->active_switches.fetch_sub(1);
   if (result.reason == SwitchReason::kDead) Dead();
   return result;

@@ -41,6 +41,10 @@ struct SystrapOptions {
   // Syscall user dispatch as the fast path when the host has it (else every
   // guest syscall goes through the seccomp filter's SECCOMP_RET_TRAP).
   bool use_sud = true;
+  // A guest thread that has not stopped this long after Interrupt() is
+  // killed (kDead): only a hostile guest can block the interrupt signal
+  // (see README.md). <= 0 waits forever.
+  int interrupt_kill_ms = 1000;
 };
 
 // Host features the platform found. Tests use this to skip what the host

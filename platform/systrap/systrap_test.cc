@@ -436,19 +436,26 @@ TEST_F(SystrapTest, ForgedSigreturnCannotBlockInterrupts) {
     ctx_->Interrupt();
   });
   // The forged sigreturn runs (allowed from stub code) and the guest spins
-  // with SIGCHLD blocked: the interrupt cannot land until the stub dies.
-  // Kill it after a while so that the test ends either way.
+  // with SIGCHLD blocked: the interrupt cannot land, so the platform kills
+  // the stub after SystrapOptions::interrupt_kill_ms (1 s). A safety net
+  // turns a hang into a failure.
+  std::atomic<bool> done1{false};
   std::thread killer([&] {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    kill(pid, SIGKILL);
+    for (int i = 0; i < 1000 && !done1.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!done1.load()) kill(pid, SIGKILL);
   });
+  auto t0 = std::chrono::steady_clock::now();
   SwitchResult r = ctx_->Switch(*as_, s);
+  auto dt = std::chrono::steady_clock::now() - t0;
+  done1.store(true);
   t.join();
   killer.join();
-  // Without a trap after the forged frame the mask stays: documented
-  // limitation, the stub is killed. With a trap first (below), it is undone.
   EXPECT_EQ(r.reason, SwitchReason::kDead)
       << std::hex << "rip " << s.regs.rip << " rsp " << s.regs.rsp;
+  EXPECT_GE(dt, std::chrono::milliseconds(1000));
+  EXPECT_LT(dt, std::chrono::milliseconds(5000));
 
   // Same attack, but the guest traps once after the forged frame: rip at the
   // syscall loop, then the spin.
