@@ -468,8 +468,8 @@ TEST_F(LoaderTest, HostDynamicBinaryWithItsInterpreter) {
   HostFdReader reader(fd);
   std::vector<int> fds;
   LoadArgs args = Args();
-  args.open_interpreter = [&](const std::string& path)
-      -> KResult<std::unique_ptr<FileReader>> {
+  args.open_interpreter =
+      [&](const std::string& path) -> KResult<std::unique_ptr<FileReader>> {
     int ifd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (ifd < 0) return kENOENT;
     fds.push_back(ifd);
