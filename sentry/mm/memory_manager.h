@@ -123,9 +123,11 @@ class MemoryManager : public MappingSpace {
   KResult<size_t> CopyOut(uintptr_t addr, const void* src, size_t n);
   // Zeroes guest memory, with CopyOut's rules.
   KResult<size_t> ZeroOut(uintptr_t addr, size_t n);
-  // Reads a NUL-terminated string of at most max_len bytes (without the
-  // NUL): ENAMETOOLONG if no NUL within max_len bytes, EFAULT if the string
-  // runs into a bad address first.
+  // Reads a NUL-terminated string whose NUL lies within the first max_len
+  // bytes (so at most max_len-1 characters: CopyInString(addr, PATH_MAX)
+  // is Linux's getname()). ENAMETOOLONG if there is no NUL in those bytes,
+  // EFAULT if the string runs into a bad address first. Never reads past
+  // the page holding the NUL.
   KResult<std::string> CopyInString(uintptr_t addr, size_t max_len);
 
   // The kernel's own access (loader: segments, initial stack; ptrace;
