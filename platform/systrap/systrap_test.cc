@@ -653,6 +653,44 @@ TEST_F(SystrapTest, ManyThreadsInOneAddressSpace) {
   EXPECT_EQ(ok.load(), kThreads);
 }
 
+// Address spaces made, used and destroyed from several threads at once,
+// each with two contexts.
+TEST_F(SystrapTest, ConcurrentAddressSpaces) {
+  Code({0x0f, 0x05, 0xeb, 0xfc});
+  constexpr int kThreads = 4;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; ++i) {
+    ts.emplace_back([&, i] {
+      for (int round = 0; round < 5; ++round) {
+        auto as = platform_->NewAddressSpace();
+        if (!as.ok()) return;
+        if (!(*as)
+                 ->MapFile(kCode, code_off_, kPage, PROT_READ | PROT_EXEC)
+                 .ok()) {
+          return;
+        }
+        auto c1 = platform_->NewContext();
+        auto c2 = platform_->NewContext();
+        CpuState s1 = Start(), s2 = Start();
+        for (int n = 0; n < 20; ++n) {
+          s1.regs.rax = i * 1000 + n;
+          s2.regs.rax = i * 1000 + n + 500;
+          if ((*c1)->Switch(**as, s1).reason != SwitchReason::kSyscall ||
+              (*c2)->Switch(**as, s2).reason != SwitchReason::kSyscall ||
+              s1.regs.orig_rax != static_cast<uint64_t>(i * 1000 + n) ||
+              s2.regs.orig_rax != static_cast<uint64_t>(i * 1000 + n + 500)) {
+            return;
+          }
+        }
+      }
+      ok++;
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), kThreads);
+}
+
 TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFile) {
   Code({0x0f, 0x05});
   CpuState s = Start();
