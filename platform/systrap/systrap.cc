@@ -150,10 +150,15 @@ SystrapFeatures ProbeSystrapFeatures() {
 }
 
 std::string SeccompNeeds() {
-  return "futex; tgkill(stub, tid, SIGCHLD); pidfd_open; "
-         "pidfd_send_signal(SIGKILL); waitid(P_PIDFD, WEXITED); "
-         "epoll_create1, epoll_ctl, epoll_wait; eventfd2; read/write on "
-         "eventfd; sched_setaffinity (stub threads)";
+  return "after creation, per operation: futex (WAIT/WAKE, shared, with "
+         "timeouts); tgkill(stub pid, stub tid, SIGCHLD); "
+         "sched_setaffinity(stub tid); pidfd_open; pidfd_send_signal(SIGKILL);"
+         " waitid(P_PIDFD, WEXITED); epoll_ctl; epoll_wait (service thread); "
+         "write/close (eventfd, at destruction); fallocate(PUNCH_HOLE) "
+         "(MemoryFile::Free); kill/wait4 (error path only). sched_getcpu and "
+         "clock_gettime go through the vDSO/rseq. At creation only (before "
+         "any filter): clone, mmap/mprotect/munmap, memfd_create, ftruncate,"
+         " epoll_create1, eventfd2, prctl/arch_prctl probes, rseq.";
 }
 
 namespace {

@@ -82,9 +82,9 @@ absl::StatusOr<std::unique_ptr<Platform>> NewSystrapPlatform(
 pid_t SystrapStubPid(AddressSpace& as);
 
 // The host syscalls the platform itself needs in the Sentry (for the
-// Sentry's seccomp allowlist): futex, tgkill(SIGCHLD), pidfd_open,
-// pidfd_send_signal(SIGKILL), waitid(P_PIDFD), epoll_wait/epoll_ctl,
-// eventfd2, sched_getcpu via vDSO, clock_gettime via vDSO.
+// Sentry's seccomp allowlist), as text: futex, tgkill(SIGCHLD),
+// sched_setaffinity, pidfd_open, pidfd_send_signal(SIGKILL),
+// waitid(P_PIDFD), epoll_ctl/epoll_wait, fallocate, ... (see systrap.cc).
 std::string SeccompNeeds();
 
 }  // namespace sandbox::platform
