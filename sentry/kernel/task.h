@@ -102,6 +102,23 @@ class Task final : public vfs::UserMemory {
   uint64_t robust_list() const { return robust_list_; }
   void set_robust_list(uint64_t addr) { robust_list_ = addr; }
 
+  // ---- Recorded per-thread state (task thread). ----
+  // comm (PR_SET_NAME): at most 15 bytes.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  int pdeathsig() const { return pdeathsig_; }
+  void set_pdeathsig(int sig) { pdeathsig_ = sig; }
+  bool no_new_privs() const { return no_new_privs_; }
+  void set_no_new_privs() { no_new_privs_ = true; }
+  // sigaltstack(2): {ss_sp, ss_flags, ss_size}; flags SS_DISABLE if none.
+  struct AltStack {
+    uint64_t sp = 0;
+    int32_t flags = 2;  // SS_DISABLE
+    uint64_t size = 0;
+  };
+  const AltStack& alt_stack() const { return alt_stack_; }
+  void set_alt_stack(const AltStack& s) { alt_stack_ = s; }
+
   // ---- Lifecycle. ----
   // exit(2): this thread leaves its run loop when the syscall returns.
   void ExitThread(int code) {
@@ -135,6 +152,10 @@ class Task final : public vfs::UserMemory {
   uint64_t clear_child_tid_ = 0;               // task thread
   uint64_t robust_list_ = 0;                   // task thread
   bool exit_requested_ = false;                // task thread
+  std::string name_;                           // task thread
+  int pdeathsig_ = 0;                          // task thread
+  bool no_new_privs_ = false;                  // task thread
+  AltStack alt_stack_;                         // task thread
   int exit_code_ = 0;                          // task thread
 
   // An eventfd that is readable while an interrupt is pending; blocking host

@@ -60,6 +60,15 @@ class ThreadGroup {
   std::string cwd() const;
   void set_cwd(std::string cwd);
 
+  // umask(2), until the VFS gives tasks an FS context.
+  uint32_t umask() const { return umask_.load(std::memory_order_relaxed); }
+  uint32_t SwapUmask(uint32_t mask) {
+    return umask_.exchange(mask & 0777, std::memory_order_relaxed);
+  }
+  // PR_SET_DUMPABLE (on the mm in Linux).
+  int dumpable() const { return dumpable_.load(std::memory_order_relaxed); }
+  void set_dumpable(int d) { dumpable_.store(d, std::memory_order_relaxed); }
+
   // Resource limits. SetLimit: EINVAL if cur > max; EPERM to raise max
   // without CAP_SYS_RESOURCE or the NOFILE max above fs.nr_open.
   abi::Rlimit64 GetLimit(int resource) const;
@@ -102,6 +111,8 @@ class ThreadGroup {
   ThreadGroup* const parent_;
   std::atomic<ThreadId> tgid_{0};
   std::atomic<bool> exiting_{false};
+  std::atomic<uint32_t> umask_{022};
+  std::atomic<int> dumpable_{1};
 
   mutable absl::Mutex mu_;
   std::string exe_path_ ABSL_GUARDED_BY(mu_);

@@ -1,6 +1,9 @@
 // Process syscalls: IDs, exit, thread bookkeeping, limits, uname, sysinfo,
 // arch_prctl.
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -8,6 +11,7 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
@@ -157,6 +161,106 @@ SyscallResult ArchPrctl(Task& t, int32_t code, UserAddr addr) {
   }
 }
 
+// umask(2).
+SyscallResult Umask(Task& t, uint32_t mask) {
+  return uint64_t{t.thread_group().SwapUmask(mask)};
+}
+
+// prctl(2).
+SyscallResult Prctl(Task& t, int32_t option, uint64_t arg2, uint64_t arg3,
+                    uint64_t arg4, uint64_t arg5) {
+  switch (option) {
+    case PR_SET_PDEATHSIG:
+      if (arg2 > abi::kNumSignals) return kEINVAL;
+      t.set_pdeathsig(static_cast<int>(arg2));
+      return uint64_t{0};
+    case PR_GET_PDEATHSIG:
+      TRY_VOID(t.CopyOutObj<int32_t>(arg2, t.pdeathsig()));
+      return uint64_t{0};
+    case PR_GET_DUMPABLE:
+      return static_cast<uint64_t>(t.thread_group().dumpable());
+    case PR_SET_DUMPABLE:
+      if (arg2 > 1) return kEINVAL;
+      t.thread_group().set_dumpable(static_cast<int>(arg2));
+      return uint64_t{0};
+    case PR_SET_NAME: {
+      char name[16] = {};
+      // Up to 16 bytes; a shorter string stops at its NUL.
+      TRY(size_t n, t.CopyIn(arg2, name, sizeof(name)));
+      (void)n;
+      name[15] = '\0';
+      t.set_name(name);
+      return uint64_t{0};
+    }
+    case PR_GET_NAME: {
+      char name[16] = {};
+      memcpy(name, t.name().data(), std::min<size_t>(t.name().size(), 15));
+      TRY_VOID(t.CopyOutFull(arg2, name, sizeof(name)));
+      return uint64_t{0};
+    }
+    case PR_SET_NO_NEW_PRIVS:
+      if (arg2 != 1 || arg3 != 0 || arg4 != 0 || arg5 != 0) return kEINVAL;
+      t.set_no_new_privs();
+      return uint64_t{0};
+    case PR_GET_NO_NEW_PRIVS:
+      if (arg2 != 0 || arg3 != 0 || arg4 != 0 || arg5 != 0) return kEINVAL;
+      return uint64_t{t.no_new_privs() ? 1u : 0u};
+    case PR_CAPBSET_READ:
+      if (arg2 > static_cast<uint64_t>(kernel::kCapLastCap)) return kEINVAL;
+      return (t.creds().cap_bounding >> arg2) & 1;
+    default:
+      return kEINVAL;
+  }
+}
+
+// sched_getaffinity(2): every host CPU the Sentry may use.
+SyscallResult SchedGetaffinity(Task& t, int32_t pid, uint64_t len,
+                               UserAddr mask) {
+  if (pid != 0 && pid != t.tid()) return kESRCH;
+  // The kernel's cpumask is 8 bytes here (nr_cpu_ids <= 64).
+  constexpr size_t kMaskSize = 8;
+  if (len < kMaskSize || len % sizeof(uint64_t) != 0) return kEINVAL;
+  cpu_set_t set;
+  uint64_t bits = 0;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int i = 0; i < 64; ++i) {
+      if (CPU_ISSET(i, &set)) bits |= uint64_t{1} << i;
+    }
+  }
+  if (bits == 0) bits = 1;
+  TRY_VOID(t.CopyOutObj<uint64_t>(mask.addr, bits));
+  return uint64_t{kMaskSize};
+}
+
+// getpgrp(2), getpgid(2), getsid(2): every process is its own process group
+// and session leader until job control exists.
+KResult<uint64_t> OwnGroup(Task& t, int32_t pid) {
+  if (pid < 0) return kEINVAL;
+  if (pid != 0 && pid != t.thread_group().tgid()) return kESRCH;
+  return static_cast<uint64_t>(t.thread_group().tgid());
+}
+SyscallResult Getpgrp(Task& t) { return OwnGroup(t, 0); }
+SyscallResult Getpgid(Task& t, int32_t pid) { return OwnGroup(t, pid); }
+SyscallResult Getsid(Task& t, int32_t pid) { return OwnGroup(t, pid); }
+
+// getrusage(2): CPU times are the Sentry thread's (it serves the guest's
+// syscalls; guest user time is not yet accounted).
+SyscallResult Getrusage(Task& t, int32_t who, UserPtr<struct rusage> usage) {
+  if (who != RUSAGE_SELF && who != RUSAGE_CHILDREN && who != RUSAGE_THREAD) {
+    return kEINVAL;
+  }
+  struct rusage ru = {};
+  if (who != RUSAGE_CHILDREN) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    ru.ru_stime.tv_sec = ts.tv_sec;
+    ru.ru_stime.tv_usec = ts.tv_nsec / 1000;
+    ru.ru_maxrss = static_cast<long>(t.mm().BackedBytes() / 1024);
+  }
+  TRY_VOID(usage.CopyOut(t, ru));
+  return uint64_t{0};
+}
+
 // sched_yield(2).
 SyscallResult SchedYield(Task&) { return uint64_t{0}; }
 
@@ -185,6 +289,18 @@ void RegisterProcessSyscalls(SyscallTable& t) {
                         "ARCH_SET_FS, ARCH_GET_FS, ARCH_GET_CPUID; "
                         "ARCH_SET_GS/ARCH_GET_GS EINVAL");
   t.Full<&SchedYield>(nr::sched_yield);
+  t.Full<&Umask>(nr::umask);
+  t.Partial<&Prctl>(nr::prctl,
+                    "PR_{SET,GET}_NAME, _PDEATHSIG (recorded), _DUMPABLE, "
+                    "_NO_NEW_PRIVS, PR_CAPBSET_READ; others EINVAL");
+  t.Partial<&SchedGetaffinity>(nr::sched_getaffinity,
+                               "the caller only; the host CPUs");
+  t.Partial<&Getpgrp>(nr::getpgrp, "own group: no job control yet");
+  t.Partial<&Getpgid>(nr::getpgid, "own process only; no job control yet");
+  t.Partial<&Getsid>(nr::getsid, "own process only; no job control yet");
+  t.Partial<&Getrusage>(nr::getrusage,
+                        "system time of the Sentry thread; no guest user "
+                        "time, no children");
 }
 
 }  // namespace sandbox::syscalls

@@ -58,6 +58,38 @@ SyscallResult RtSigprocmask(Task& t, int32_t how, UserPtr<uint64_t> set,
   return uint64_t{0};
 }
 
+// The user layout of stack_t.
+struct StackT {
+  uint64_t ss_sp;
+  int32_t ss_flags;
+  int32_t pad;
+  uint64_t ss_size;
+};
+static_assert(sizeof(StackT) == 24);
+
+// sigaltstack(2): recorded until handlers are delivered.
+SyscallResult Sigaltstack(Task& t, UserPtr<StackT> ss, UserPtr<StackT> old) {
+  constexpr int32_t kSsOnstack = 1, kSsDisable = 2;
+  constexpr int32_t kSsAutodisarm = 1 << 31;
+  constexpr uint64_t kMinSigStkSz = 2048;
+  const kernel::Task::AltStack cur = t.alt_stack();
+  if (!old.null()) {
+    TRY_VOID(old.CopyOut(t, StackT{cur.sp, cur.flags, 0, cur.size}));
+  }
+  if (!ss.null()) {
+    TRY(StackT s, ss.CopyIn(t));
+    int32_t mode = s.ss_flags & ~kSsAutodisarm;
+    if (mode != 0 && mode != kSsDisable && mode != kSsOnstack) return kEINVAL;
+    if (mode == kSsDisable) {
+      t.set_alt_stack({});
+    } else {
+      if (s.ss_size < kMinSigStkSz) return kENOMEM;
+      t.set_alt_stack({s.ss_sp, s.ss_flags & kSsAutodisarm, s.ss_size});
+    }
+  }
+  return uint64_t{0};
+}
+
 // Sends `sig` to the caller's own process (default actions only).
 KResult<uint64_t> SignalSelf(Task& t, int32_t sig) {
   if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
@@ -97,6 +129,8 @@ void RegisterSignalSyscalls(SyscallTable& t) {
       "to the caller only; default actions (stop signals end the process "
       "too), handlers not delivered";
   t.Partial<&Kill>(nr::kill, kSelfOnly);
+  t.Partial<&Sigaltstack>(nr::sigaltstack,
+                          "recorded; handlers are not delivered yet");
   t.Partial<&Tgkill>(nr::tgkill, kSelfOnly);
   t.Partial<&Tkill>(nr::tkill, kSelfOnly);
 }

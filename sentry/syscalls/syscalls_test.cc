@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -421,6 +422,40 @@ TEST_F(SyscallsTest, KillSelf) {
   EXPECT_EQ(Call(nr::tgkill, 1, 1, SIGABRT).value(), 0u);
   EXPECT_TRUE(task_->thread_group().exiting());
   EXPECT_EQ(task_->thread_group().exit_status()->ShellStatus(), 134);
+}
+
+TEST_F(SyscallsTest, ProcessMisc) {
+  EXPECT_EQ(Call(nr::umask, 077).value(), 022u);
+  EXPECT_EQ(Call(nr::umask, 0).value(), 077u);
+  PutString(buf_, "a-long-thread-name-here");
+  EXPECT_EQ(Call(nr::prctl, PR_SET_NAME, buf_).value(), 0u);
+  EXPECT_EQ(Call(nr::prctl, PR_GET_NAME, buf_ + 100).value(), 0u);
+  char name[16];
+  ASSERT_TRUE(task_->CopyInFull(buf_ + 100, name, 16).ok());
+  EXPECT_STREQ(name, "a-long-thread-n");
+  EXPECT_EQ(Call(nr::prctl, PR_SET_DUMPABLE, 2).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::prctl, PR_GET_DUMPABLE).value(), 1u);
+  EXPECT_EQ(Call(nr::prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).value(), 0u);
+  EXPECT_EQ(Call(nr::prctl, PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0).value(), 1u);
+  EXPECT_EQ(Call(nr::prctl, 9999).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::sched_getaffinity, 0, 8, buf_).value(), 8u);
+  EXPECT_NE(Get<uint64_t>(buf_), 0u);
+  EXPECT_EQ(Call(nr::sched_getaffinity, 0, 4, buf_).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::sched_getaffinity, 7, 8, buf_).error(), kESRCH);
+  EXPECT_EQ(Call(nr::getpgrp).value(), 1u);
+  EXPECT_EQ(Call(nr::getsid, 0).value(), 1u);
+  EXPECT_EQ(Call(nr::getpgid, 5).error(), kESRCH);
+  EXPECT_EQ(Call(nr::getrusage, 0, buf_).value(), 0u);
+  EXPECT_EQ(Call(nr::getrusage, 5, buf_).error(), kEINVAL);
+  // sigaltstack: too small, then a good one read back.
+  uint64_t ss[3] = {0x1000, 0, 1024};
+  Put(buf_, ss, sizeof(ss));
+  EXPECT_EQ(Call(nr::sigaltstack, buf_, 0).error(), kENOMEM);
+  ss[2] = 65536;
+  Put(buf_, ss, sizeof(ss));
+  EXPECT_EQ(Call(nr::sigaltstack, buf_, 0).value(), 0u);
+  EXPECT_EQ(Call(nr::sigaltstack, 0, buf_ + 64).value(), 0u);
+  EXPECT_EQ(Get<uint64_t>(buf_ + 64 + 16), 65536u);
 }
 
 TEST_F(SyscallsTest, StraceLine) {
