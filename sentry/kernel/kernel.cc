@@ -52,6 +52,22 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   return raw;
 }
 
+KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
+  ThreadGroup& tg = parent.thread_group();
+  if (tg.exiting()) return kEAGAIN;
+  auto task = std::make_unique<Task>(*this, parent.thread_group_ref(),
+                                     parent.creds_ref(), parent.fd_table_ref(),
+                                     parent.mm_ref(), std::move(cpu));
+  TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
+  task->set_tid(tid);
+  task->set_signal_mask(parent.signal_mask());
+  tg.AddTask(task.get());
+  Task* raw = task.get();
+  absl::MutexLock l(&mu_);
+  tasks_.push_back(std::move(task));
+  return raw;
+}
+
 void Kernel::Start(Task* task) {
   absl::MutexLock l(&mu_);
   threads_.emplace_back([task] { task->Run(); });

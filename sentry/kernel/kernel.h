@@ -66,6 +66,11 @@ class Kernel {
   // Creates a process with one task, not yet running. The first process
   // created is init.
   KResult<Task*> NewProcess(NewProcessArgs args);
+  // Creates a thread in `parent`'s process (clone with CLONE_THREAD): same
+  // thread group, mm, FD table and credentials; `cpu` is its initial
+  // state. Not yet running. EAGAIN if the process is exiting or no TID is
+  // free.
+  KResult<Task*> NewThread(Task& parent, platform::CpuState cpu);
   // Starts the task's host thread, which runs Task::Run.
   void Start(Task* task);
 

@@ -61,6 +61,11 @@ class Task final : public vfs::UserMemory {
   ThreadGroup& thread_group() const { return *tg_; }
   // Task thread.
   const Credentials& creds() const { return *creds_; }
+  // Shared references for a new thread of this task's process.
+  std::shared_ptr<ThreadGroup> thread_group_ref() const { return tg_; }
+  std::shared_ptr<const Credentials> creds_ref() const { return creds_; }
+  std::shared_ptr<vfs::FdTable> fd_table_ref() const { return fds_; }
+  std::shared_ptr<mm::MemoryManager> mm_ref() const { return mm_; }
 
   // ---- Resources (task thread). ----
   vfs::FdTable& fd_table() const { return *fds_; }

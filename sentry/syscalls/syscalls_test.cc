@@ -2,6 +2,7 @@
 // platform (no guest code runs).
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -456,6 +457,29 @@ TEST_F(SyscallsTest, ProcessMisc) {
   EXPECT_EQ(Call(nr::sigaltstack, buf_, 0).value(), 0u);
   EXPECT_EQ(Call(nr::sigaltstack, 0, buf_ + 64).value(), 0u);
   EXPECT_EQ(Get<uint64_t>(buf_ + 64 + 16), 65536u);
+}
+
+TEST_F(SyscallsTest, CloneValidation) {
+  EXPECT_EQ(Call(nr::clone, CLONE_THREAD).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::clone, CLONE_SIGHAND).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::clone, CLONE_NEWNS | CLONE_FS).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::clone, SIGCHLD).error(), kENOSYS);  // fork: later.
+  // A thread without CLONE_FILES is not supported yet.
+  EXPECT_EQ(Call(nr::clone, CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_FS)
+                .error(),
+            kEINVAL);
+  EXPECT_EQ(Call(nr::clone3, buf_, 32).error(), kEINVAL);
+  uint64_t args[12] = {};
+  args[0] = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD;
+  args[5] = buf_;  // stack without stack_size
+  Put(buf_ + 512, args, sizeof(args));
+  EXPECT_EQ(Call(nr::clone3, buf_ + 512, 88).error(), kEINVAL);
+  args[5] = 0;
+  args[11] = 1;  // A nonzero byte beyond the known struct.
+  Put(buf_ + 512, args, sizeof(args));
+  EXPECT_EQ(Call(nr::clone3, buf_ + 512, 96).error(), kE2BIG);
+  EXPECT_EQ(Call(nr::clone3, 8, 88).error(), kEFAULT);
+  EXPECT_EQ(kernel_->TaskCount(), 1u);
 }
 
 TEST_F(SyscallsTest, StraceLine) {

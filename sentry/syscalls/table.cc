@@ -24,6 +24,7 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterSignalSyscalls(*t);
   RegisterRandomSyscalls(*t);
   RegisterFutexSyscalls(*t);
+  RegisterCloneSyscalls(*t);
   return t;
 }
 

@@ -174,6 +174,7 @@ void RegisterTimeSyscalls(SyscallTable& t);
 void RegisterSignalSyscalls(SyscallTable& t);
 void RegisterRandomSyscalls(SyscallTable& t);
 void RegisterFutexSyscalls(SyscallTable& t);
+void RegisterCloneSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 

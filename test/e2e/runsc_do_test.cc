@@ -223,6 +223,12 @@ TEST_F(RunscDoTest, MemorySyscalls) {
   EXPECT_NE(r.out.find("malloc ok"), std::string::npos);
 }
 
+TEST_F(RunscDoTest, Threads) {
+  Result r = RunRunsc({"do", "--", Program("threads")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "threads ok counter=80000\n");
+}
+
 TEST_F(RunscDoTest, StdinIsTheCallers) {
   std::string input;
   for (int i = 0; i < 2000; ++i) input += "line " + std::to_string(i) + "\n";
