@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "sentry/kernel/log.h"
+#include "sentry/mm/memory_manager.h"
 
 namespace sandbox::kernel {
 namespace {
@@ -45,6 +46,7 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
   tg->AddTask(task.get());
+  tg->set_pgid_sid(tid, tid);
   Task* raw = task.get();
   absl::MutexLock l(&mu_);
   thread_groups_.push_back(std::move(tg));
@@ -64,6 +66,34 @@ KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   tg.AddTask(task.get());
   Task* raw = task.get();
   absl::MutexLock l(&mu_);
+  tasks_.push_back(std::move(task));
+  return raw;
+}
+
+KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu) {
+  if (platform_ == nullptr) return kENOMEM;
+  ThreadGroup& ptg = parent.thread_group();
+  if (ptg.exiting()) return kEAGAIN;
+  TRY(std::unique_ptr<mm::MemoryManager> mm, parent.mm().Fork(*platform_));
+  auto tg = std::make_shared<ThreadGroup>(*this, &ptg, ptg.exe_path(),
+                                          ptg.limits());
+  tg->set_cwd(ptg.cwd());
+  tg->SwapUmask(ptg.umask());
+  tg->set_actions(ptg.actions());
+  auto task = std::make_unique<Task>(*this, tg, parent.creds_ref(),
+                                     parent.fd_table().Fork(),
+                                     std::shared_ptr<mm::MemoryManager>(
+                                         std::move(mm)),
+                                     std::move(cpu));
+  TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
+  task->set_tid(tid);
+  task->set_signal_mask(parent.signal_mask());
+  tg->AddTask(task.get());
+  tg->set_pgid_sid(ptg.pgid(), ptg.sid());
+  ptg.AddChild(tg);
+  Task* raw = task.get();
+  absl::MutexLock l(&mu_);
+  thread_groups_.push_back(std::move(tg));
   tasks_.push_back(std::move(task));
   return raw;
 }

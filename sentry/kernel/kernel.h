@@ -71,6 +71,10 @@ class Kernel {
   // state. Not yet running. EAGAIN if the process is exiting or no TID is
   // free.
   KResult<Task*> NewThread(Task& parent, platform::CpuState cpu);
+  // fork(2): a new process, child of `parent`'s, with a copy-on-write copy
+  // of its address space, a copy of its FD table, limits and signal
+  // actions, and one task starting from `cpu`. Not yet running.
+  KResult<Task*> Fork(Task& parent, platform::CpuState cpu);
   // Starts the task's host thread, which runs Task::Run.
   void Start(Task* task);
 

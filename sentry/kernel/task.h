@@ -137,6 +137,10 @@ class Task final : public vfs::UserMemory {
   // the blocker. Set and cleared by the task thread around the wait; if an
   // interrupt is already pending, SetBlocker notifies at once.
   void SetBlocker(Blocker* b);
+  // Whether an interrupt arrived since the run loop last drained them.
+  bool InterruptPending() const {
+    return interrupt_pending_.load(std::memory_order_acquire);
+  }
   // The run loop; returns when the task has exited. Task thread.
   void Run();
 

@@ -117,12 +117,82 @@ void ThreadGroup::ExitGroup(ExitStatus status) {
 }
 
 void ThreadGroup::TaskExited(Task* task, int code) {
+  {
+    absl::MutexLock l(&mu_);
+    tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task),
+                 tasks_.end());
+    if (!tasks_.empty()) return;
+    if (!exit_status_.has_value()) exit_status_ = ExitStatus::Exited(code);
+    exiting_.store(true, std::memory_order_release);
+    dead_ = true;
+  }
+  // Without our mu_: the parent's wait holds its mu_ and then ours.
+  if (parent_ != nullptr) parent_->NotifyChildDied();
+}
+
+void ThreadGroup::AddChild(std::shared_ptr<ThreadGroup> child) {
   absl::MutexLock l(&mu_);
-  tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task), tasks_.end());
-  if (!tasks_.empty()) return;
-  if (!exit_status_.has_value()) exit_status_ = ExitStatus::Exited(code);
-  exiting_.store(true, std::memory_order_release);
-  dead_ = true;
+  children_.push_back(std::move(child));
+}
+
+void ThreadGroup::NotifyChildDied() {
+  absl::MutexLock l(&mu_);
+  for (ChildWaiter* w : child_waiters_) w->Notify();
+}
+
+KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
+                                                    ThreadId pid,
+                                                    bool nohang) {
+  for (;;) {
+    ChildWaiter w;
+    {
+      absl::MutexLock l(&mu_);
+      bool any = false;
+      for (auto it = children_.begin(); it != children_.end(); ++it) {
+        ThreadGroup& c = **it;
+        if (pid > 0 && c.tgid() != pid) continue;
+        any = true;
+        absl::MutexLock cl(&c.mu_);
+        if (!c.dead_) continue;
+        Reaped r{c.tgid(), *c.exit_status_};
+        children_.erase(it);
+        return r;
+      }
+      if (!any) return kECHILD;
+      if (nohang) return Reaped{};
+      child_waiters_.push_back(&w);
+    }
+    waiter.SetBlocker(&w);
+    {
+      absl::MutexLock l(&w.mu);
+      w.mu.Await(absl::Condition(&w.event));
+    }
+    waiter.SetBlocker(nullptr);
+    {
+      absl::MutexLock l(&mu_);
+      child_waiters_.erase(
+          std::remove(child_waiters_.begin(), child_waiters_.end(), &w),
+          child_waiters_.end());
+    }
+    if (waiter.InterruptPending() || exiting()) return kERestartSys;
+  }
+}
+
+LimitSet ThreadGroup::limits() const {
+  absl::MutexLock l(&mu_);
+  return limits_;
+}
+
+std::array<abi::KernelSigaction, abi::kNumSignals + 1> ThreadGroup::actions()
+    const {
+  absl::MutexLock l(&mu_);
+  return actions_;
+}
+
+void ThreadGroup::set_actions(
+    const std::array<abi::KernelSigaction, abi::kNumSignals + 1>& a) {
+  absl::MutexLock l(&mu_);
+  actions_ = a;
 }
 
 ExitStatus ThreadGroup::WaitDead() const {

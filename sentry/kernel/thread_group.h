@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
+#include "sentry/kernel/futex.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/pid_namespace.h"
 
@@ -65,6 +67,14 @@ class ThreadGroup {
   uint32_t SwapUmask(uint32_t mask) {
     return umask_.exchange(mask & 0777, std::memory_order_relaxed);
   }
+  // Process group and session IDs (no setpgid/setsid yet: a fork child
+  // inherits its parent's; the first process leads its own).
+  ThreadId pgid() const { return pgid_.load(std::memory_order_relaxed); }
+  ThreadId sid() const { return sid_.load(std::memory_order_relaxed); }
+  void set_pgid_sid(ThreadId pgid, ThreadId sid) {
+    pgid_.store(pgid, std::memory_order_relaxed);
+    sid_.store(sid, std::memory_order_relaxed);
+  }
   // PR_SET_DUMPABLE (on the mm in Linux).
   int dumpable() const { return dumpable_.load(std::memory_order_relaxed); }
   void set_dumpable(int d) { dumpable_.store(d, std::memory_order_relaxed); }
@@ -102,6 +112,25 @@ class ThreadGroup {
   // group was not already exiting.
   void TaskExited(Task* task, int code);
 
+  // ---- Children (wait4). ----
+  // Records a child process (fork).
+  void AddChild(std::shared_ptr<ThreadGroup> child);
+  // wait4(2) for `pid` (-1: any child; > 0: that child): reaps a dead
+  // child and returns (its TGID, its status). 0 with WNOHANG if none is
+  // dead yet; ECHILD if there is no such child; ERESTARTSYS if `waiter` is
+  // interrupted while blocked.
+  struct Reaped {
+    ThreadId tgid = 0;
+    ExitStatus status;
+  };
+  KResult<Reaped> WaitChild(Task& waiter, ThreadId pid, bool nohang);
+
+  // Copies of the per-process state a fork child inherits.
+  LimitSet limits() const;
+  std::array<abi::KernelSigaction, abi::kNumSignals + 1> actions() const;
+  void set_actions(
+      const std::array<abi::KernelSigaction, abi::kNumSignals + 1>& a);
+
   // Blocks until every task has exited; returns the exit status.
   ExitStatus WaitDead() const;
   std::optional<ExitStatus> exit_status() const;
@@ -113,6 +142,8 @@ class ThreadGroup {
   std::atomic<bool> exiting_{false};
   std::atomic<uint32_t> umask_{022};
   std::atomic<int> dumpable_{1};
+  std::atomic<ThreadId> pgid_{0};
+  std::atomic<ThreadId> sid_{0};
 
   mutable absl::Mutex mu_;
   std::string exe_path_ ABSL_GUARDED_BY(mu_);
@@ -123,6 +154,21 @@ class ThreadGroup {
   std::vector<Task*> tasks_ ABSL_GUARDED_BY(mu_);
   std::optional<ExitStatus> exit_status_ ABSL_GUARDED_BY(mu_);
   bool dead_ ABSL_GUARDED_BY(mu_) = false;
+
+  // A parent blocked in wait4. Notify (child death, interrupt) sets
+  // `event`.
+  struct ChildWaiter : Blocker {
+    void Notify() override {
+      absl::MutexLock l(&mu);
+      event = true;
+    }
+    absl::Mutex mu;
+    bool event ABSL_GUARDED_BY(mu) = false;
+  };
+  // Called (without the child's mu_ held) when a child has died.
+  void NotifyChildDied();
+  std::vector<std::shared_ptr<ThreadGroup>> children_ ABSL_GUARDED_BY(mu_);
+  std::vector<ChildWaiter*> child_waiters_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sandbox::kernel

@@ -2,6 +2,7 @@
 // (fork) come with the process issue.
 #include <linux/sched.h>
 #include <sched.h>
+#include <signal.h>
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
@@ -34,6 +35,40 @@ constexpr uint64_t kThreadAllowed =
     kThreadRequired | CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
     CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | CLONE_DETACHED;
 
+// The flags of a fork(2)-like clone.
+constexpr uint64_t kForkAllowed = CLONE_SETTLS | CLONE_PARENT_SETTID |
+                                  CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
+
+// A new process: a copy-on-write copy of the caller's.
+KResult<uint64_t> DoFork(Task& t, uint64_t flags, uint64_t stack,
+                         uint64_t parent_tid, uint64_t child_tid,
+                         uint64_t tls, uint64_t exit_signal) {
+  if (exit_signal > abi::kNumSignals) return kEINVAL;
+  // vfork (CLONE_VM|CLONE_VFORK), shared FD tables and namespaces: later.
+  if ((flags & ~kForkAllowed) != 0) return kENOSYS;
+  platform::CpuState cpu = t.cpu();
+  cpu.regs.rax = 0;
+  if (stack != 0) cpu.regs.rsp = stack;
+  if (flags & CLONE_SETTLS) {
+    if (tls >= 0x7ffffffff000) return kEPERM;
+    cpu.regs.fs_base = tls;
+  }
+  cpu.fp_changed = true;
+  TRY(kernel::Task * child, t.kernel().Fork(t, std::move(cpu)));
+  const uint32_t tid = static_cast<uint32_t>(child->tid());
+  if (flags & CLONE_PARENT_SETTID) (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
+  // The child's copy of memory (copy-on-write: written by the Sentry).
+  if (flags & CLONE_CHILD_SETTID) {
+    (void)child->CopyOutObj<uint32_t>(child_tid, tid);
+  }
+  if (flags & CLONE_CHILD_CLEARTID) child->set_clear_child_tid(child_tid);
+  t.kernel().Start(child);
+  return uint64_t{tid};
+}
+
+// fork(2).
+SyscallResult Fork(Task& t) { return DoFork(t, 0, 0, 0, 0, 0, SIGCHLD); }
+
 KResult<uint64_t> DoClone(Task& t, uint64_t flags, uint64_t stack,
                           uint64_t parent_tid, uint64_t child_tid,
                           uint64_t tls, uint64_t exit_signal) {
@@ -43,10 +78,8 @@ KResult<uint64_t> DoClone(Task& t, uint64_t flags, uint64_t stack,
   }
   if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return kEINVAL;
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return kEINVAL;
-  if (!(flags & CLONE_THREAD)) {
-    // A new process: fork, vfork and friends come with the process issue.
-    return kENOSYS;
-  }
+  if (!(flags & CLONE_THREAD)) return DoFork(t, flags, stack, parent_tid,
+                                               child_tid, tls, exit_signal);
   if ((flags & kThreadRequired) != kThreadRequired ||
       (flags & ~kThreadAllowed) != 0 || exit_signal != 0) {
     return kEINVAL;
@@ -102,10 +135,11 @@ SyscallResult Clone3(Task& t, UserAddr uargs, uint64_t size) {
 void RegisterCloneSyscalls(SyscallTable& t) {
   using namespace abi;  // NOLINT: nr::
   constexpr const char* kNote =
-      "threads (CLONE_VM|CLONE_THREAD with glibc's flags); new processes "
-      "ENOSYS until fork";
+      "threads (glibc's CLONE_VM|CLONE_THREAD set) and fork-like clones; "
+      "vfork, CLONE_VM without a thread, namespaces, pidfds ENOSYS";
   t.Partial<&Clone>(nr::clone, kNote);
   t.Partial<&Clone3>(nr::clone3, kNote);
+  t.Partial<&Fork>(nr::fork, "no SIGCHLD delivery to the parent yet");
 }
 
 }  // namespace sandbox::syscalls

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,16 +233,42 @@ SyscallResult SchedGetaffinity(Task& t, int32_t pid, uint64_t len,
   return uint64_t{kMaskSize};
 }
 
-// getpgrp(2), getpgid(2), getsid(2): every process is its own process group
-// and session leader until job control exists.
-KResult<uint64_t> OwnGroup(Task& t, int32_t pid) {
+// getpgrp(2), getpgid(2), getsid(2): the caller's own (no lookup of other
+// processes and no setpgid/setsid until job control exists).
+KResult<uint64_t> OwnGroup(Task& t, int32_t pid, bool session) {
   if (pid < 0) return kEINVAL;
   if (pid != 0 && pid != t.thread_group().tgid()) return kESRCH;
-  return static_cast<uint64_t>(t.thread_group().tgid());
+  return static_cast<uint64_t>(session ? t.thread_group().sid()
+                                       : t.thread_group().pgid());
 }
-SyscallResult Getpgrp(Task& t) { return OwnGroup(t, 0); }
-SyscallResult Getpgid(Task& t, int32_t pid) { return OwnGroup(t, pid); }
-SyscallResult Getsid(Task& t, int32_t pid) { return OwnGroup(t, pid); }
+SyscallResult Getpgrp(Task& t) { return OwnGroup(t, 0, false); }
+SyscallResult Getpgid(Task& t, int32_t pid) { return OwnGroup(t, pid, false); }
+SyscallResult Getsid(Task& t, int32_t pid) { return OwnGroup(t, pid, true); }
+
+// wait4(2).
+SyscallResult Wait4(Task& t, int32_t pid, UserPtr<int32_t> wstatus,
+                    Flags options, UserPtr<struct rusage> rusage) {
+  constexpr uint64_t kKnown =
+      WNOHANG | WUNTRACED | WCONTINUED | __WNOTHREAD | __WCLONE | __WALL;
+  if (options.v & ~kKnown) return kEINVAL;
+  kernel::ThreadGroup& tg = t.thread_group();
+  if (pid == INT32_MIN) return kESRCH;
+  // Children share the caller's process group (no setpgid yet), so "any
+  // child in my group" is any child.
+  kernel::ThreadId want = pid;
+  if (pid == 0 || pid == -1) {
+    want = -1;
+  } else if (pid < -1) {
+    if (-pid != tg.pgid()) return kECHILD;
+    want = -1;
+  }
+  TRY(kernel::ThreadGroup::Reaped r,
+      tg.WaitChild(t, want, options.v & WNOHANG));
+  if (r.tgid == 0) return uint64_t{0};  // WNOHANG, none ready.
+  if (!wstatus.null()) TRY_VOID(wstatus.CopyOut(t, r.status.WaitStatus()));
+  if (!rusage.null()) TRY_VOID(rusage.CopyOut(t, (struct rusage){}));
+  return static_cast<uint64_t>(r.tgid);
+}
 
 // getrusage(2): CPU times are the Sentry thread's (it serves the guest's
 // syscalls; guest user time is not yet accounted).
@@ -298,6 +325,9 @@ void RegisterProcessSyscalls(SyscallTable& t) {
   t.Partial<&Getpgrp>(nr::getpgrp, "own group: no job control yet");
   t.Partial<&Getpgid>(nr::getpgid, "own process only; no job control yet");
   t.Partial<&Getsid>(nr::getsid, "own process only; no job control yet");
+  t.Partial<&Wait4>(nr::wait4,
+                    "exited and killed children; no stop/continue reports, "
+                    "rusage zeroed");
   t.Partial<&Getrusage>(nr::getrusage,
                         "system time of the Sentry thread; no guest user "
                         "time, no children");

@@ -229,6 +229,12 @@ TEST_F(RunscDoTest, Threads) {
   EXPECT_EQ(r.out, "threads ok counter=80000\n");
 }
 
+TEST_F(RunscDoTest, ForkAndWait) {
+  Result r = RunRunsc({"do", "--", Program("fork")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "fork ok\n");
+}
+
 TEST_F(RunscDoTest, StdinIsTheCallers) {
   std::string input;
   for (int i = 0; i < 2000; ++i) input += "line " + std::to_string(i) + "\n";
