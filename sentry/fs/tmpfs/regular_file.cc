@@ -1,0 +1,203 @@
+#include "sentry/fs/tmpfs/regular_file.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace sandbox::fs::tmpfs {
+namespace {
+
+constexpr uint64_t kPage = abi::kPageSize;
+constexpr uint64_t kMaxFileSize = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+RegularFile::RegularFile(Filesystem& fs, uint64_t ino,
+                         const vfs::NewInodeAttrs& attrs)
+    : vfs::Inode(fs, ino, attrs) {}
+
+RegularFile::~RegularFile() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  for (const auto& [index, off] : pages_) tmpfs().memory_file().Free(off, kPage);
+  tmpfs().ReleasePages(pages_.size());
+}
+
+uint64_t RegularFile::size() const {
+  absl::ReaderMutexLock l(&mu_);
+  return attrs_.size;
+}
+
+uint64_t RegularFile::BlocksLocked() const { return pages_.size() * (kPage / 512); }
+
+KResult<uint64_t> RegularFile::PageLocked(uint64_t index) {
+  auto it = pages_.find(index);
+  if (it != pages_.end()) return it->second;
+  if (!tmpfs().ReservePages(1)) return kENOSPC;
+  absl::StatusOr<uint64_t> off = tmpfs().memory_file().Allocate(kPage);
+  if (!off.ok()) {
+    tmpfs().ReleasePages(1);
+    return kENOSPC;
+  }
+  pages_.emplace(index, *off);
+  return *off;
+}
+
+KResult<size_t> RegularFile::ReadAt(absl::Span<uint8_t> dst, uint64_t offset) {
+  absl::ReaderMutexLock l(&mu_);
+  if (offset >= attrs_.size) return size_t{0};
+  size_t n = static_cast<size_t>(std::min<uint64_t>(dst.size(),
+                                                    attrs_.size - offset));
+  size_t done = 0;
+  while (done < n) {
+    uint64_t pos = offset + done;
+    uint64_t in_page = pos % kPage;
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(kPage - in_page,
+                                                          n - done));
+    auto it = pages_.find(pos / kPage);
+    if (it == pages_.end()) {
+      memset(dst.data() + done, 0, chunk);
+    } else if (!tmpfs().memory_file().Read(it->second + in_page,
+                                           dst.data() + done, chunk)) {
+      if (done > 0) return done;
+      return kEIO;
+    }
+    done += chunk;
+  }
+  return done;
+}
+
+KResult<size_t> RegularFile::WriteAt(absl::Span<const uint8_t> src,
+                                     uint64_t* offset, bool append) {
+  absl::MutexLock l(&mu_);
+  if (append) *offset = attrs_.size;
+  if (src.empty()) return size_t{0};
+  if (*offset >= kMaxFileSize) return kEFBIG;
+  size_t n = static_cast<size_t>(
+      std::min<uint64_t>(src.size(), kMaxFileSize - *offset));
+  size_t done = 0;
+  while (done < n) {
+    uint64_t pos = *offset + done;
+    uint64_t in_page = pos % kPage;
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(kPage - in_page,
+                                                          n - done));
+    KResult<uint64_t> page = PageLocked(pos / kPage);
+    if (!page.ok()) {
+      if (done > 0) break;
+      return page.error();
+    }
+    if (!tmpfs().memory_file().Write(*page + in_page, src.data() + done,
+                                     chunk)) {
+      if (done > 0) break;
+      return kENOMEM;
+    }
+    done += chunk;
+  }
+  attrs_.size = std::max<uint64_t>(attrs_.size, *offset + done);
+  attrs_.mtime = attrs_.ctime = vfs::Now();
+  return done;
+}
+
+KResult<void> RegularFile::TruncateLocked(uint64_t size) {
+  if (size > kMaxFileSize) return kEFBIG;
+  if (size < attrs_.size) {
+    uint64_t first_gone = (size + kPage - 1) / kPage;
+    auto it = pages_.lower_bound(first_gone);
+    uint64_t freed = 0;
+    while (it != pages_.end()) {
+      tmpfs().memory_file().Free(it->second, kPage);
+      it = pages_.erase(it);
+      ++freed;
+    }
+    tmpfs().ReleasePages(freed);
+    if (size % kPage != 0) {
+      auto last = pages_.find(size / kPage);
+      if (last != pages_.end()) {
+        tmpfs().memory_file().Zero(last->second + size % kPage,
+                                   kPage - size % kPage);
+      }
+    }
+  }
+  attrs_.size = size;
+  return OkResult();
+}
+
+KResult<int64_t> RegularFile::SeekDataOrHole(int64_t offset, bool data) {
+  absl::ReaderMutexLock l(&mu_);
+  if (offset < 0) return kENXIO;
+  uint64_t off = static_cast<uint64_t>(offset);
+  if (off >= attrs_.size) return kENXIO;
+  uint64_t index = off / kPage;
+  if (data) {
+    auto it = pages_.lower_bound(index);
+    if (it == pages_.end()) return kENXIO;
+    uint64_t start = it->first == index ? off : it->first * kPage;
+    if (start >= attrs_.size) return kENXIO;
+    return static_cast<int64_t>(start);
+  }
+  // The first page at or after `index` that is absent; EOF is a hole.
+  uint64_t i = index;
+  for (auto it = pages_.lower_bound(index); it != pages_.end() && it->first == i;
+       ++it) {
+    ++i;
+  }
+  uint64_t hole = i == index ? off : i * kPage;
+  return static_cast<int64_t>(std::min<uint64_t>(hole, attrs_.size));
+}
+
+KResult<std::shared_ptr<vfs::VfsFile>> RegularFile::Open(
+    const vfs::VirtualDentry& vd, uint32_t flags) {
+  return std::shared_ptr<vfs::VfsFile>(std::make_shared<RegularFileDescription>(
+      vd, flags,
+      std::static_pointer_cast<RegularFile>(shared_from_this())));
+}
+
+KResult<size_t> RegularFileDescription::Read(vfs::IoContext&,
+                                             absl::Span<uint8_t> dst) {
+  if (!readable()) return kEBADF;
+  absl::MutexLock l(&offset_mu_);
+  TRY(size_t n, file_->ReadAt(dst, static_cast<uint64_t>(offset_)));
+  offset_ += static_cast<int64_t>(n);
+  return n;
+}
+
+KResult<size_t> RegularFileDescription::Write(vfs::IoContext&,
+                                              absl::Span<const uint8_t> src) {
+  if (!writable()) return kEBADF;
+  absl::MutexLock l(&offset_mu_);
+  uint64_t off = static_cast<uint64_t>(offset_);
+  TRY(size_t n, file_->WriteAt(src, &off, status_flags() & O_APPEND));
+  offset_ = static_cast<int64_t>(off + n);
+  return n;
+}
+
+KResult<size_t> RegularFileDescription::PRead(vfs::IoContext&,
+                                              absl::Span<uint8_t> dst,
+                                              int64_t offset) {
+  if (!readable()) return kEBADF;
+  if (offset < 0) return kEINVAL;
+  return file_->ReadAt(dst, static_cast<uint64_t>(offset));
+}
+
+KResult<size_t> RegularFileDescription::PWrite(vfs::IoContext&,
+                                               absl::Span<const uint8_t> src,
+                                               int64_t offset) {
+  if (!writable()) return kEBADF;
+  if (offset < 0) return kEINVAL;
+  // Linux appends even for pwrite on an O_APPEND description.
+  uint64_t off = static_cast<uint64_t>(offset);
+  return file_->WriteAt(src, &off, status_flags() & O_APPEND);
+}
+
+KResult<int64_t> RegularFileDescription::Seek(int64_t offset, int whence) {
+  absl::MutexLock l(&offset_mu_);
+  if (whence == SEEK_DATA || whence == SEEK_HOLE) {
+    TRY(int64_t pos, file_->SeekDataOrHole(offset, whence == SEEK_DATA));
+    offset_ = pos;
+    return pos;
+  }
+  return SeekLocked(offset, whence, static_cast<int64_t>(file_->size()));
+}
+
+}  // namespace sandbox::fs::tmpfs

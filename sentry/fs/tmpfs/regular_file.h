@@ -1,0 +1,87 @@
+// RegularFile: a tmpfs regular file, and RegularFileDescription, its open
+// file description.
+//
+// Data: a sparse map from page index to the MemoryFile page that holds it;
+// absent pages are holes that read as zeros (SEEK_DATA/SEEK_HOLE report
+// them). Pages beyond the size are freed on truncate, and the tail of the
+// last page is zeroed so that growing the file again shows zeros.
+//
+// This page map is what mmap will use: a future mm::Mappable
+// implementation translates offsets to these MemoryFile pages (allocating
+// missing ones), so reads, writes and shared mappings share one copy.
+//
+// Locking: pages_ and the size are protected by the inode's mu_.
+#ifndef SENTRY_FS_TMPFS_REGULAR_FILE_H_
+#define SENTRY_FS_TMPFS_REGULAR_FILE_H_
+
+#include <stdint.h>
+
+#include <memory>
+
+#include "absl/container/btree_map.h"
+#include "absl/types/span.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
+#include "sentry/vfs/inode.h"
+#include "sentry/vfs/vfs_file.h"
+
+namespace sandbox::fs::tmpfs {
+
+class RegularFile final : public vfs::Inode {
+ public:
+  RegularFile(Filesystem& fs, uint64_t ino, const vfs::NewInodeAttrs& attrs);
+  ~RegularFile() override;
+
+  // Reads up to dst.size() bytes at `offset`, short at the end of file.
+  KResult<size_t> ReadAt(absl::Span<uint8_t> dst, uint64_t offset)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes at `offset`, or at the end of file if `append` (then *offset is
+  // set to where the write went). Short only if space ran out after some
+  // bytes were written (ENOSPC otherwise); EFBIG past the maximum size.
+  KResult<size_t> WriteAt(absl::Span<const uint8_t> src, uint64_t* offset,
+                          bool append) ABSL_LOCKS_EXCLUDED(mu_);
+  // SEEK_DATA / SEEK_HOLE from `offset`: ENXIO at or past the end.
+  KResult<int64_t> SeekDataOrHole(int64_t offset, bool data)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  KResult<std::shared_ptr<vfs::VfsFile>> Open(const vfs::VirtualDentry& vd,
+                                              uint32_t flags) override;
+
+ protected:
+  KResult<void> TruncateLocked(uint64_t size) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t BlocksLocked() const override ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+ private:
+  Filesystem& tmpfs() const { return static_cast<Filesystem&>(fs()); }
+  // The MemoryFile offset of page `index`, allocating it if absent.
+  KResult<uint64_t> PageLocked(uint64_t index)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::btree_map<uint64_t, uint64_t> pages_ ABSL_GUARDED_BY(mu_);
+};
+
+// An open tmpfs regular file: offset, O_APPEND, lseek incl. SEEK_DATA and
+// SEEK_HOLE.
+class RegularFileDescription final : public vfs::VfsFile {
+ public:
+  RegularFileDescription(vfs::VirtualDentry vd, uint32_t flags,
+                         std::shared_ptr<RegularFile> file)
+      : vfs::VfsFile(std::move(vd), flags), file_(std::move(file)) {}
+
+  KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override;
+  KResult<size_t> Write(vfs::IoContext& ctx,
+                        absl::Span<const uint8_t> src) override;
+  KResult<size_t> PRead(vfs::IoContext& ctx, absl::Span<uint8_t> dst,
+                        int64_t offset) override;
+  KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
+                         int64_t offset) override;
+  KResult<int64_t> Seek(int64_t offset, int whence) override;
+
+ private:
+  const std::shared_ptr<RegularFile> file_;
+};
+
+}  // namespace sandbox::fs::tmpfs
+
+#endif  // SENTRY_FS_TMPFS_REGULAR_FILE_H_

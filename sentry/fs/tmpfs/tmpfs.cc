@@ -1,0 +1,101 @@
+#include "sentry/fs/tmpfs/tmpfs.h"
+
+#include <sys/stat.h>
+
+#include "sentry/fs/tmpfs/directory.h"
+#include "sentry/fs/tmpfs/regular_file.h"
+
+namespace sandbox::fs::tmpfs {
+namespace {
+
+constexpr uint64_t kPage = abi::kPageSize;
+
+class Symlink final : public vfs::Inode {
+ public:
+  Symlink(Filesystem& fs, uint64_t ino, const vfs::NewInodeAttrs& attrs,
+          std::string_view target)
+      : vfs::Inode(fs, ino, attrs), target_(target) {
+    absl::MutexLock l(&mu_);
+    attrs_.size = target_.size();
+  }
+  KResult<std::string> Readlink() override { return target_; }
+
+ private:
+  const std::string target_;  // immutable
+};
+
+// FIFOs, sockets, device nodes: attributes only until their drivers exist.
+class SpecialInode final : public vfs::Inode {
+ public:
+  using vfs::Inode::Inode;
+};
+
+}  // namespace
+
+Filesystem::Filesystem(platform::MemoryFile& mf, const Options& opts)
+    : mf_(mf), max_pages_(opts.max_bytes / kPage) {}
+
+std::shared_ptr<Filesystem> Filesystem::Create(platform::MemoryFile& mf,
+                                               const Options& opts) {
+  std::shared_ptr<Filesystem> fs(new Filesystem(mf, opts));
+  vfs::NewInodeAttrs attrs;
+  attrs.mode = S_IFDIR | (opts.root_mode & 07777);
+  attrs.uid = opts.root_uid;
+  attrs.gid = opts.root_gid;
+  std::shared_ptr<vfs::Inode> root = fs->NewInode(attrs, {}).value();
+  fs->root_ = vfs::Dentry::NewRoot(std::move(root));
+  return fs;
+}
+
+KResult<std::shared_ptr<vfs::Inode>> Filesystem::NewInode(
+    const vfs::NewInodeAttrs& attrs, std::string_view symlink_target) {
+  uint64_t ino = next_ino_.fetch_add(1, std::memory_order_relaxed);
+  inodes_.fetch_add(1, std::memory_order_relaxed);
+  switch (attrs.mode & S_IFMT) {
+    case S_IFDIR:
+      return std::shared_ptr<vfs::Inode>(
+          std::make_shared<Directory>(*this, ino, attrs));
+    case S_IFREG:
+      return std::shared_ptr<vfs::Inode>(
+          std::make_shared<RegularFile>(*this, ino, attrs));
+    case S_IFLNK:
+      return std::shared_ptr<vfs::Inode>(
+          std::make_shared<Symlink>(*this, ino, attrs, symlink_target));
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK:
+      return std::shared_ptr<vfs::Inode>(
+          std::make_shared<SpecialInode>(*this, ino, attrs));
+    default:
+      return kEINVAL;
+  }
+}
+
+bool Filesystem::ReservePages(uint64_t n) {
+  uint64_t used = used_pages_.load(std::memory_order_relaxed);
+  do {
+    if (max_pages_ != 0 && used + n > max_pages_) return false;
+  } while (!used_pages_.compare_exchange_weak(used, used + n,
+                                              std::memory_order_relaxed));
+  return true;
+}
+
+void Filesystem::ReleasePages(uint64_t n) {
+  used_pages_.fetch_sub(n, std::memory_order_relaxed);
+}
+
+vfs::FsStats Filesystem::StatFs() {
+  vfs::FsStats st;
+  st.type = kTmpfsMagic;
+  st.block_size = st.frsize = kPage;
+  uint64_t used = used_pages_.load(std::memory_order_relaxed);
+  if (max_pages_ != 0) {
+    st.blocks = max_pages_;
+    st.blocks_free = st.blocks_avail = max_pages_ - std::min(used, max_pages_);
+  }
+  st.name_max = vfs::kNameMax;
+  return st;
+}
+
+}  // namespace sandbox::fs::tmpfs

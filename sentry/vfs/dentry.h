@@ -1,0 +1,114 @@
+// Dentry: a name in the tree (Linux struct dentry), always positive.
+//
+// Ownership: a dentry holds its parent and its inode (shared_ptr); a parent
+// caches its children weakly (name -> weak_ptr), so an unreferenced subtree
+// is freed and looked up again from the inode the next time. What keeps a
+// dentry alive: open files, a task's root/cwd, a walk in progress, and a
+// mount on it or rooted at it (Mount holds both), so a mount point keeps
+// its identity for the mount table.
+//
+// Locking: parent_, name_ and dead_ are protected by the Filesystem's
+// tree_mu() (shared to read, exclusive to change); children_ by cache_mu_,
+// a leaf taken under tree_mu(). inode_ and fs_ are immutable.
+#ifndef SENTRY_VFS_DENTRY_H_
+#define SENTRY_VFS_DENTRY_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "sentry/base/result.h"
+#include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/inode.h"
+
+namespace sandbox::vfs {
+
+class Dentry : public std::enable_shared_from_this<Dentry> {
+ public:
+  // A file system's root dentry (no parent).
+  static std::shared_ptr<Dentry> NewRoot(std::shared_ptr<Inode> inode);
+  ~Dentry();
+  Dentry(const Dentry&) = delete;
+  Dentry& operator=(const Dentry&) = delete;
+
+  Filesystem& fs() const { return inode_->fs(); }
+  Inode& inode() const { return *inode_; }
+  const std::shared_ptr<Inode>& inode_ref() const { return inode_; }
+
+  // Preconditions (all three): fs().tree_mu() held (shared or exclusive).
+  std::shared_ptr<Dentry> parent() const
+      ABSL_SHARED_LOCKS_REQUIRED(fs().tree_mu()) {
+    return parent_;
+  }
+  const std::string& name() const ABSL_SHARED_LOCKS_REQUIRED(fs().tree_mu()) {
+    return name_;
+  }
+  // True once unlinked, removed or replaced by a rename.
+  bool dead() const ABSL_SHARED_LOCKS_REQUIRED(fs().tree_mu()) {
+    return dead_;
+  }
+
+  // Locking wrappers for callers that hold no lock.
+  std::shared_ptr<Dentry> Parent() const;
+  bool IsDead() const;
+
+  // The child `name` (not "." or ".."), from the cache or the inode's
+  // Lookup. Preconditions: fs().tree_mu() held; this is a directory.
+  KResult<std::shared_ptr<Dentry>> LookupChild(std::string_view name)
+      ABSL_SHARED_LOCKS_REQUIRED(fs().tree_mu());
+
+  // Tree changes, after the file system made them.
+  // Preconditions: fs().tree_mu() held exclusively.
+  // `name` was created: nothing to do (lookups find it); provided for
+  // symmetry with file systems that keep negative entries.
+  // `child` (named `name` here) was unlinked or replaced: it is dead.
+  void ChildRemoved(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fs().tree_mu());
+  // The cached child `old_name` moved to `new_name` in `new_parent`.
+  void ChildMoved(const std::string& old_name, Dentry& new_parent,
+                  const std::string& new_name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fs().tree_mu());
+  // `a_name` here and `b_name` in `b_parent` swapped (RENAME_EXCHANGE).
+  void ChildrenExchanged(const std::string& a_name, Dentry& b_parent,
+                         const std::string& b_name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fs().tree_mu());
+
+  // Whether `this` is `other` or one of its ancestors in this file system.
+  // Preconditions: fs().tree_mu() held.
+  bool IsAncestorOf(const Dentry& other) const
+      ABSL_SHARED_LOCKS_REQUIRED(fs().tree_mu());
+
+  // Number of mounts whose mount point is this dentry (any mount). Changed
+  // under the mount lock; read without it as a fast path.
+  int mount_count() const { return mounts_.load(std::memory_order_acquire); }
+  void AddMountRef() { mounts_.fetch_add(1, std::memory_order_acq_rel); }
+  void DropMountRef() { mounts_.fetch_sub(1, std::memory_order_acq_rel); }
+
+ private:
+  Dentry(std::shared_ptr<Dentry> parent, std::string name,
+         std::shared_ptr<Inode> inode);
+
+  // The cached live child `name`, or null. Takes cache_mu_.
+  std::shared_ptr<Dentry> CachedChild(std::string_view name);
+  void Uncache(const std::string& name);  // takes cache_mu_
+  void Cache(const std::string& name, const std::shared_ptr<Dentry>& child);
+
+  const std::shared_ptr<Inode> inode_;
+  std::shared_ptr<Dentry> parent_ ABSL_GUARDED_BY(fs().tree_mu());
+  std::string name_ ABSL_GUARDED_BY(fs().tree_mu());
+  bool dead_ ABSL_GUARDED_BY(fs().tree_mu()) = false;
+
+  absl::Mutex cache_mu_;
+  absl::flat_hash_map<std::string, std::weak_ptr<Dentry>> children_
+      ABSL_GUARDED_BY(cache_mu_);
+
+  std::atomic<int> mounts_{0};
+};
+
+}  // namespace sandbox::vfs
+
+#endif  // SENTRY_VFS_DENTRY_H_

@@ -1,0 +1,188 @@
+// Inode: a file's identity and attributes (Linux struct inode), and the
+// operations a file system implements on it.
+//
+// An Inode belongs to one Filesystem and is shared (std::shared_ptr) by the
+// dentries that name it (hard links), by open files, and by its directory
+// entries inside the file system. The VFS does every permission check and
+// argument validation before calling an operation; implementations only
+// perform it and keep their own structures consistent.
+//
+// Directory operations (Lookup, CreateChild, LinkChild, RemoveChild,
+// RenameChild, IterDirents, IsEmptyDir) are called with the owning
+// Filesystem's tree_mu() held: shared for Lookup/IterDirents/IsEmptyDir,
+// exclusive for the others.
+//
+// Lock order:
+//   Filesystem::tree_mu_
+//     Dentry::cache_mu_            (leaf)
+//     Inode::mu_                   (one inode at a time, except RenameChild
+//                                   which may lock the moved and the
+//                                   replaced inode: tree_mu_ held exclusively
+//                                   makes that safe)
+//       platform::MemoryFile
+#ifndef SENTRY_VFS_INODE_H_
+#define SENTRY_VFS_INODE_H_
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+#include "sentry/abi/linux.h"
+#include "sentry/base/result.h"
+
+namespace sandbox::vfs {
+
+class Filesystem;
+class VfsFile;
+struct VirtualDentry;
+
+inline constexpr size_t kNameMax = 255;   // NAME_MAX
+inline constexpr size_t kPathMax = 4096;  // PATH_MAX, including the NUL
+inline constexpr int kMaxSymlinks = 40;   // MAXSYMLINKS
+
+// The current CLOCK_REALTIME, for timestamps.
+abi::Timespec Now();
+
+// d_type of a mode (DT_REG, DT_DIR...).
+uint8_t DirentType(uint32_t mode);
+
+// One directory entry as getdents64 reports it. `next_offset` is the d_off
+// to resume after this entry (seekdir/telldir cookie).
+struct DirEntry {
+  std::string_view name;
+  uint64_t ino = 0;
+  uint8_t type = 0;  // DT_*
+  int64_t next_offset = 0;
+};
+// Receives entries; returns false when it cannot take this one (the caller's
+// buffer is full), which stops the iteration without consuming it.
+using DirentSink = absl::FunctionRef<bool(const DirEntry&)>;
+
+// Attributes of a new inode, computed by the VFS (owner, setgid
+// inheritance, umask) before CreateChild.
+struct NewInodeAttrs {
+  uint32_t mode = 0;  // S_IFMT type and permission bits
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t rdev = 0;
+};
+
+// A chmod/chown/utimes/truncate request, after the VFS checks.
+struct SetAttrRequest {
+  static constexpr uint32_t kMode = 1, kUid = 2, kGid = 4, kSize = 8,
+                            kAtime = 16, kMtime = 32, kCtime = 64;
+  uint32_t mask = 0;
+  uint32_t mode = 0;  // permission bits only (07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  abi::Timespec atime{}, mtime{}, ctime{};
+};
+
+struct InodeAttrs {
+  uint32_t mode = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t nlink = 0;
+  uint64_t size = 0;
+  uint64_t rdev = 0;
+  abi::Timespec atime{}, mtime{}, ctime{};
+};
+
+class Inode : public std::enable_shared_from_this<Inode> {
+ public:
+  // `fs` must outlive the inode (mounts and dentries pin the Filesystem).
+  Inode(Filesystem& fs, uint64_t ino, const NewInodeAttrs& attrs);
+  virtual ~Inode() = default;
+  Inode(const Inode&) = delete;
+  Inode& operator=(const Inode&) = delete;
+
+  Filesystem& fs() const { return fs_; }
+  uint64_t ino() const { return ino_; }
+  // The file type never changes, so it is readable without the lock.
+  uint32_t type() const { return type_; }
+  bool IsDir() const { return type_ == S_IFDIR; }
+  bool IsSymlink() const { return type_ == S_IFLNK; }
+  bool IsRegular() const { return type_ == S_IFREG; }
+
+  InodeAttrs Attrs() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint32_t mode() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t nlink() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // stat(2) of this inode.
+  virtual abi::Stat Stat() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies a checked request. The default handles everything but kSize
+  // (EINVAL on non-regular files; regular files override TruncateLocked).
+  KResult<void> SetAttr(const SetAttrRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
+  // Updates ctime (and mtime) to now, e.g. after a directory change.
+  void TouchCMTime() ABSL_LOCKS_EXCLUDED(mu_);
+  void TouchCTime() ABSL_LOCKS_EXCLUDED(mu_);
+  void TouchATime() ABSL_LOCKS_EXCLUDED(mu_);
+  // Link-count changes made by the file system implementation.
+  void IncLinks() ABSL_LOCKS_EXCLUDED(mu_);
+  void DecLinks() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // --- Directory operations (default: ENOTDIR). ---
+  // The child `name` (never "." or ".."; at most kNameMax bytes), ENOENT if
+  // absent.
+  virtual KResult<std::shared_ptr<Inode>> Lookup(std::string_view name);
+  // Creates `name` (absent, checked by the VFS) of the type in attrs.mode;
+  // `symlink_target` is used for S_IFLNK only. ENOENT if this directory was
+  // removed, EMLINK/ENOSPC as the file system limits.
+  virtual KResult<std::shared_ptr<Inode>> CreateChild(
+      std::string_view name, const NewInodeAttrs& attrs,
+      std::string_view symlink_target);
+  // Adds a hard link `name` (absent) to the non-directory `target` of the
+  // same file system.
+  virtual KResult<void> LinkChild(std::string_view name,
+                                  const std::shared_ptr<Inode>& target);
+  // Removes `name`, whose inode is `child` (for a directory: checked empty
+  // by the VFS with IsEmptyDir under the same lock).
+  virtual KResult<void> RemoveChild(std::string_view name, Inode& child);
+  // Moves `old_name` here to `new_name` in `new_dir` (same file system).
+  // The VFS checked every rule; an existing target is replaced, or with
+  // RENAME_EXCHANGE swapped.
+  virtual KResult<void> RenameChild(std::string_view old_name,
+                                    Inode& new_dir, std::string_view new_name,
+                                    uint32_t flags);
+  // Entries from cookie `offset` (>= 2: the VFS emits "." and ".." itself).
+  // Entries added or removed during iteration never disturb the offsets of
+  // the others.
+  virtual KResult<void> IterDirents(int64_t offset, DirentSink sink);
+  virtual bool IsEmptyDir();
+
+  // --- Symlinks (default: EINVAL). ---
+  virtual KResult<std::string> Readlink();
+
+  // --- Files. ---
+  // Opens a file description on this inode, reached at `vd`, after the VFS
+  // checks (access mode, O_TRUNC done). Directories and O_PATH are opened by
+  // the VFS itself; the default returns ENXIO (device or FIFO without a
+  // driver yet).
+  virtual KResult<std::shared_ptr<VfsFile>> Open(const VirtualDentry& vd,
+                                                 uint32_t flags);
+
+ protected:
+  // Changes the size of a regular file (truncate/ftruncate/O_TRUNC).
+  virtual KResult<void> TruncateLocked(uint64_t size)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Blocks for st_blocks (512-byte units). Default: size rounded up.
+  virtual uint64_t BlocksLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  Filesystem& fs_;
+  const uint64_t ino_;
+  const uint32_t type_;
+
+  mutable absl::Mutex mu_;
+  InodeAttrs attrs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sandbox::vfs
+
+#endif  // SENTRY_VFS_INODE_H_
