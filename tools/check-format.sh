@@ -6,6 +6,7 @@
 # Exit status: 0 when all files are formatted (or were fixed), 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
+tools/install-deps.sh --dev || exit 2
 fix=0
 files=()
 for arg in "$@"; do

@@ -25,6 +25,7 @@ for arg in "$@"; do
 done
 
 cd "$(dirname "$0")/.." || exit 2
+tools/install-deps.sh --dev || exit 2
 command -v clang >/dev/null || { echo "fuzz.sh: clang not found (apt-get install clang)" >&2; exit 2; }
 ob="${FUZZ_OUTPUT_BASE:-$HOME/.cache/bazel-ob/fuzz-clang}"
 out="${FUZZ_OUT:-$(mktemp -d /tmp/fuzz-XXXXXX)}"

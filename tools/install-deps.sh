@@ -22,6 +22,12 @@ PACKAGES=(
   busybox-static
 )
 
+# --dev: also the tools of tools/fuzz.sh, tools/thread-safety.sh and
+# tools/check-format.sh (clang, libFuzzer and sanitizer runtimes).
+if [[ ${1:-} == --dev ]]; then
+  PACKAGES+=(clang libclang-rt-14-dev clang-format clang-tidy)
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

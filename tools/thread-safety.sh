@@ -21,6 +21,7 @@
 # Exit status: 0 clean, 1 violations (or a file clang cannot compile), 2 setup.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
+tools/install-deps.sh --dev || exit 2
 root="$PWD"
 selftest=0
 patterns=()
