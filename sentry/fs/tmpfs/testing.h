@@ -15,6 +15,7 @@
 #include "platform/memory_file.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/credentials.h"
+#include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 
