@@ -75,12 +75,12 @@ abi::Stat Inode::Stat() const {
 }
 
 KResult<void> Inode::SetAttr(const SetAttrRequest& req) {
-  absl::MutexLock l(&mu_);
   if (req.mask & SetAttrRequest::kSize) {
     if (type_ == S_IFDIR) return kEISDIR;
     if (type_ != S_IFREG) return kEINVAL;
-    TRY_VOID(TruncateLocked(req.size));
+    TRY_VOID(Truncate(req.size));
   }
+  absl::MutexLock l(&mu_);
   if (req.mask & SetAttrRequest::kMode) {
     attrs_.mode = (attrs_.mode & S_IFMT) | (req.mode & 07777);
   }
@@ -147,6 +147,6 @@ KResult<std::string> Inode::Readlink() { return kEINVAL; }
 KResult<std::shared_ptr<VfsFile>> Inode::Open(const VirtualDentry&, uint32_t) {
   return kENXIO;
 }
-KResult<void> Inode::TruncateLocked(uint64_t) { return kEINVAL; }
+KResult<void> Inode::Truncate(uint64_t) { return kEINVAL; }
 
 }  // namespace sandbox::vfs

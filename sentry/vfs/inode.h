@@ -117,8 +117,9 @@ class Inode : public std::enable_shared_from_this<Inode> {
 
   // stat(2) of this inode.
   virtual abi::Stat Stat() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Applies a checked request. The default handles everything but kSize
-  // (EINVAL on non-regular files; regular files override TruncateLocked).
+  // Applies a checked request. kSize goes to Truncate (EISDIR for a
+  // directory, EINVAL for other non-regular files) before the other
+  // attributes change.
   KResult<void> SetAttr(const SetAttrRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
   // Updates ctime (and mtime) to now, e.g. after a directory change.
   void TouchCMTime() ABSL_LOCKS_EXCLUDED(mu_);
@@ -169,9 +170,10 @@ class Inode : public std::enable_shared_from_this<Inode> {
                                                  uint32_t flags);
 
  protected:
-  // Changes the size of a regular file (truncate/ftruncate/O_TRUNC).
-  virtual KResult<void> TruncateLocked(uint64_t size)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Changes the size of a regular file (truncate/ftruncate/O_TRUNC). Called
+  // without mu_ so that an implementation can invalidate mappings (which
+  // takes MemoryManager locks) between its own critical sections.
+  virtual KResult<void> Truncate(uint64_t size) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks for st_blocks (512-byte units). Default: size rounded up.
   virtual uint64_t BlocksLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 

@@ -22,6 +22,10 @@
 #include "sentry/vfs/inode.h"
 #include "sentry/vfs/mount.h"
 
+namespace sandbox::mm {
+class Mappable;
+}  // namespace sandbox::mm
+
 namespace sandbox::vfs {
 
 class VfsFile : public FileDescription {
@@ -37,6 +41,10 @@ class VfsFile : public FileDescription {
   // getdents64: appends entries to `sink` from the current offset and
   // advances it past the entries taken. ENOTDIR for non-directories.
   virtual KResult<void> IterDirents(DirentSink sink) { return kENOTDIR; }
+
+  // What mmap(2) maps for this file (its page cache), or null if the file
+  // cannot be mapped (ENODEV).
+  virtual std::shared_ptr<mm::Mappable> GetMappable() { return nullptr; }
 
  protected:
   // Generic lseek for a file whose size is `size` (SEEK_SET/CUR/END):

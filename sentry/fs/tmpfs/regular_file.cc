@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,28 +100,100 @@ KResult<size_t> RegularFile::WriteAt(absl::Span<const uint8_t> src,
   return done;
 }
 
-KResult<void> RegularFile::TruncateLocked(uint64_t size) {
+KResult<void> RegularFile::Truncate(uint64_t size) {
   if (size > kMaxFileSize) return kEFBIG;
-  if (size < attrs_.size) {
-    uint64_t first_gone = (size + kPage - 1) / kPage;
-    auto it = pages_.lower_bound(first_gone);
-    uint64_t freed = 0;
-    while (it != pages_.end()) {
-      tmpfs().memory_file().Free(it->second, kPage);
-      it = pages_.erase(it);
-      ++freed;
-    }
-    tmpfs().ReleasePages(freed);
-    if (size % kPage != 0) {
-      auto last = pages_.find(size / kPage);
-      if (last != pages_.end()) {
-        tmpfs().memory_file().Zero(last->second + size % kPage,
-                                   kPage - size % kPage);
+  absl::MutexLock ml(&mappings_mu_);
+  std::vector<uint64_t> doomed;
+  uint64_t old_size;
+  {
+    absl::MutexLock l(&mu_);
+    old_size = attrs_.size;
+    if (size < old_size) {
+      for (auto it = pages_.lower_bound((size + kPage - 1) / kPage);
+           it != pages_.end(); it = pages_.erase(it)) {
+        doomed.push_back(it->second);
+      }
+      if (size % kPage != 0) {
+        auto last = pages_.find(size / kPage);
+        if (last != pages_.end()) {
+          tmpfs().memory_file().Zero(last->second + size % kPage,
+                                     kPage - size % kPage);
+        }
       }
     }
+    attrs_.size = size;
   }
-  attrs_.size = size;
+  if (doomed.empty()) return OkResult();
+  // Every mapping drops the pages past the new end before they are freed.
+  uint64_t cut = (size + kPage - 1) / kPage * kPage;
+  for (const Mapping& m : mappings_) {
+    uint64_t s = std::max(cut, m.offset);
+    uint64_t e = m.offset + m.length;
+    if (s < e) m.space->Invalidate(m.addr + (s - m.offset), e - s);
+  }
+  for (uint64_t off : doomed) tmpfs().memory_file().Free(off, kPage);
+  tmpfs().ReleasePages(doomed.size());
   return OkResult();
+}
+
+void RegularFile::AddMapping(mm::MappingSpace* space, uintptr_t addr,
+                             uint64_t offset, uint64_t length, bool) {
+  absl::MutexLock l(&mappings_mu_);
+  mappings_.push_back({space, addr, offset, length});
+}
+
+void RegularFile::RemoveMapping(mm::MappingSpace* space, uintptr_t addr,
+                                uint64_t, uint64_t length, bool) {
+  absl::MutexLock l(&mappings_mu_);
+  // [addr, addr+length) of `space` may be part of a recorded mapping (a
+  // partial munmap): keep the rest of it.
+  std::vector<Mapping> out;
+  const uintptr_t end = addr + length;
+  for (const Mapping& m : mappings_) {
+    const uintptr_t m_end = m.addr + m.length;
+    if (m.space != space || end <= m.addr || m_end <= addr) {
+      out.push_back(m);
+      continue;
+    }
+    if (m.addr < addr) out.push_back({m.space, m.addr, m.offset, addr - m.addr});
+    if (end < m_end) {
+      out.push_back({m.space, end, m.offset + (end - m.addr), m_end - end});
+    }
+  }
+  mappings_ = std::move(out);
+}
+
+KResult<std::vector<mm::Translation>> RegularFile::Translate(
+    uint64_t required_offset, uint64_t required_length,
+    uint64_t optional_offset, uint64_t optional_length,
+    platform::AccessType) {
+  constexpr int kProt = PROT_READ | PROT_WRITE | PROT_EXEC;
+  absl::MutexLock l(&mu_);
+  // Pages that hold any byte below the size can be mapped; beyond: SIGBUS.
+  const uint64_t limit = (attrs_.size + kPage - 1) / kPage * kPage;
+  if (required_offset >= limit || required_length > limit - required_offset) {
+    return kEFAULT;
+  }
+  const uint64_t required_end = required_offset + required_length;
+  uint64_t end = required_end;
+  if (optional_offset <= required_offset &&
+      optional_length >= required_end - optional_offset) {
+    end = std::min(limit, optional_offset + optional_length);
+  }
+  std::vector<mm::Translation> out;
+  for (uint64_t off = required_offset; off < end; off += kPage) {
+    KResult<uint64_t> page = PageLocked(off / kPage);
+    if (!page.ok()) {
+      if (off >= required_end) break;  // the optional part may stay unmapped
+      return kENOMEM;
+    }
+    if (!out.empty() && out.back().file_offset + out.back().length == *page) {
+      out.back().length += kPage;
+    } else {
+      out.push_back({off, kPage, *page, kProt});
+    }
+  }
+  return out;
 }
 
 KResult<int64_t> RegularFile::SeekDataOrHole(int64_t offset, bool data) {

@@ -6,27 +6,38 @@
 // them). Pages beyond the size are freed on truncate, and the tail of the
 // last page is zeroed so that growing the file again shows zeros.
 //
-// This page map is what mmap will use: a future mm::Mappable
-// implementation translates offsets to these MemoryFile pages (allocating
-// missing ones), so reads, writes and shared mappings share one copy.
+// The same pages back mmap: RegularFile is the file's mm::Mappable, so
+// read/write and every mapping share one copy. Translate allocates missing
+// pages below the size (EFAULT, i.e. SIGBUS, at or past it). Truncate
+// takes the doomed pages out of the map first (the file reads zeros there
+// at once), then makes every mapping drop them, then frees them, so no
+// guest ever maps a freed page.
 //
-// Locking: pages_ and the size are protected by the inode's mu_.
+// Locking: pages_ and the size are protected by the inode's mu_; the list
+// of mappings by mappings_mu_, an AddMapping lock (mm/mappable.h).
+// Lock order:
+//   mappings_mu_
+//     MemoryManager::active_mu_ (MappingSpace::Invalidate)
+//       Inode::mu_ (Translate)
+//         platform::MemoryFile
 #ifndef SENTRY_FS_TMPFS_REGULAR_FILE_H_
 #define SENTRY_FS_TMPFS_REGULAR_FILE_H_
 
 #include <stdint.h>
 
 #include <memory>
+#include <vector>
 
 #include "absl/container/btree_map.h"
 #include "absl/types/span.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
+#include "sentry/mm/mappable.h"
 #include "sentry/vfs/inode.h"
 #include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::fs::tmpfs {
 
-class RegularFile final : public vfs::Inode {
+class RegularFile final : public vfs::Inode, public mm::Mappable {
  public:
   RegularFile(Filesystem& fs, uint64_t ino, const vfs::NewInodeAttrs& attrs);
   ~RegularFile() override;
@@ -47,9 +58,21 @@ class RegularFile final : public vfs::Inode {
   KResult<std::shared_ptr<vfs::VfsFile>> Open(const vfs::VirtualDentry& vd,
                                               uint32_t flags) override;
 
+  // mm::Mappable.
+  void AddMapping(mm::MappingSpace* space, uintptr_t addr, uint64_t offset,
+                  uint64_t length, bool writable) override
+      ABSL_LOCKS_EXCLUDED(mappings_mu_);
+  void RemoveMapping(mm::MappingSpace* space, uintptr_t addr, uint64_t offset,
+                     uint64_t length, bool writable) override
+      ABSL_LOCKS_EXCLUDED(mappings_mu_);
+  KResult<std::vector<mm::Translation>> Translate(
+      uint64_t required_offset, uint64_t required_length,
+      uint64_t optional_offset, uint64_t optional_length,
+      platform::AccessType access) override ABSL_LOCKS_EXCLUDED(mu_);
+
  protected:
-  KResult<void> TruncateLocked(uint64_t size) override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  KResult<void> Truncate(uint64_t size) override
+      ABSL_LOCKS_EXCLUDED(mu_, mappings_mu_);
   uint64_t BlocksLocked() const override ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
  private:
@@ -58,7 +81,17 @@ class RegularFile final : public vfs::Inode {
   KResult<uint64_t> PageLocked(uint64_t index)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  struct Mapping {
+    mm::MappingSpace* space;
+    uintptr_t addr;
+    uint64_t offset;
+    uint64_t length;
+  };
+
   absl::btree_map<uint64_t, uint64_t> pages_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex mappings_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::vector<Mapping> mappings_ ABSL_GUARDED_BY(mappings_mu_);
 };
 
 // An open tmpfs regular file: offset, O_APPEND, lseek incl. SEEK_DATA and
@@ -77,6 +110,7 @@ class RegularFileDescription final : public vfs::VfsFile {
   KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
                          int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
+  std::shared_ptr<mm::Mappable> GetMappable() override { return file_; }
 
  private:
   const std::shared_ptr<RegularFile> file_;
