@@ -283,6 +283,16 @@ TEST_F(SyscallsTest, UnameSysinfoTime) {
   EXPECT_EQ(Call(nr::nanosleep, buf_, 0).value(), 0u);
   Put(buf_, &(const abi::Timespec&)abi::Timespec{0, 1000000000}, 16);
   EXPECT_EQ(Call(nr::nanosleep, buf_, 0).error(), kEINVAL);
+  // A practically infinite sleep does not overflow into "already past":
+  // it sleeps until interrupted.
+  Put(buf_, &(const abi::Timespec&)abi::Timespec{INT64_MAX, 999999999}, 16);
+  std::thread interrupter([&] {
+    usleep(20000);
+    task_->Interrupt();
+  });
+  EXPECT_EQ(Call(nr::nanosleep, buf_, buf_ + 32).error(), kERestartSys);
+  interrupter.join();
+  EXPECT_GT(Get<abi::Timespec>(buf_ + 32).tv_sec, 1000000000);
 }
 
 TEST_F(SyscallsTest, Signals) {

@@ -3,6 +3,8 @@
 #include <poll.h>
 #include <time.h>
 
+#include <algorithm>
+
 #include "sentry/abi/syscalls.h"
 #include "sentry/syscalls/table.h"
 
@@ -70,6 +72,10 @@ SyscallResult Time(Task& t, UserPtr<int64_t> tloc) {
 // Sleeps `ns` nanoseconds on CLOCK_MONOTONIC, interruptibly. On interrupt
 // returns ERESTARTSYS and the time left in *left_ns.
 KResult<void> SleepInterruptible(Task& t, int64_t ns, int64_t* left_ns) {
+  // Far enough to be forever, near enough that the deadline cannot
+  // overflow.
+  constexpr int64_t kMaxSleepNs = INT64_MAX / 4;
+  ns = std::min(ns, kMaxSleepNs);
   timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   int64_t deadline = start.tv_sec * 1000000000LL + start.tv_nsec + ns;
