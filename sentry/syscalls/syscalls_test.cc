@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -493,6 +494,29 @@ TEST_F(SyscallsTest, CloneValidation) {
   EXPECT_EQ(Call(nr::clone3, buf_ + 512, 96).error(), kE2BIG);
   EXPECT_EQ(Call(nr::clone3, 8, 88).error(), kEFAULT);
   EXPECT_EQ(kernel_->TaskCount(), 1u);
+}
+
+// The kernel side of a round trip: table lookup, argument decoding,
+// handler, result. Printed for perf/e2e/README.md; bounded loosely so a
+// pathological slowdown fails.
+TEST_F(SyscallsTest, DispatchCost) {
+  table_->SetStraceOptions({});
+  constexpr int kN = 200000;
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < kN; ++i) ASSERT_TRUE(Call(nr::getppid).ok());
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / kN;
+  std::printf("dispatch getppid: %.1f ns\n", ns);
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_TRUE(Call(nr::clock_gettime, CLOCK_MONOTONIC, buf_).ok());
+  }
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double ns2 = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / kN;
+  std::printf("dispatch clock_gettime (copy-out): %.1f ns\n", ns2);
+  EXPECT_LT(ns, 5000);
+  EXPECT_LT(ns2, 20000);
 }
 
 TEST_F(SyscallsTest, StraceLine) {
