@@ -51,10 +51,11 @@ void Dentry::Cache(const std::string& name,
 KResult<std::shared_ptr<Dentry>> Dentry::LookupChild(std::string_view name) {
   if (auto child = CachedChild(name)) return child;
   TRY(std::shared_ptr<Inode> inode, inode_->Lookup(name));
+  std::string key(name);
   std::shared_ptr<Dentry> fresh(
-      new Dentry(shared_from_this(), std::string(name), std::move(inode)));
+      new Dentry(shared_from_this(), key, std::move(inode)));
   absl::MutexLock l(&cache_mu_);
-  auto [it, inserted] = children_.try_emplace(fresh->name_, fresh);
+  auto [it, inserted] = children_.try_emplace(std::move(key), fresh);
   if (!inserted) {
     // Another walker (holding tree_mu shared too) cached one first.
     if (auto existing = it->second.lock()) return existing;
@@ -72,11 +73,14 @@ void Dentry::ChildRemoved(const std::string& name) {
     child = it->second.lock();
     children_.erase(it);
   }
-  if (child != nullptr) child->dead_ = true;
+  if (child == nullptr) return;
+  child->fs().tree_mu().AssertHeld();  // a child shares its parent's fs
+  child->dead_ = true;
 }
 
 void Dentry::ChildMoved(const std::string& old_name, Dentry& new_parent,
                         const std::string& new_name) {
+  new_parent.fs().tree_mu().AssertHeld();
   new_parent.ChildRemoved(new_name);  // the replaced target, if cached
   std::shared_ptr<Dentry> child;
   {
@@ -87,6 +91,7 @@ void Dentry::ChildMoved(const std::string& old_name, Dentry& new_parent,
     children_.erase(it);
   }
   if (child == nullptr) return;
+  child->fs().tree_mu().AssertHeld();
   child->parent_ = new_parent.shared_from_this();
   child->name_ = new_name;
   new_parent.Cache(new_name, child);
@@ -105,18 +110,23 @@ void Dentry::ChildrenExchanged(const std::string& a_name, Dentry& b_parent,
     b_parent.children_.erase(b_name);
   }
   if (a != nullptr) {
+    a->fs().tree_mu().AssertHeld();
     a->parent_ = b_parent.shared_from_this();
     a->name_ = b_name;
     b_parent.Cache(b_name, a);
   }
   if (b != nullptr) {
+    b->fs().tree_mu().AssertHeld();
     b->parent_ = shared_from_this();
     b->name_ = a_name;
     Cache(a_name, b);
   }
 }
 
-bool Dentry::IsAncestorOf(const Dentry& other) const {
+// Every dentry on the chain is in this file system, under the tree_mu the
+// caller holds (the analysis cannot see that the lock is the same).
+bool Dentry::IsAncestorOf(const Dentry& other) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   for (const Dentry* d = &other; d != nullptr; d = d->parent_.get()) {
     if (d == this) return true;
   }

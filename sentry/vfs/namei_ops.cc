@@ -193,8 +193,9 @@ KResult<void> RenameAt(const ResolveBase& old_base, std::string_view old_path,
   if (nw.last_type() != LastType::kNormal) return kEBUSY;
   if (odir.mount->read_only()) return kEROFS;
 
-  Filesystem& fs = odir.dentry->fs();
-  absl::MutexLock l(&fs.tree_mu());
+  absl::MutexLock l(&odir.dentry->fs().tree_mu());
+  // Same mount, so the same file system and lock (for the analysis).
+  ndir.dentry->fs().tree_mu().AssertHeld();
   if (odir.dentry->dead() || ndir.dentry->dead()) return kENOENT;
   if (ow.last().size() > kNameMax || nw.last().size() > kNameMax) {
     return kENAMETOOLONG;
@@ -203,6 +204,7 @@ KResult<void> RenameAt(const ResolveBase& old_base, std::string_view old_path,
   KResult<std::shared_ptr<Dentry>> to_r = ndir.dentry->LookupChild(nw.last());
   if (!to_r.ok() && to_r.error() != kENOENT) return to_r.error();
   std::shared_ptr<Dentry> to = to_r.ok() ? std::move(to_r).value() : nullptr;
+  from->fs().tree_mu().AssertHeld();
   if ((flags & RENAME_NOREPLACE) && to) return kEEXIST;
   if (exchange && !to) return kENOENT;
   bool from_dir = from->inode().IsDir();
@@ -218,8 +220,9 @@ KResult<void> RenameAt(const ResolveBase& old_base, std::string_view old_path,
   // A directory cannot move below itself; a target cannot be an ancestor of
   // the source.
   if (from->IsAncestorOf(*ndir.dentry)) return kEINVAL;
-  if (to && to->IsAncestorOf(*odir.dentry)) {
-    return exchange ? kEINVAL : kENOTEMPTY;
+  if (to) {
+    to->fs().tree_mu().AssertHeld();
+    if (to->IsAncestorOf(*odir.dentry)) return exchange ? kEINVAL : kENOTEMPTY;
   }
 
   // vfs_rename.

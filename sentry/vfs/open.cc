@@ -103,11 +103,10 @@ KResult<std::shared_ptr<VfsFile>> OpenAt(const ResolveBase& base,
       return kEISDIR;
     }
     const VirtualDentry& dir = w.dir();
-    Filesystem& fs = dir.dentry->fs();
     std::shared_ptr<Dentry> child;
     bool created = false;
     {
-      absl::MutexLock l(&fs.tree_mu());
+      absl::MutexLock l(&dir.dentry->fs().tree_mu());
       if (dir.dentry->dead()) return kENOENT;
       if (w.last().size() > kNameMax) return kENAMETOOLONG;
       KResult<std::shared_ptr<Dentry>> found =

@@ -39,11 +39,14 @@ KResult<void> DirectoryFile::IterDirents(DirentSink sink) {
     offset_ = 2;
   }
   if (d.dead()) return OkResult();  // a removed directory lists . and ..
-  return d.inode().IterDirents(offset_, [&](const DirEntry& e) {
+  int64_t next = offset_;
+  KResult<void> r = d.inode().IterDirents(offset_, [&](const DirEntry& e) {
     if (!sink(e)) return false;
-    offset_ = e.next_offset;
+    next = e.next_offset;
     return true;
   });
+  offset_ = next;
+  return r;
 }
 
 KResult<int64_t> DirectoryFile::Seek(int64_t offset, int whence) {

@@ -10,7 +10,10 @@ Directory::Directory(Filesystem& fs, uint64_t ino,
   IncLinks();  // "." (the entry in the parent is the first link)
 }
 
-bool Directory::IsEmptyDir() { return entries_.empty(); }
+bool Directory::IsEmptyDir() {
+  fs_.tree_mu().AssertReaderHeld();
+  return entries_.empty();
+}
 
 void Directory::Insert(std::string_view name,
                        std::shared_ptr<vfs::Inode> inode) {
@@ -36,6 +39,7 @@ void Directory::MarkRemoved() {
 }
 
 KResult<std::shared_ptr<vfs::Inode>> Directory::Lookup(std::string_view name) {
+  fs_.tree_mu().AssertReaderHeld();
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) return kENOENT;
   return entries_.at(it->second).inode;
@@ -44,6 +48,7 @@ KResult<std::shared_ptr<vfs::Inode>> Directory::Lookup(std::string_view name) {
 KResult<std::shared_ptr<vfs::Inode>> Directory::CreateChild(
     std::string_view name, const vfs::NewInodeAttrs& attrs,
     std::string_view symlink_target) {
+  fs_.tree_mu().AssertHeld();
   if (removed_) return kENOENT;
   if (by_name_.contains(std::string(name))) return kEEXIST;
   TRY(std::shared_ptr<vfs::Inode> inode,
@@ -56,6 +61,7 @@ KResult<std::shared_ptr<vfs::Inode>> Directory::CreateChild(
 
 KResult<void> Directory::LinkChild(std::string_view name,
                                    const std::shared_ptr<vfs::Inode>& target) {
+  fs_.tree_mu().AssertHeld();
   if (removed_) return kENOENT;
   if (by_name_.contains(std::string(name))) return kEEXIST;
   target->IncLinks();
@@ -66,10 +72,13 @@ KResult<void> Directory::LinkChild(std::string_view name,
 
 KResult<void> Directory::RemoveChild(std::string_view name,
                                      vfs::Inode& child) {
+  fs_.tree_mu().AssertHeld();
   std::shared_ptr<vfs::Inode> inode = Erase(name);
   if (inode == nullptr) return kENOENT;
   if (inode->IsDir()) {
-    static_cast<Directory&>(*inode).MarkRemoved();
+    auto& dir = static_cast<Directory&>(*inode);
+    dir.fs_.tree_mu().AssertHeld();
+    dir.MarkRemoved();
     DecLinks();  // its ".."
   } else {
     inode->DecLinks();
@@ -83,6 +92,8 @@ KResult<void> Directory::RenameChild(std::string_view old_name,
                                      std::string_view new_name,
                                      uint32_t flags) {
   auto& new_dir = static_cast<Directory&>(new_dir_inode);
+  fs_.tree_mu().AssertHeld();
+  new_dir.fs_.tree_mu().AssertHeld();  // the same file system
   auto oit = by_name_.find(std::string(old_name));
   if (oit == by_name_.end()) return kENOENT;
   auto nit = new_dir.by_name_.find(std::string(new_name));
@@ -107,7 +118,9 @@ KResult<void> Directory::RenameChild(std::string_view old_name,
     if (nit != new_dir.by_name_.end()) {
       std::shared_ptr<vfs::Inode> replaced = new_dir.Erase(new_name);
       if (replaced->IsDir()) {
-        static_cast<Directory&>(*replaced).MarkRemoved();
+        auto& dir = static_cast<Directory&>(*replaced);
+        dir.fs_.tree_mu().AssertHeld();
+        dir.MarkRemoved();
         new_dir.DecLinks();
       } else {
         replaced->DecLinks();
@@ -127,6 +140,7 @@ KResult<void> Directory::RenameChild(std::string_view old_name,
 }
 
 KResult<void> Directory::IterDirents(int64_t offset, vfs::DirentSink sink) {
+  fs_.tree_mu().AssertReaderHeld();
   for (auto it = entries_.lower_bound(offset); it != entries_.end(); ++it) {
     const Entry& e = it->second;
     vfs::DirEntry de{e.name, e.inode->ino(), vfs::DirentType(e.inode->type()),

@@ -7,7 +7,8 @@
 //
 // Locking: entries_, by_name_, next_cookie_ and removed_ are protected by
 // the Filesystem's tree_mu (shared for Lookup/IterDirents/IsEmptyDir,
-// exclusive for changes), which the VFS holds when calling.
+// exclusive for changes), which the VFS holds when calling; each operation
+// asserts it (absl::Mutex::AssertHeld), which also tells the analysis.
 #ifndef SENTRY_FS_TMPFS_DIRECTORY_H_
 #define SENTRY_FS_TMPFS_DIRECTORY_H_
 
@@ -44,11 +45,13 @@ class Directory final : public vfs::Inode {
     std::shared_ptr<vfs::Inode> inode;
   };
   Filesystem& tmpfs() const { return static_cast<Filesystem&>(fs()); }
-  void Insert(std::string_view name, std::shared_ptr<vfs::Inode> inode);
+  void Insert(std::string_view name, std::shared_ptr<vfs::Inode> inode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fs_.tree_mu());
   // Removes `name` and returns its inode (null if absent).
-  std::shared_ptr<vfs::Inode> Erase(std::string_view name);
+  std::shared_ptr<vfs::Inode> Erase(std::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fs_.tree_mu());
   // The last link of a directory went: nlink 0, no more creations.
-  void MarkRemoved();
+  void MarkRemoved() ABSL_EXCLUSIVE_LOCKS_REQUIRED(fs_.tree_mu());
 
   std::map<int64_t, Entry> entries_  // by cookie (>= 2)
       ABSL_GUARDED_BY(fs_.tree_mu());
