@@ -69,6 +69,7 @@ class Task final : public vfs::UserMemory {
 
   // ---- Resources (task thread). ----
   vfs::FdTable& fd_table() const { return *fds_; }
+  // Valid until the task has exited (its run loop drops it).
   mm::MemoryManager& mm() const { return *mm_; }
   platform::CpuState& cpu() { return cpu_; }
 

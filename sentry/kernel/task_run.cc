@@ -68,6 +68,9 @@ void Task::Run() {
   // Release what the task holds before the group is reported dead, so the
   // last description closes (and flushes) before the sandbox exits.
   fds_.reset();
+  // The last task of a process drops its address space here (the stub
+  // process and the memory go), not when the sandbox ends.
+  mm_.reset();
   kernel_.TaskExited(this);
   tg_->TaskExited(this, exit_code_);
 }
