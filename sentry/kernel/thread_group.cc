@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/fd_table.h"
@@ -117,6 +118,7 @@ void ThreadGroup::ExitGroup(ExitStatus status) {
 }
 
 void ThreadGroup::TaskExited(Task* task, int code) {
+  std::vector<std::shared_ptr<ThreadGroup>> orphans;
   {
     absl::MutexLock l(&mu_);
     tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task),
@@ -125,9 +127,19 @@ void ThreadGroup::TaskExited(Task* task, int code) {
     if (!exit_status_.has_value()) exit_status_ = ExitStatus::Exited(code);
     exiting_.store(true, std::memory_order_release);
     dead_ = true;
+    orphans.swap(children_);
+  }
+  // Living or unreaped children go to init, which reaps them.
+  ThreadGroup* init = kernel_.init();
+  if (init != nullptr && init != this && !orphans.empty()) {
+    for (auto& c : orphans) {
+      c->parent_.store(init, std::memory_order_release);
+      init->AddChild(std::move(c));
+    }
+    init->NotifyChildDied();
   }
   // Without our mu_: the parent's wait holds its mu_ and then ours.
-  if (parent_ != nullptr) parent_->NotifyChildDied();
+  if (ThreadGroup* p = parent(); p != nullptr) p->NotifyChildDied();
 }
 
 void ThreadGroup::AddChild(std::shared_ptr<ThreadGroup> child) {

@@ -53,8 +53,9 @@ class ThreadGroup {
   Kernel& kernel() const { return kernel_; }
   // The leader's TID in the root namespace (0 until the leader is added).
   ThreadId tgid() const { return tgid_.load(std::memory_order_relaxed); }
-  // The parent process, or null for init (whose parent is outside).
-  ThreadGroup* parent() const { return parent_; }
+  // The parent process, or null for init (whose parent is outside). An
+  // orphan's parent becomes init.
+  ThreadGroup* parent() const { return parent_.load(std::memory_order_acquire); }
   // Path of the running executable (/proc/self/exe). Changes on execve.
   std::string exe_path() const;
   // The working directory's path (getcwd) until the VFS gives tasks an FS
@@ -137,7 +138,7 @@ class ThreadGroup {
 
  private:
   Kernel& kernel_;
-  ThreadGroup* const parent_;
+  std::atomic<ThreadGroup*> parent_;
   std::atomic<ThreadId> tgid_{0};
   std::atomic<bool> exiting_{false};
   std::atomic<uint32_t> umask_{022};

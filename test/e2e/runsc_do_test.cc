@@ -235,6 +235,12 @@ TEST_F(RunscDoTest, ForkAndWait) {
   EXPECT_EQ(r.out, "fork ok\n");
 }
 
+TEST_F(RunscDoTest, OrphansGoToInit) {
+  Result r = RunRunsc({"do", "--", Program("orphan")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "orphan ok\n");
+}
+
 TEST_F(RunscDoTest, StdinIsTheCallers) {
   std::string input;
   for (int i = 0; i < 2000; ++i) input += "line " + std::to_string(i) + "\n";
