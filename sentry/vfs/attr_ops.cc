@@ -1,6 +1,7 @@
 // Attribute operations: stat, access, statfs, readlink, chmod, chown,
 // truncate, utimens (Linux's vfs_getattr, do_faccessat, setattr_prepare).
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,6 +153,30 @@ KResult<void> Ftruncate(const kernel::Credentials& creds, VfsFile& file,
   Inode& inode = file.inode();
   if (!inode.IsRegular() || !file.writable()) return kEINVAL;
   return DoTruncate(creds, inode, length);
+}
+
+KResult<void> Fallocate(VfsFile& file, int mode, int64_t offset,
+                        int64_t len) {
+  constexpr int kKnown = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+                         FALLOC_FL_NO_HIDE_STALE | FALLOC_FL_COLLAPSE_RANGE |
+                         FALLOC_FL_ZERO_RANGE | FALLOC_FL_INSERT_RANGE |
+                         FALLOC_FL_UNSHARE_RANGE;
+  if (offset < 0 || len <= 0) return kEINVAL;
+  if (mode & ~kKnown) return kEOPNOTSUPP;
+  if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE)) {
+    return kEOPNOTSUPP;
+  }
+  if (!file.writable()) return kEBADF;
+  Inode& inode = file.inode();
+  if (inode.IsDir()) return kEISDIR;
+  if (inode.type() == S_IFIFO) return kESPIPE;
+  if (!inode.IsRegular()) return kENODEV;
+  int64_t end;
+  if (__builtin_add_overflow(offset, len, &end)) return kEFBIG;
+  TRY_VOID(inode.Allocate(static_cast<uint32_t>(mode),
+                          static_cast<uint64_t>(offset),
+                          static_cast<uint64_t>(len)));
+  return OkResult();
 }
 
 KResult<void> Utimens(const kernel::Credentials& creds,

@@ -148,5 +148,8 @@ KResult<std::shared_ptr<VfsFile>> Inode::Open(const VirtualDentry&, uint32_t) {
   return kENXIO;
 }
 KResult<void> Inode::Truncate(uint64_t) { return kEINVAL; }
+KResult<void> Inode::Allocate(uint32_t, uint64_t, uint64_t) {
+  return kEOPNOTSUPP;
+}
 
 }  // namespace sandbox::vfs

@@ -168,6 +168,10 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // driver yet).
   virtual KResult<std::shared_ptr<VfsFile>> Open(const VirtualDentry& vd,
                                                  uint32_t flags);
+  // fallocate(2) after the VFS checks (regular file, open for writing,
+  // offset >= 0, len > 0, no overflow). Default: EOPNOTSUPP.
+  virtual KResult<void> Allocate(uint32_t mode, uint64_t offset,
+                                 uint64_t len) ABSL_LOCKS_EXCLUDED(mu_);
 
  protected:
   // Changes the size of a regular file (truncate/ftruncate/O_TRUNC). Called

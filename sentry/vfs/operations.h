@@ -107,6 +107,12 @@ KResult<void> Utimens(const kernel::Credentials& creds,
 KResult<void> Ftruncate(const kernel::Credentials& creds, VfsFile& file,
                         int64_t length);
 
+// fallocate(2): EBADF unless open for writing, EINVAL for offset < 0 or
+// len <= 0, EFBIG past the maximum file size, EISDIR/ENODEV/ESPIPE for
+// directories/other files/FIFOs, EOPNOTSUPP for modes the file system does
+// not support (tmpfs: 0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE).
+KResult<void> Fallocate(VfsFile& file, int mode, int64_t offset, int64_t len);
+
 // chdir(2) / chroot(2) targets: a searchable directory (chroot also needs
 // CAP_SYS_CHROOT: EPERM). The caller installs the result in its FsContext.
 KResult<VirtualDentry> ChdirTarget(const ResolveBase& base,

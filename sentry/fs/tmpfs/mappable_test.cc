@@ -1,6 +1,7 @@
 // RegularFile as an mm::Mappable: one copy of the data for read/write and
 // mappings; SIGBUS past the end; truncate invalidates before freeing.
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 
 #include <string>
@@ -94,9 +95,9 @@ TEST_F(MappableTest, TruncateInvalidatesMappingsPastTheEnd) {
   m->RemoveMapping(&space, 0x10000, 0, kPage, true);
   space.calls.clear();
   ASSERT_OK(vfs::TruncateAt(Base(), "/f", 0));
+  // Only what was below the old end can still be mapped: page 1.
   EXPECT_EQ(space.calls,
-            (std::vector<std::pair<uintptr_t, uint64_t>>{{0x11000, 3 * kPage},
-                                                         {0x80000, kPage}}));
+            (std::vector<std::pair<uintptr_t, uint64_t>>{{0x11000, kPage}}));
   m->RemoveMapping(&space, 0x11000, kPage, 3 * kPage, true);
   m->RemoveMapping(&space, 0x80000, 2 * kPage, kPage, true);
   space.calls.clear();
@@ -104,6 +105,20 @@ TEST_F(MappableTest, TruncateInvalidatesMappingsPastTheEnd) {
   ASSERT_OK(m->Translate(0, 3 * kPage, 0, 3 * kPage, rw_));
   ASSERT_OK(vfs::TruncateAt(Base(), "/f", 0));
   EXPECT_TRUE(space.calls.empty());
+}
+
+TEST_F(MappableTest, PunchHoleInvalidatesBeforeFreeing) {
+  WriteFile("/f", std::string(4 * kPage, 'c'));
+  auto m = MappableOf("/f");
+  RecordingSpace space;
+  m->AddMapping(&space, 0x10000, 0, 4 * kPage, true);
+  auto f = Open("/f", O_RDWR).value();
+  ASSERT_OK(vfs::Fallocate(*f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                           kPage / 2, 2 * kPage));
+  // Only page 1 is whole inside [kPage/2, 2.5 kPage).
+  EXPECT_EQ(space.calls,
+            (std::vector<std::pair<uintptr_t, uint64_t>>{{0x11000, kPage}}));
+  EXPECT_EQ(f->Stat()->st_size, 4 * kPage);
 }
 
 TEST_F(MappableTest, DirectoriesAndPathFilesHaveNone) {

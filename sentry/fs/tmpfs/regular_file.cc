@@ -1,6 +1,7 @@
 #include "sentry/fs/tmpfs/regular_file.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -123,16 +124,63 @@ KResult<void> RegularFile::Truncate(uint64_t size) {
     }
     attrs_.size = size;
   }
-  if (doomed.empty()) return OkResult();
-  // Every mapping drops the pages past the new end before they are freed.
-  uint64_t cut = (size + kPage - 1) / kPage * kPage;
+  if (!doomed.empty()) {
+    InvalidateAndFree((size + kPage - 1) / kPage * kPage,
+                      (old_size + kPage - 1) / kPage * kPage, doomed);
+  }
+  return OkResult();
+}
+
+void RegularFile::InvalidateAndFree(uint64_t offset, uint64_t end,
+                                    const std::vector<uint64_t>& pages) {
   for (const Mapping& m : mappings_) {
-    uint64_t s = std::max(cut, m.offset);
-    uint64_t e = m.offset + m.length;
+    uint64_t s = std::max(offset, m.offset);
+    uint64_t e = std::min(end, m.offset + m.length);
     if (s < e) m.space->Invalidate(m.addr + (s - m.offset), e - s);
   }
-  for (uint64_t off : doomed) tmpfs().memory_file().Free(off, kPage);
-  tmpfs().ReleasePages(doomed.size());
+  for (uint64_t off : pages) tmpfs().memory_file().Free(off, kPage);
+  tmpfs().ReleasePages(pages.size());
+}
+
+KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
+                                    uint64_t len) {
+  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) return kEOPNOTSUPP;
+  if (offset > kMaxFileSize || len > kMaxFileSize - offset) return kEFBIG;
+  const uint64_t end = offset + len;
+  if (mode & FALLOC_FL_PUNCH_HOLE) {
+    absl::MutexLock ml(&mappings_mu_);
+    std::vector<uint64_t> doomed;
+    const uint64_t first = (offset + kPage - 1) / kPage;  // whole pages
+    const uint64_t last = end / kPage;                     // exclusive
+    {
+      absl::MutexLock l(&mu_);
+      auto zero = [&](uint64_t from, uint64_t to) {  // within one page
+        auto it = pages_.find(from / kPage);
+        if (it != pages_.end() && from < to) {
+          tmpfs().memory_file().Zero(it->second + from % kPage, to - from);
+        }
+      };
+      if (first > last) {  // inside one page
+        zero(offset, end);
+      } else {
+        zero(offset, first * kPage);
+        zero(last * kPage, end);
+        for (auto it = pages_.lower_bound(first);
+             it != pages_.end() && it->first < last; it = pages_.erase(it)) {
+          doomed.push_back(it->second);
+        }
+      }
+      attrs_.mtime = attrs_.ctime = vfs::Now();
+    }
+    if (!doomed.empty()) InvalidateAndFree(first * kPage, last * kPage, doomed);
+    return OkResult();
+  }
+  absl::MutexLock l(&mu_);
+  for (uint64_t i = offset / kPage; i * kPage < end; ++i) {
+    TRY_VOID(PageLocked(i));
+  }
+  if (!(mode & FALLOC_FL_KEEP_SIZE) && end > attrs_.size) attrs_.size = end;
+  attrs_.ctime = vfs::Now();
   return OkResult();
 }
 

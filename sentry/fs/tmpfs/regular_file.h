@@ -73,10 +73,19 @@ class RegularFile final : public vfs::Inode, public mm::Mappable {
  protected:
   KResult<void> Truncate(uint64_t size) override
       ABSL_LOCKS_EXCLUDED(mu_, mappings_mu_);
+  // 0 and KEEP_SIZE allocate pages (ENOSPC), PUNCH_HOLE|KEEP_SIZE frees
+  // whole pages and zeroes partial ones; other modes EOPNOTSUPP.
+  KResult<void> Allocate(uint32_t mode, uint64_t offset, uint64_t len) override
+      ABSL_LOCKS_EXCLUDED(mu_, mappings_mu_);
   uint64_t BlocksLocked() const override ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
  private:
   Filesystem& tmpfs() const { return static_cast<Filesystem&>(fs()); }
+  // Every mapping drops [offset, end) (page-aligned), then `pages` (taken
+  // out of pages_ already) are freed.
+  void InvalidateAndFree(uint64_t offset, uint64_t end,
+                         const std::vector<uint64_t>& pages)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mappings_mu_);
   // The MemoryFile offset of page `index`, allocating it if absent.
   KResult<uint64_t> PageLocked(uint64_t index)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

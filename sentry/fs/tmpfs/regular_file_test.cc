@@ -3,6 +3,7 @@
 #include "sentry/fs/tmpfs/regular_file.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -272,6 +273,57 @@ TEST_F(AttrTest, FsContextForkIsIndependent) {
   EXPECT_EQ(ctx.umask(), 022u);
   EXPECT_EQ(ctx.Cwd(), root_vd_);
   EXPECT_EQ(vfs::GetCwd(child->Root(), child->Cwd()).value(), "/d");
+}
+
+}  // namespace
+}  // namespace sandbox::fs::tmpfs
+
+namespace sandbox::fs::tmpfs {
+namespace {
+
+class FallocateTest : public TmpfsTest {};
+
+TEST_F(FallocateTest, AllocateKeepSizeAndPunch) {
+  WriteFile("/f", "");
+  auto f = Open("/f", O_RDWR).value();
+  ASSERT_OK(vfs::Fallocate(*f, 0, 100, 2 * 4096));
+  EXPECT_EQ(f->Stat()->st_size, 100 + 2 * 4096);
+  EXPECT_EQ(f->Stat()->st_blocks, 3 * 8);
+  ASSERT_OK(vfs::Fallocate(*f, FALLOC_FL_KEEP_SIZE, 0, 5 * 4096));
+  EXPECT_EQ(f->Stat()->st_size, 100 + 2 * 4096);
+  EXPECT_EQ(f->Stat()->st_blocks, 5 * 8);
+  // Punch [10, 3*4096+10): page 0 and 3 partly zeroed, pages 1, 2 freed.
+  vfs::IoContext ctx;
+  std::string data(3 * 4096 + 100, 'd');
+  ASSERT_OK(f->PWrite(ctx, absl::Span<const uint8_t>(
+                               reinterpret_cast<const uint8_t*>(data.data()),
+                               data.size()), 0));
+  ASSERT_OK(vfs::Fallocate(*f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 10,
+                           3 * 4096));
+  EXPECT_EQ(f->Stat()->st_blocks, 3 * 8);  // pages 0, 3, 4 remain
+  std::string got(3 * 4096 + 20, 'x');
+  ASSERT_OK(f->PRead(ctx, absl::MakeSpan(reinterpret_cast<uint8_t*>(got.data()),
+                                         got.size()), 0));
+  EXPECT_EQ(got.substr(0, 10), std::string(10, 'd'));
+  EXPECT_EQ(got.substr(10, 3 * 4096), std::string(3 * 4096, '\0'));
+  EXPECT_EQ(got.substr(3 * 4096 + 10, 10), std::string(10, 'd'));
+  EXPECT_EQ(f->Seek(0, SEEK_HOLE).value(), 4096);
+}
+
+TEST_F(FallocateTest, Errors) {
+  WriteFile("/f", "");
+  auto f = Open("/f", O_RDWR).value();
+  auto ro = Open("/f", O_RDONLY).value();
+  EXPECT_ERRNO(vfs::Fallocate(*f, 0, -1, 1), kEINVAL);
+  EXPECT_ERRNO(vfs::Fallocate(*f, 0, 0, 0), kEINVAL);
+  EXPECT_ERRNO(vfs::Fallocate(*ro, 0, 0, 1), kEBADF);
+  EXPECT_ERRNO(vfs::Fallocate(*f, FALLOC_FL_PUNCH_HOLE, 0, 1), kEOPNOTSUPP);
+  EXPECT_ERRNO(vfs::Fallocate(*f, FALLOC_FL_ZERO_RANGE, 0, 1), kEOPNOTSUPP);
+  EXPECT_ERRNO(vfs::Fallocate(*f, 0x1000, 0, 1), kEOPNOTSUPP);
+  EXPECT_ERRNO(vfs::Fallocate(*f, 0, INT64_MAX, 2), kEFBIG);
+  ASSERT_OK(Mkdir("/d"));
+  auto d = Open("/d", O_RDONLY).value();
+  EXPECT_ERRNO(vfs::Fallocate(*d, 0, 0, 1), kEBADF);  // not writable first
 }
 
 }  // namespace
