@@ -131,6 +131,13 @@ KResult<void> RegularFile::Truncate(uint64_t size) {
   return OkResult();
 }
 
+void RegularFile::ZeroInPageLocked(uint64_t from, uint64_t to) {
+  auto it = pages_.find(from / kPage);
+  if (it != pages_.end() && from < to) {
+    tmpfs().memory_file().Zero(it->second + from % kPage, to - from);
+  }
+}
+
 void RegularFile::InvalidateAndFree(uint64_t offset, uint64_t end,
                                     const std::vector<uint64_t>& pages) {
   for (const Mapping& m : mappings_) {
@@ -154,17 +161,11 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
     const uint64_t last = end / kPage;                     // exclusive
     {
       absl::MutexLock l(&mu_);
-      auto zero = [&](uint64_t from, uint64_t to) {  // within one page
-        auto it = pages_.find(from / kPage);
-        if (it != pages_.end() && from < to) {
-          tmpfs().memory_file().Zero(it->second + from % kPage, to - from);
-        }
-      };
       if (first > last) {  // inside one page
-        zero(offset, end);
+        ZeroInPageLocked(offset, end);
       } else {
-        zero(offset, first * kPage);
-        zero(last * kPage, end);
+        ZeroInPageLocked(offset, first * kPage);
+        ZeroInPageLocked(last * kPage, end);
         for (auto it = pages_.lower_bound(first);
              it != pages_.end() && it->first < last; it = pages_.erase(it)) {
           doomed.push_back(it->second);

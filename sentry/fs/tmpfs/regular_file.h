@@ -86,6 +86,9 @@ class RegularFile final : public vfs::Inode, public mm::Mappable {
   void InvalidateAndFree(uint64_t offset, uint64_t end,
                          const std::vector<uint64_t>& pages)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mappings_mu_);
+  // Zeroes [from, to), which lies within one page, if that page exists.
+  void ZeroInPageLocked(uint64_t from, uint64_t to)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The MemoryFile offset of page `index`, allocating it if absent.
   KResult<uint64_t> PageLocked(uint64_t index)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
