@@ -14,10 +14,16 @@ makes
                             $XML_OUTPUT_FILE (suite "read_write_test.native").
   :read_write_test_sandbox  only if `sandbox` is given (the hook for runsc):
                             sh_test: runner --sandbox="<sandbox> <sandbox_args>"
-                            <binary>, which runs the binary natively and in
-                            the sandbox and fails if a case that passes
-                            natively does not pass in the sandbox (suites
-                            "<name>.native" and "<name>.sandbox").
+                            --xml_modes=sandbox <binary>, which runs the
+                            binary natively and in the sandbox and fails if a
+                            case that passes natively does not pass in the
+                            sandbox. Its XML holds only the sandbox suite
+                            ("<name>.sandbox"): `_native` reports the native
+                            one. With `expected_failures` (a checked-in file
+                            of known sandbox failures, see
+                            test/syscalls/README.md) the listed cases are
+                            skipped testcases, and a listed case that passes
+                            fails the test.
 
 The sandbox hook: pass sandbox = "//runsc-compat:runsc" (any executable
 label; it becomes a data dependency found through runfiles) and
@@ -25,7 +31,6 @@ sandbox_args = ["do", "--"] (the default): the runner then runs
 `<runsc> do -- <binary> --gtest_color=no` in a fresh temporary directory. To
 turn it on for every test at once, set SANDBOX below instead of editing each
 call. sandbox_tags (e.g. ["manual"]) keep the sandbox variant out of //...
-until it is expected to pass.
 """
 
 # The default sandbox for every syscall_test: None, or a label such as
@@ -44,6 +49,7 @@ def syscall_test(
         sandbox = SANDBOX,
         sandbox_args = ["do", "--"],
         sandbox_tags = [],
+        expected_failures = None,
         tags = [],
         copts = [],
         visibility = None):
@@ -79,15 +85,19 @@ def syscall_test(
         # Single quotes: Bazel splits args like a shell, and the prefix must
         # reach the runner as one argument.
         prefix = " ".join(["$(rootpath %s)" % sandbox] + sandbox_args)
+        sandbox_flags = ["'--sandbox=%s'" % prefix, "--xml_modes=sandbox"]
+        sandbox_data = [_RUNNER, ":" + name, sandbox]
+        if expected_failures:
+            sandbox_flags.append(
+                "--expected_failures=$(rootpath %s)" % expected_failures,
+            )
+            sandbox_data.append(expected_failures)
         native.sh_test(
             name = name + "_sandbox",
             size = size,
             srcs = [_WRAPPER],
-            args = runner_args + [
-                "'--sandbox=%s'" % prefix,
-                "$(rootpath :%s)" % name,
-            ],
-            data = [_RUNNER, ":" + name, sandbox],
+            args = runner_args + sandbox_flags + ["$(rootpath :%s)" % name],
+            data = sandbox_data,
             tags = tags + sandbox_tags,
             visibility = visibility,
         )

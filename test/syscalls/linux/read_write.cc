@@ -19,7 +19,7 @@ namespace {
 class Pipe {
  public:
   explicit Pipe(int flags = 0) {
-    int fds[2];
+    int fds[2] = {-1, -1};  // Stay invalid if pipe2 fails.
     EXPECT_THAT(pipe2(fds, flags | O_CLOEXEC), SyscallSucceeds());
     read_end.reset(fds[0]);
     write_end.reset(fds[1]);

@@ -1,14 +1,16 @@
 // The syscall test runner: runs gtest binaries natively and, optionally,
 // under a sandbox command, and compares their per-case results.
 //
-//   runner [--sandbox="runsc do --"] [--timeout=120s] [--json=FILE]
-//          [--xml=FILE] [--gtest_filter=PATTERN] BINARY...
+//   runner [--sandbox="runsc do --"] [--expected_failures=FILE]
+//          [--timeout=120s] [--json=FILE] [--xml=FILE] [--xml_modes=sandbox]
+//          [--gtest_filter=PATTERN] BINARY...
 //
 // Each run gets a fresh temporary directory as its working directory (and as
 // TEST_TMPDIR/TMPDIR), stdin from /dev/null, and a deadline after which its
 // whole process group is killed. Results come from gtest's console output.
-// Exit status: 0 when every native case passed or was skipped and nothing
-// regressed in the sandbox; 1 otherwise; 2 on a usage or set-up error.
+// Exit status: 0 when every native case passed or was skipped, nothing
+// regressed in the sandbox and the expectation file (expectations.h) was
+// exact; 1 otherwise; 2 on a usage or set-up error.
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,17 +18,21 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "test/syscalls/runner/expectations.h"
 #include "test/syscalls/runner/gtest_console.h"
 #include "test/syscalls/runner/report.h"
 #include "test/syscalls/runner/subprocess.h"
@@ -48,6 +54,16 @@ ABSL_FLAG(std::string, tmpdir, "",
           "Parent of the per-run directories. Default /tmp (short paths "
           "leave room for Unix socket names), else $TMPDIR.");
 ABSL_FLAG(bool, stream, false, "Copy each run's output to stderr as it runs.");
+ABSL_FLAG(std::string, expected_failures, "",
+          "File of sandbox cases known to fail ('BINARY Suite.Case  # "
+          "reason' lines): they do not fail the run, but a listed case that "
+          "passes (or does not run) does.");
+ABSL_FLAG(bool, update_expected_failures, false,
+          "Rewrite --expected_failures from this run: every case that fails "
+          "in the sandbox only, keeping the reasons already given. Fails only "
+          "on native failures.");
+ABSL_FLAG(std::string, xml_modes, "native,sandbox",
+          "Modes whose suites go into the XML: native, sandbox or both.");
 
 namespace sandbox::syscall_test {
 namespace {
@@ -131,6 +147,14 @@ RunResult RunOnce(const std::vector<std::string>& argv,
   return run;
 }
 
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 bool WriteFile(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
@@ -140,6 +164,31 @@ bool WriteFile(const std::string& path, const std::string& data) {
     return false;
   }
   return true;
+}
+
+// A reason for a case newly added to the expectation file: the case runs
+// alone in the sandbox, where the Sentry logs every unimplemented syscall
+// the case reaches (in the full run it logs each only once per process).
+std::string NewReason(const CaseRow& row, const Report& report,
+                      const std::vector<std::string>& prefix,
+                      const std::string& tmp_parent, absl::Duration timeout) {
+  std::string output = row.sandbox_output;
+  if (row.name == kProcessCase) return GuessReason(output, row.sandbox);
+  for (const BinaryResult& b : report.binaries) {
+    if (b.name != row.binary) continue;
+    std::vector<std::string> argv = prefix;
+    argv.insert(argv.end(),
+                {b.path, "--gtest_color=no", "--gtest_filter=" + row.name});
+    RunResult solo =
+        RunOnce(argv, tmp_parent, timeout, row.binary + " " + row.name);
+    if (solo.ran && solo.process.Succeeded() && solo.cases.size() == 1 &&
+        solo.cases[0].status == CaseStatus::kPassed) {
+      return "passes alone: an earlier case of the run breaks it";
+    }
+    for (const CaseResult& c : solo.cases) output += "\n" + c.output;
+    break;
+  }
+  return GuessReason(output, row.sandbox);
 }
 
 std::string Basename(const std::string& path) {
@@ -187,6 +236,47 @@ int Main(int argc, char** argv) {
     }
   }
 
+  XmlModes xml_modes{false, false};
+  for (absl::string_view m : absl::StrSplit(absl::GetFlag(FLAGS_xml_modes), ',',
+                                            absl::SkipWhitespace())) {
+    m = absl::StripAsciiWhitespace(m);
+    if (m == "native") {
+      xml_modes.native = true;
+    } else if (m == "sandbox") {
+      xml_modes.sandbox = true;
+    } else {
+      std::cerr << "runner: --xml_modes: unknown mode '" << m << "'\n";
+      return 2;
+    }
+  }
+
+  std::string expected_path = absl::GetFlag(FLAGS_expected_failures);
+  bool update = absl::GetFlag(FLAGS_update_expected_failures);
+  ExpectedFailures expected;
+  if (update &&
+      (expected_path.empty() || prefix.empty() || !sandbox_missing.empty() ||
+       !absl::GetFlag(FLAGS_gtest_filter).empty())) {
+    std::cerr << "runner: --update_expected_failures needs "
+                 "--expected_failures, a sandbox that exists, and no "
+                 "--gtest_filter\n";
+    return 2;
+  }
+  if (!expected_path.empty()) {
+    std::optional<std::string> text = ReadFile(expected_path);
+    if (!text.has_value() && !update) {
+      std::cerr << "runner: cannot read " << expected_path << "\n";
+      return 2;
+    }
+    absl::StatusOr<ExpectedFailures> parsed =
+        ParseExpectedFailures(text.value_or(""));
+    if (!parsed.ok()) {
+      std::cerr << "runner: " << expected_path << ": "
+                << parsed.status().message() << "\n";
+      return 2;
+    }
+    expected = *std::move(parsed);
+  }
+
   std::string tmp_parent = absl::GetFlag(FLAGS_tmpdir);
   if (tmp_parent.empty()) tmp_parent = DefaultTmpParent();
   std::vector<std::string> gtest_args = {"--gtest_color=no"};
@@ -217,6 +307,10 @@ int Main(int argc, char** argv) {
   }
 
   Report report = BuildReport(sandbox_command, std::move(results));
+  if (!expected_path.empty()) {
+    ApplyExpectedFailures(expected, expected_path,
+                          absl::GetFlag(FLAGS_gtest_filter).empty(), &report);
+  }
   std::cout << FormatTable(report);
   std::string details = FormatFailureDetails(report);
   if (!details.empty()) std::cout << "\n" << details;
@@ -231,8 +325,18 @@ int Main(int argc, char** argv) {
     const char* env = getenv("XML_OUTPUT_FILE");
     if (env != nullptr) xml = env;
   }
-  if (!xml.empty()) files_ok &= WriteFile(xml, FormatXml(report));
+  if (!xml.empty()) files_ok &= WriteFile(xml, FormatXml(report, xml_modes));
+  if (update) {
+    ExpectedFailures updated = UpdatedExpectedFailures(
+        report, expected, [&](const CaseRow& row) -> std::string {
+          return NewReason(row, report, prefix, tmp_parent, timeout);
+        });
+    files_ok &= WriteFile(expected_path, FormatExpectedFailures(updated));
+    std::cout << "runner: wrote " << updated.entries.size()
+              << " expected failures to " << expected_path << "\n";
+  }
   if (!files_ok) return 2;
+  if (update) return report.native_failed > 0 ? 1 : 0;
   return report.ExitStatus();
 }
 

@@ -287,10 +287,17 @@ std::string FormatTable(const Report& r) {
   std::string out = absl::StrFormat("%-*s  %-*s  %-8s  %s\n", bw, "BINARY", cw,
                                     "CASE", "NATIVE", "SANDBOX");
   for (const CaseRow& row : r.rows) {
-    absl::StrAppendFormat(&out, "%-*s  %-*s  %-8s  %s%s\n", bw,
+    std::string note;
+    if (row.regression) note = "  <- REGRESSION";
+    if (row.expected_failure)
+      note = "  (expected: " + row.expected_reason + ")";
+    if (row.unexpected_pass) {
+      note = "  <- NOW PASSES: remove it from " + r.expectations_file;
+    }
+    absl::StrAppendFormat(&out, "%-*s  %-*s  %-8s  %-8s%s\n", bw,
                           Sanitize(row.binary), cw, Sanitize(row.name),
                           OutcomeName(row.native), OutcomeName(row.sandbox),
-                          row.regression ? "  <- REGRESSION" : "");
+                          Sanitize(note));
   }
   absl::StrAppendFormat(&out,
                         "native: %d passed, %d failed, %d skipped "
@@ -316,6 +323,13 @@ std::string FormatTable(const Report& r) {
         Sanitize(r.sandbox_command), r.sandbox_passed, r.sandbox_failed,
         r.sandbox_skipped, r.regressions);
   }
+  if (!r.expectations_file.empty()) {
+    absl::StrAppendFormat(&out,
+                          "expected failures (%s): %d failed as expected, %d "
+                          "now pass, %d did not run\n",
+                          Sanitize(r.expectations_file), r.expected_failures,
+                          r.unexpected_passes, r.unused_expectations.size());
+  }
   if (r.regressions > 0) {
     out += "pass natively but not in the sandbox:\n";
     for (const CaseRow& row : r.rows) {
@@ -323,6 +337,24 @@ std::string FormatTable(const Report& r) {
         absl::StrAppendFormat(&out, "  %s %s: %s\n", Sanitize(row.binary),
                               Sanitize(row.name), OutcomeName(row.sandbox));
       }
+    }
+  }
+  if (r.unexpected_passes > 0) {
+    absl::StrAppendFormat(&out, "now passes: remove it from %s:\n",
+                          Sanitize(r.expectations_file));
+    for (const CaseRow& row : r.rows) {
+      if (row.unexpected_pass) {
+        absl::StrAppendFormat(&out, "  %s %s: %s\n", Sanitize(row.binary),
+                              Sanitize(row.name), OutcomeName(row.sandbox));
+      }
+    }
+  }
+  if (!r.unused_expectations.empty()) {
+    absl::StrAppendFormat(&out, "listed but did not run: remove it from %s:\n",
+                          Sanitize(r.expectations_file));
+    for (const UnusedExpectation& u : r.unused_expectations) {
+      absl::StrAppendFormat(&out, "  %s %s\n", Sanitize(u.binary),
+                            Sanitize(u.name));
     }
   }
   return out;
@@ -356,9 +388,15 @@ std::string FormatJson(const Report& r) {
       &out,
       "  \"summary\": {\"native\": {\"passed\": %d, \"failed\": %d, "
       "\"skipped\": %d}, \"sandbox\": {\"passed\": %d, \"failed\": %d, "
-      "\"skipped\": %d}, \"regressions\": %d, \"exit_status\": %d},\n",
+      "\"skipped\": %d}, \"regressions\": %d, \"expected_failures\": %d, "
+      "\"unexpected_passes\": %d, \"unused_expectations\": %d, "
+      "\"exit_status\": %d},\n",
       r.native_passed, r.native_failed, r.native_skipped, r.sandbox_passed,
-      r.sandbox_failed, r.sandbox_skipped, r.regressions, r.ExitStatus());
+      r.sandbox_failed, r.sandbox_skipped, r.regressions, r.expected_failures,
+      r.unexpected_passes, r.unused_expectations.size(), r.ExitStatus());
+  absl::StrAppend(&out,
+                  "  \"expectations_file\": ", JsonString(r.expectations_file),
+                  ",\n");
   out += "  \"binaries\": [";
   for (size_t i = 0; i < r.binaries.size(); ++i) {
     const BinaryResult& b = r.binaries[i];
@@ -376,30 +414,50 @@ std::string FormatJson(const Report& r) {
         OutcomeName(row.native), "\", \"sandbox\": \"",
         OutcomeName(row.sandbox), "\", \"native_ms\": ", row.native_ms,
         ", \"sandbox_ms\": ", row.sandbox_ms,
-        ", \"regression\": ", row.regression ? "true" : "false");
+        ", \"regression\": ", row.regression ? "true" : "false",
+        ", \"expected_failure\": ", row.expected_failure ? "true" : "false",
+        ", \"unexpected_pass\": ", row.unexpected_pass ? "true" : "false");
+    if (row.expected_failure || row.unexpected_pass) {
+      absl::StrAppend(
+          &out, ", \"expected_reason\": ", JsonString(row.expected_reason));
+    }
     if (row.native_failure) {
       absl::StrAppend(&out,
                       ", \"native_output\": ", JsonString(row.native_output));
     }
-    if (row.regression) {
+    if (row.regression || row.expected_failure) {
       absl::StrAppend(&out,
                       ", \"sandbox_output\": ", JsonString(row.sandbox_output));
     }
     out += "}";
   }
-  out += "\n  ],\n  \"regressions\": [";
-  bool first = true;
-  for (const CaseRow& row : r.rows) {
-    if (!row.regression) continue;
-    absl::StrAppend(&out, first ? "" : ", ",
-                    JsonString(absl::StrCat(row.binary, " ", row.name)));
-    first = false;
+  auto names = [&](auto pick) {
+    std::vector<std::string> list;
+    for (const CaseRow& row : r.rows) {
+      if (pick(row)) {
+        list.push_back(JsonString(absl::StrCat(row.binary, " ", row.name)));
+      }
+    }
+    return absl::StrCat("[", absl::StrJoin(list, ", "), "]");
+  };
+  std::vector<std::string> unused;
+  for (const UnusedExpectation& u : r.unused_expectations) {
+    unused.push_back(JsonString(absl::StrCat(u.binary, " ", u.name)));
   }
-  out += "]\n}\n";
+  absl::StrAppend(&out, "\n  ],\n  \"regressions\": ",
+                  names([](const CaseRow& row) { return row.regression; }),
+                  ",\n  \"expected_failures\": ", names([](const CaseRow& row) {
+                    return row.expected_failure;
+                  }),
+                  ",\n  \"unexpected_passes\": ",
+                  names([](const CaseRow& row) { return row.unexpected_pass; }),
+                  ",\n  \"unused_expectations\": [",
+                  absl::StrJoin(unused, ", "), "]");
+  out += "\n}\n";
   return out;
 }
 
-std::string FormatXml(const Report& r) {
+std::string FormatXml(const Report& r, XmlModes modes) {
   struct Suite {
     std::string name;
     std::string body;
@@ -412,49 +470,80 @@ std::string FormatXml(const Report& r) {
     if (inserted) suites.push_back(Suite{name});
     return suites[it->second];
   };
-  auto add = [&](const CaseRow& row, absl::string_view mode, Outcome o,
-                 int64_t ms, bool failed, const std::string& output) {
-    Suite& s = suite(absl::StrCat(row.binary, ".", mode));
+  enum class Kind { kPass, kSkip, kFail };
+  // One testcase; `message` and `output` describe a skip or a failure.
+  auto add = [&](const std::string& binary, const std::string& name,
+                 const std::string& mode, int64_t ms, Kind kind,
+                 const std::string& message, const std::string& output) {
+    Suite& s = suite(absl::StrCat(binary, ".", mode));
     ++s.tests;
-    bool skipped = !failed && o == Outcome::kSkipped;
     absl::StrAppendFormat(
         &s.body,
         "    <testcase name=\"%s\" status=\"run\" result=\"%s\" "
         "time=\"%.3f\" classname=\"%s\"",
-        XmlAttr(row.name), skipped ? "skipped" : "completed",
+        XmlAttr(name), kind == Kind::kSkip ? "skipped" : "completed",
         ms > 0 ? ms / 1000.0 : 0.0, XmlAttr(s.name));
-    if (failed) {
-      ++s.failures;
-      std::string message =
-          absl::StrCat(mode, " ", OutcomeName(o),
-                       row.regression ? " (passes natively)" : "");
-      absl::StrAppend(&s.body, ">\n      <failure message=\"", XmlAttr(message),
-                      "\" type=\"\">", XmlCdata(output),
-                      "</failure>\n    </testcase>\n");
-    } else if (skipped) {
-      ++s.skipped;
-      absl::StrAppend(&s.body, ">\n      <skipped message=\"",
-                      XmlAttr(OutcomeName(o)), "\"/>\n    </testcase>\n");
-    } else {
-      s.body += " />\n";
+    switch (kind) {
+      case Kind::kFail:
+        ++s.failures;
+        absl::StrAppend(&s.body, ">\n      <failure message=\"",
+                        XmlAttr(message), "\" type=\"\">", XmlCdata(output),
+                        "</failure>\n    </testcase>\n");
+        break;
+      case Kind::kSkip:
+        ++s.skipped;
+        absl::StrAppend(&s.body, ">\n      <skipped message=\"",
+                        XmlAttr(message), "\"/>\n    </testcase>\n");
+        break;
+      case Kind::kPass:
+        s.body += " />\n";
+        break;
     }
   };
   auto passing_process_row = [](const CaseRow& row, Outcome o) {
     return row.name == kProcessCase && o == Outcome::kPassed;
   };
   for (const CaseRow& row : r.rows) {
-    if (row.native != Outcome::kMissing &&
-        !passing_process_row(row, row.native)) {
-      add(row, "native", row.native, row.native_ms, row.native_failure,
-          row.native_output);
+    if (!modes.native || row.native == Outcome::kMissing ||
+        passing_process_row(row, row.native)) {
+      continue;
     }
+    Kind kind = row.native_failure                ? Kind::kFail
+                : row.native == Outcome::kSkipped ? Kind::kSkip
+                                                  : Kind::kPass;
+    add(row.binary, row.name, "native", row.native_ms, kind,
+        absl::StrCat("native ", OutcomeName(row.native)), row.native_output);
   }
   for (const CaseRow& row : r.rows) {
-    if (row.sandbox != Outcome::kNotRun &&
-        !passing_process_row(row, row.sandbox)) {
-      bool failed = row.regression || IsBad(row.sandbox);
-      add(row, "sandbox", row.sandbox, row.sandbox_ms, failed,
-          row.sandbox_output);
+    if (!modes.sandbox || row.sandbox == Outcome::kNotRun ||
+        passing_process_row(row, row.sandbox)) {
+      continue;
+    }
+    std::string message = absl::StrCat("sandbox ", OutcomeName(row.sandbox));
+    Kind kind = row.sandbox == Outcome::kSkipped ? Kind::kSkip : Kind::kPass;
+    if (row.expected_failure) {
+      kind = Kind::kSkip;
+      absl::StrAppend(&message, ": expected failure (", r.expectations_file,
+                      "): ", row.expected_reason);
+    } else if (row.unexpected_pass) {
+      kind = Kind::kFail;
+      absl::StrAppend(&message, " but listed as an expected failure (",
+                      row.expected_reason, "): now passes: remove it from ",
+                      r.expectations_file);
+    } else if (row.regression || IsBad(row.sandbox)) {
+      kind = Kind::kFail;
+      if (row.regression) message += " (passes natively)";
+    }
+    add(row.binary, row.name, "sandbox", row.sandbox_ms, kind, message,
+        kind == Kind::kFail ? row.sandbox_output : "");
+  }
+  if (modes.sandbox) {
+    for (const UnusedExpectation& u : r.unused_expectations) {
+      add(u.binary, u.name, "sandbox", 0, Kind::kFail,
+          absl::StrCat("listed as an expected failure but did not run: "
+                       "remove it from ",
+                       r.expectations_file),
+          "");
     }
   }
   int tests = 0, failures = 0, skipped = 0;

@@ -61,8 +61,21 @@ struct CaseRow {
   // The native run failed this case.
   bool native_failure = false;
   // It passed (or was skipped) natively but did not pass in the sandbox; a
-  // case skipped only in the sandbox counts as a failure.
+  // case skipped only in the sandbox counts as a failure. False for an
+  // expected failure.
   bool regression = false;
+  // It would be a regression, but the expectation file lists it.
+  bool expected_failure = false;
+  // The expectation file lists it, but it did not fail in the sandbox.
+  bool unexpected_pass = false;
+  // The reason the expectation file gives, when it lists the case.
+  std::string expected_reason;
+};
+
+// A case the expectation file lists that did not run at all.
+struct UnusedExpectation {
+  std::string binary;
+  std::string name;
 };
 
 struct Report {
@@ -73,12 +86,27 @@ struct Report {
   int sandbox_passed = 0, sandbox_failed = 0, sandbox_skipped = 0;
   int regressions = 0;
   bool sandbox_ran = false;
+  // Set by ApplyExpectedFailures (expectations.h).
+  std::string expectations_file;  // "" when none was given.
+  int expected_failures = 0;
+  int unexpected_passes = 0;
+  std::vector<UnusedExpectation> unused_expectations;
 
-  // Exit status for the runner: 0 when no native case failed and nothing
-  // regressed in the sandbox; 1 otherwise.
+  // Exit status for the runner: 0 when no native case failed, nothing
+  // regressed in the sandbox and the expectation file was exact; 1 otherwise.
   int ExitStatus() const {
-    return native_failed > 0 || regressions > 0 ? 1 : 0;
+    return native_failed > 0 || regressions > 0 || unexpected_passes > 0 ||
+                   !unused_expectations.empty()
+               ? 1
+               : 0;
   }
+};
+
+// Which modes FormatXml writes. A `_sandbox` Bazel target writes only the
+// sandbox suites: its `_native` twin already reports the native ones.
+struct XmlModes {
+  bool native = true;
+  bool sandbox = true;
 };
 
 // Compares the runs and fills rows and counts.
@@ -92,8 +120,9 @@ std::string FormatFailureDetails(const Report& report);
 std::string FormatJson(const Report& report);
 // gtest-compatible XML (the format Bazel's XML_OUTPUT_FILE expects): one
 // <testsuite> per (binary, mode) named "<binary>.<mode>", one <testcase> per
-// case named "Suite.Case". A sandbox testcase fails when it regressed.
-std::string FormatXml(const Report& report);
+// case named "Suite.Case". A sandbox testcase fails when it regressed or
+// passed against expectations; an expected failure is a skipped testcase.
+std::string FormatXml(const Report& report, XmlModes modes = {});
 
 // Bytes made safe for JSON strings and XML text: printable ASCII, \n and \t
 // kept; anything else written as \xNN.

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "test/syscalls/runner/expectations.h"
 #include "test/syscalls/runner/gtest_console.h"
 #include "test/syscalls/runner/report.h"
 
@@ -44,6 +46,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] & 0x80) b.sandbox->process.timed_out = true;
   sandbox::syscall_test::Report r =
       sandbox::syscall_test::BuildReport("sb \"x\"", {b});
+  // The input doubles as an expectation file (listing cases by their names).
+  absl::StatusOr<sandbox::syscall_test::ExpectedFailures> expected =
+      sandbox::syscall_test::ParseExpectedFailures(
+          absl::string_view(all.data(), all.size()));
+  if (expected.ok()) {
+    sandbox::syscall_test::ApplyExpectedFailures(*expected, "exp\x02",
+                                                 data[0] & 1, &r);
+    sandbox::syscall_test::ExpectedFailures updated =
+        sandbox::syscall_test::UpdatedExpectedFailures(
+            r, *expected, [](const sandbox::syscall_test::CaseRow& row) {
+              return sandbox::syscall_test::GuessReason(row.sandbox_output,
+                                                        row.sandbox);
+            });
+    // What Format writes, Parse reads back to the same entries.
+    absl::StatusOr<sandbox::syscall_test::ExpectedFailures> again =
+        sandbox::syscall_test::ParseExpectedFailures(
+            sandbox::syscall_test::FormatExpectedFailures(updated));
+    if (!again.ok() || again->entries.size() != updated.entries.size()) {
+      __builtin_trap();
+    }
+    for (const auto& e : updated.entries) {
+      if (again->Find(e.binary, e.test_case) == nullptr) __builtin_trap();
+    }
+  }
   CheckPrintable(sandbox::syscall_test::FormatTable(r));
   CheckPrintable(sandbox::syscall_test::FormatFailureDetails(r));
   CheckPrintable(sandbox::syscall_test::FormatJson(r));
@@ -65,5 +91,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pos = end + 3;
   }
   if (r.ExitStatus() != 0 && r.ExitStatus() != 1) __builtin_trap();
+  if (r.regressions < 0 || r.expected_failures < 0) __builtin_trap();
   return 0;
 }
