@@ -144,6 +144,14 @@ KResult<void> Inode::RenameChild(std::string_view, Inode&, std::string_view,
 KResult<void> Inode::IterDirents(int64_t, DirentSink) { return kENOTDIR; }
 bool Inode::IsEmptyDir() { return false; }
 KResult<std::string> Inode::Readlink() { return kEINVAL; }
+KResult<std::string> Inode::GetXattr(const std::string&) {
+  return kEOPNOTSUPP;
+}
+KResult<void> Inode::SetXattr(const std::string&, std::string_view, int) {
+  return kEOPNOTSUPP;
+}
+KResult<std::vector<std::string>> Inode::ListXattr() { return kEOPNOTSUPP; }
+KResult<void> Inode::RemoveXattr(const std::string&) { return kEOPNOTSUPP; }
 KResult<std::shared_ptr<VfsFile>> Inode::Open(const VirtualDentry&, uint32_t) {
   return kENXIO;
 }

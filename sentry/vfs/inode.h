@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
@@ -157,6 +158,17 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // the others.
   virtual KResult<void> IterDirents(int64_t offset, DirentSink sink);
   virtual bool IsEmptyDir();
+
+  // --- Extended attributes (default: EOPNOTSUPP), after the VFS checks of
+  // xattr_ops.cc (namespace, permission, sizes). ---
+  // ENODATA if absent.
+  virtual KResult<std::string> GetXattr(const std::string& name);
+  // `flags`: XATTR_CREATE (EEXIST if present), XATTR_REPLACE (ENODATA if
+  // absent).
+  virtual KResult<void> SetXattr(const std::string& name,
+                                 std::string_view value, int flags);
+  virtual KResult<std::vector<std::string>> ListXattr();
+  virtual KResult<void> RemoveXattr(const std::string& name);
 
   // --- Symlinks (default: EINVAL). ---
   virtual KResult<std::string> Readlink();

@@ -6,7 +6,7 @@ namespace sandbox::fs::tmpfs {
 
 Directory::Directory(Filesystem& fs, uint64_t ino,
                      const vfs::NewInodeAttrs& attrs)
-    : vfs::Inode(fs, ino, attrs) {
+    : TmpfsInode(fs, ino, attrs) {
   IncLinks();  // "." (the entry in the parent is the first link)
 }
 

@@ -17,12 +17,13 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "sentry/fs/tmpfs/inode.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/vfs/inode.h"
 
 namespace sandbox::fs::tmpfs {
 
-class Directory final : public vfs::Inode {
+class Directory final : public TmpfsInode {
  public:
   Directory(Filesystem& fs, uint64_t ino, const vfs::NewInodeAttrs& attrs);
 

@@ -19,7 +19,7 @@ constexpr uint64_t kMaxFileSize = std::numeric_limits<int64_t>::max();
 
 RegularFile::RegularFile(Filesystem& fs, uint64_t ino,
                          const vfs::NewInodeAttrs& attrs)
-    : vfs::Inode(fs, ino, attrs) {}
+    : TmpfsInode(fs, ino, attrs) {}
 
 RegularFile::~RegularFile() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   for (const auto& [index, off] : pages_) tmpfs().memory_file().Free(off, kPage);

@@ -30,6 +30,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/types/span.h"
+#include "sentry/fs/tmpfs/inode.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/mm/mappable.h"
 #include "sentry/vfs/inode.h"
@@ -37,7 +38,7 @@
 
 namespace sandbox::fs::tmpfs {
 
-class RegularFile final : public vfs::Inode, public mm::Mappable {
+class RegularFile final : public TmpfsInode, public mm::Mappable {
  public:
   RegularFile(Filesystem& fs, uint64_t ino, const vfs::NewInodeAttrs& attrs);
   ~RegularFile() override;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "sentry/fs/tmpfs/directory.h"
+#include "sentry/fs/tmpfs/inode.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 
 namespace sandbox::fs::tmpfs {
@@ -10,11 +11,11 @@ namespace {
 
 constexpr uint64_t kPage = abi::kPageSize;
 
-class Symlink final : public vfs::Inode {
+class Symlink final : public TmpfsInode {
  public:
   Symlink(Filesystem& fs, uint64_t ino, const vfs::NewInodeAttrs& attrs,
           std::string_view target)
-      : vfs::Inode(fs, ino, attrs), target_(target) {
+      : TmpfsInode(fs, ino, attrs), target_(target) {
     absl::MutexLock l(&mu_);
     attrs_.size = target_.size();
   }
@@ -25,9 +26,9 @@ class Symlink final : public vfs::Inode {
 };
 
 // FIFOs, sockets, device nodes: attributes only until their drivers exist.
-class SpecialInode final : public vfs::Inode {
+class SpecialInode final : public TmpfsInode {
  public:
-  using vfs::Inode::Inode;
+  using TmpfsInode::TmpfsInode;
 };
 
 }  // namespace
