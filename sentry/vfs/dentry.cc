@@ -6,6 +6,16 @@ std::shared_ptr<Dentry> Dentry::NewRoot(std::shared_ptr<Inode> inode) {
   return std::shared_ptr<Dentry>(new Dentry(nullptr, "/", std::move(inode)));
 }
 
+std::shared_ptr<Dentry> Dentry::NewAnonymous(std::shared_ptr<Dentry> parent,
+                                             std::shared_ptr<Inode> inode)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {  // not shared yet
+  std::string name = "#" + std::to_string(inode->ino());
+  std::shared_ptr<Dentry> d(
+      new Dentry(std::move(parent), std::move(name), std::move(inode)));
+  d->dead_ = true;
+  return d;
+}
+
 Dentry::Dentry(std::shared_ptr<Dentry> parent, std::string name,
                std::shared_ptr<Inode> inode)
     : inode_(std::move(inode)), parent_(std::move(parent)),

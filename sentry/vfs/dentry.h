@@ -31,6 +31,10 @@ class Dentry : public std::enable_shared_from_this<Dentry> {
  public:
   // A file system's root dentry (no parent).
   static std::shared_ptr<Dentry> NewRoot(std::shared_ptr<Inode> inode);
+  // An unnamed file's dentry (O_TMPFILE): under `parent` as "#<ino>" but
+  // in no cache, so no lookup finds it, and dead from the start.
+  static std::shared_ptr<Dentry> NewAnonymous(std::shared_ptr<Dentry> parent,
+                                              std::shared_ptr<Inode> inode);
   ~Dentry();
   Dentry(const Dentry&) = delete;
   Dentry& operator=(const Dentry&) = delete;

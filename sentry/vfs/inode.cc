@@ -132,6 +132,9 @@ KResult<std::shared_ptr<Inode>> Inode::CreateChild(std::string_view,
                                                    std::string_view) {
   return kENOTDIR;
 }
+KResult<std::shared_ptr<Inode>> Inode::CreateTmpfile(const NewInodeAttrs&) {
+  return kEOPNOTSUPP;
+}
 KResult<void> Inode::LinkChild(std::string_view,
                                const std::shared_ptr<Inode>&) {
   return kENOTDIR;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -129,6 +130,10 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // Link-count changes made by the file system implementation.
   void IncLinks() ABSL_LOCKS_EXCLUDED(mu_);
   void DecLinks() ABSL_LOCKS_EXCLUDED(mu_);
+  // An O_TMPFILE inode opened without O_EXCL may get its first link with
+  // linkat(AT_EMPTY_PATH) (Linux's I_LINKABLE); the first link clears it.
+  bool linkable() const { return linkable_.load(std::memory_order_acquire); }
+  void set_linkable(bool v) { linkable_.store(v, std::memory_order_release); }
 
   // --- Directory operations (default: ENOTDIR). ---
   // The child `name` (never "." or ".."; at most kNameMax bytes), ENOENT if
@@ -140,6 +145,10 @@ class Inode : public std::enable_shared_from_this<Inode> {
   virtual KResult<std::shared_ptr<Inode>> CreateChild(
       std::string_view name, const NewInodeAttrs& attrs,
       std::string_view symlink_target);
+  // O_TMPFILE: a new unnamed inode (nlink 0) meant for this directory.
+  // Default: EOPNOTSUPP.
+  virtual KResult<std::shared_ptr<Inode>> CreateTmpfile(
+      const NewInodeAttrs& attrs);
   // Adds a hard link `name` (absent) to the non-directory `target` of the
   // same file system.
   virtual KResult<void> LinkChild(std::string_view name,
@@ -199,6 +208,9 @@ class Inode : public std::enable_shared_from_this<Inode> {
 
   mutable absl::Mutex mu_;
   InodeAttrs attrs_ ABSL_GUARDED_BY(mu_);
+
+ private:
+  std::atomic<bool> linkable_{false};
 };
 
 }  // namespace sandbox::vfs

@@ -129,8 +129,10 @@ KResult<void> LinkAt(const ResolveBase& old_base, std::string_view old_path,
         Inode& target = old.dentry->inode();
         if (&target.fs() != &dir.fs()) return kEXDEV;
         if (target.IsDir()) return kEPERM;
-        if (target.nlink() == 0) return kENOENT;
-        return dir.LinkChild(name, old.dentry->inode_ref());
+        if (target.nlink() == 0 && !target.linkable()) return kENOENT;
+        TRY_VOID(dir.LinkChild(name, old.dentry->inode_ref()));
+        target.set_linkable(false);
+        return OkResult();
       });
 }
 

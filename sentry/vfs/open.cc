@@ -74,13 +74,38 @@ KResult<std::shared_ptr<VfsFile>> OpenResolved(const ResolveBase& base,
   return inode.Open(vd, flags);
 }
 
+// O_TMPFILE: an unnamed regular file in the directory `path`.
+KResult<std::shared_ptr<VfsFile>> OpenTmpfile(const ResolveBase& base,
+                                              std::string_view path,
+                                              uint32_t flags, uint32_t mode,
+                                              uint32_t umask,
+                                              uint64_t resolve) {
+  if (flags & O_CREAT) return kEINVAL;
+  if (!(AccessMask(flags) & kMayWrite) || (flags & O_PATH)) return kEINVAL;
+  ResolveOptions opts;
+  opts.must_be_dir = true;
+  opts.resolve = resolve;
+  TRY(VirtualDentry dir, Resolve(base, path, opts));
+  Inode& di = dir.dentry->inode();
+  TRY_VOID(CheckPermission(base.creds, kMayWrite | kMayExec, di));
+  if (dir.mount->read_only()) return kEROFS;
+  NewInodeAttrs attrs =
+      InitOwner(base.creds, di.Attrs(), S_IFREG | (mode & 07777 & ~umask));
+  TRY(std::shared_ptr<Inode> inode, di.CreateTmpfile(attrs));
+  if (!(flags & O_EXCL)) inode->set_linkable(true);
+  VirtualDentry vd{dir.mount, Dentry::NewAnonymous(dir.dentry, inode)};
+  return inode->Open(vd, flags & ~O_TMPFILE);
+}
+
 }  // namespace
 
 KResult<std::shared_ptr<VfsFile>> OpenAt(const ResolveBase& base,
                                          std::string_view path, uint32_t flags,
                                          uint32_t mode, uint32_t umask,
                                          uint64_t resolve) {
-  if ((flags & O_TMPFILE) == O_TMPFILE) return kEOPNOTSUPP;
+  if ((flags & O_TMPFILE) == O_TMPFILE) {
+    return OpenTmpfile(base, path, flags, mode, umask, resolve);
+  }
   if (flags & O_PATH) {
     flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   }

@@ -32,7 +32,9 @@
 namespace sandbox::vfs {
 
 // open(2), openat(2), creat(2), openat2(2) (`resolve` = RESOLVE_*). `umask`
-// is the task's. O_TMPFILE is not supported yet (EOPNOTSUPP).
+// is the task's. O_TMPFILE creates an unnamed file in the directory `path`
+// (EINVAL without write access or with O_CREAT; EOPNOTSUPP if the file
+// system cannot); without O_EXCL linkat(AT_EMPTY_PATH) may name it later.
 KResult<std::shared_ptr<VfsFile>> OpenAt(const ResolveBase& base,
                                          std::string_view path, uint32_t flags,
                                          uint32_t mode, uint32_t umask,

@@ -1,6 +1,7 @@
 #include "sentry/fs/tmpfs/directory.h"
 
 #include <linux/fs.h>
+#include <sys/stat.h>
 
 namespace sandbox::fs::tmpfs {
 
@@ -56,6 +57,14 @@ KResult<std::shared_ptr<vfs::Inode>> Directory::CreateChild(
   if (inode->IsDir()) IncLinks();  // the child's ".."
   Insert(name, inode);
   TouchCMTime();
+  return inode;
+}
+
+KResult<std::shared_ptr<vfs::Inode>> Directory::CreateTmpfile(
+    const vfs::NewInodeAttrs& attrs) {
+  if ((attrs.mode & S_IFMT) != S_IFREG) return kEINVAL;
+  TRY(std::shared_ptr<vfs::Inode> inode, tmpfs().NewInode(attrs, {}));
+  inode->DecLinks();  // no name yet
   return inode;
 }
 

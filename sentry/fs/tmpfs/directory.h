@@ -31,6 +31,8 @@ class Directory final : public TmpfsInode {
   KResult<std::shared_ptr<vfs::Inode>> CreateChild(
       std::string_view name, const vfs::NewInodeAttrs& attrs,
       std::string_view symlink_target) override;
+  KResult<std::shared_ptr<vfs::Inode>> CreateTmpfile(
+      const vfs::NewInodeAttrs& attrs) override;
   KResult<void> LinkChild(std::string_view name,
                           const std::shared_ptr<vfs::Inode>& target) override;
   KResult<void> RemoveChild(std::string_view name, vfs::Inode& child) override;

@@ -61,7 +61,50 @@ TEST_F(NameiTest, OpenCreate) {
   EXPECT_ERRNO(Open("/d", O_WRONLY), kEISDIR);
   EXPECT_ERRNO(Open("/d", O_RDONLY | O_TRUNC), kEISDIR);
   EXPECT_OK(Open("/d", O_RDONLY));
-  EXPECT_ERRNO(Open("/f", O_TMPFILE | O_RDWR), kEOPNOTSUPP);
+}
+
+TEST_F(NameiTest, OpenTmpfile) {
+  ASSERT_OK(Mkdir("/tmp", 0777));
+  uint64_t files = List("/tmp").size();
+  auto f = Open("/tmp", O_TMPFILE | O_RDWR, 0600);
+  ASSERT_OK(f);
+  vfs::IoContext ctx;
+  ASSERT_OK((*f)->Write(ctx, absl::Span<const uint8_t>(
+                                 reinterpret_cast<const uint8_t*>("tmp"), 3)));
+  abi::Stat st = (*f)->Stat().value();
+  EXPECT_EQ(st.st_nlink, 0u);
+  EXPECT_EQ(st.st_mode, S_IFREG | 0600u);
+  EXPECT_EQ(List("/tmp").size(), files);  // unnamed
+  // Linked into the tree with linkat(fd, "", AT_EMPTY_PATH).
+  vfs::ResolveBase from = Base();
+  from.start = (*f)->vd();
+  ASSERT_OK(vfs::LinkAt(from, "", Base(), "/tmp/named", AT_EMPTY_PATH));
+  EXPECT_EQ(Contents("/tmp/named"), "tmp");
+  EXPECT_EQ(Stat("/tmp/named").st_nlink, 1u);
+  // O_EXCL: never linkable.
+  auto ex = Open("/tmp", O_TMPFILE | O_RDWR | O_EXCL, 0600);
+  ASSERT_OK(ex);
+  from.start = (*ex)->vd();
+  EXPECT_ERRNO(vfs::LinkAt(from, "", Base(), "/tmp/x", AT_EMPTY_PATH),
+               kENOENT);
+  // Without CAP_DAC_READ_SEARCH, AT_EMPTY_PATH is refused.
+  vfs::ResolveBase ufrom = Base(user_);
+  ufrom.start = (*f)->vd();
+  EXPECT_ERRNO(vfs::LinkAt(ufrom, "", Base(user_), "/tmp/y", AT_EMPTY_PATH),
+               kENOENT);
+  EXPECT_ERRNO(Open("/tmp", O_TMPFILE | O_RDONLY), kEINVAL);
+  EXPECT_ERRNO(Open("/tmp", O_TMPFILE | O_CREAT | O_RDWR), kEINVAL);
+  WriteFile("/f", "");
+  EXPECT_ERRNO(Open("/f", O_TMPFILE | O_RDWR), kENOTDIR);
+  EXPECT_ERRNO(Open("/nope", O_TMPFILE | O_RDWR), kENOENT);
+  EXPECT_ERRNO(OpenAs(user_, "/", O_TMPFILE | O_RDWR), kEACCES);
+  // An unlinked tmpfile's pages go when the last reference does.
+  ASSERT_OK((*ex)->Write(ctx, absl::Span<const uint8_t>(
+                                  reinterpret_cast<const uint8_t*>("x"), 1)));
+  uint64_t before = mf_->AllocatedBytes();
+  from.start = {};
+  ex->reset();
+  EXPECT_EQ(mf_->AllocatedBytes(), before - 4096);
 }
 
 TEST_F(NameiTest, OpenCreateThroughSymlinks) {
