@@ -161,6 +161,7 @@ int BootMain(int argc, char** argv) {
   largs.envp = spec.envp;
   largs.exec_path = spec.exe_path;
   largs.hwcap = loader::HwcapFromPlatform(*plat);
+  largs.minsigstksz = loader::DefaultMinSigStkSz(plat->FpStateSize());
   std::string why;
   KResult<loader::LoadResult> lr = loader::Load(*mm, reader, largs, &why);
   close(kExecFd);

@@ -44,8 +44,15 @@ void Task::Run() {
       case platform::SwitchReason::kInterrupted:
         break;
       case platform::SwitchReason::kDead:
-        kernel_.Fatal(absl::StrFormat(
-            "the host process running task %d's address space died", tid_));
+        // The stub holding this address space died: killed from outside,
+        // or the guest broke its own stub (jumped into stub code, corrupted
+        // its shared slot, ignored interrupts). Only this process is lost;
+        // it ends as if by SIGKILL, and the rest of the sandbox goes on.
+        LogWarning(
+            "task %d: the host process running its address space died; "
+            "killing its process",
+            tid_);
+        tg_->ExitGroup(ExitStatus::Killed(SIGKILL));
         step = Step::kExit;
         break;
     }

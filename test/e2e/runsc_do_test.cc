@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -383,6 +384,32 @@ TEST_F(RunscDoTest, KillingTheCliEndsTheSandbox) {
     usleep(50000);
   }
   for (pid_t p : all) EXPECT_TRUE(GoneOrZombie(p)) << "pid " << p << " lives";
+}
+
+// A stub killed from outside (say, by the host's OOM killer) takes down only
+// the guest process whose address space it held: the sandbox reports that
+// process killed by SIGKILL, not a sandbox failure.
+TEST_F(RunscDoTest, KilledStubEndsOnlyItsProcess) {
+  Child c({"do", "--", Program("spin")});
+  ASSERT_TRUE(c.WaitForOutput("spinning\n"));
+  std::vector<pid_t> sentry = Children(c.pid());
+  ASSERT_EQ(sentry.size(), 1u);
+  // The pristine source stub is made first; the guest's stub is the newest
+  // child of any Sentry thread.
+  pid_t guest_stub = 0;
+  std::string tasks = "/proc/" + std::to_string(sentry[0]) + "/task";
+  DIR* dir = opendir(tasks.c_str());
+  ASSERT_NE(dir, nullptr);
+  while (dirent* de = readdir(dir)) {
+    if (de->d_name[0] == '.') continue;
+    std::ifstream f(tasks + "/" + de->d_name + "/children");
+    pid_t p;
+    while (f >> p) guest_stub = std::max(guest_stub, p);
+  }
+  closedir(dir);
+  ASSERT_NE(guest_stub, 0) << "no stub process found";
+  ASSERT_EQ(kill(guest_stub, SIGKILL), 0);
+  EXPECT_EQ(c.Finish(20000).status, 128 + SIGKILL);
 }
 
 // Reads from a pty master until `want` appears or 10 s pass.
