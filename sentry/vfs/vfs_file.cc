@@ -25,6 +25,8 @@ KResult<int64_t> VfsFile::SeekLocked(int64_t offset, int whence,
 KResult<void> DirectoryFile::IterDirents(DirentSink sink) {
   absl::MutexLock ol(&offset_mu_);
   Dentry& d = *vd_.dentry;
+  // iterate_dir: a removed directory (IS_DEADDIR) lists nothing.
+  if (d.IsDead()) return kENOENT;
   if (offset_ == 0) {
     if (!sink(DirEntry{".", d.inode().ino(), DT_DIR, 1})) return OkResult();
     offset_ = 1;
@@ -38,7 +40,7 @@ KResult<void> DirectoryFile::IterDirents(DirentSink sink) {
     if (!sink(DirEntry{"..", pino, DT_DIR, 2})) return OkResult();
     offset_ = 2;
   }
-  if (d.dead()) return OkResult();  // a removed directory lists . and ..
+  if (d.dead()) return kENOENT;
   int64_t next = offset_;
   KResult<void> r = d.inode().IterDirents(offset_, [&](const DirEntry& e) {
     if (!sink(e)) return false;

@@ -39,7 +39,8 @@ class VfsFile : public FileDescription {
   KResult<abi::Stat> Stat() override { return inode().Stat(); }
 
   // getdents64: appends entries to `sink` from the current offset and
-  // advances it past the entries taken. ENOTDIR for non-directories.
+  // advances it past the entries taken. ENOTDIR for non-directories,
+  // ENOENT for a directory that was removed.
   virtual KResult<void> IterDirents(DirentSink sink) { return kENOTDIR; }
 
   // What mmap(2) maps for this file (its page cache), or null if the file

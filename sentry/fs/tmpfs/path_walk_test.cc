@@ -260,11 +260,15 @@ TEST_F(PathWalkTest, Openat2NoXdev) {
 TEST_F(PathWalkTest, RemovedDirectory) {
   ASSERT_OK(Mkdir("/gone"));
   cwd_ = Resolve("/gone").value();
+  auto dir = Open("/gone", O_RDONLY | O_DIRECTORY);
+  ASSERT_OK(dir);
   ASSERT_OK(vfs::UnlinkAt(Base(), "/gone", AT_REMOVEDIR));
   EXPECT_ERRNO(Resolve("x"), kENOENT);
   EXPECT_ERRNO(Mkdir("x"), kENOENT);
   EXPECT_ERRNO(Open("x", O_CREAT | O_RDWR), kENOENT);
   EXPECT_ERRNO(vfs::GetCwd(root_vd_, cwd_), kENOENT);
+  EXPECT_ERRNO((*dir)->IterDirents([](const vfs::DirEntry&) { return true; }),
+               kENOENT);
   EXPECT_OK(Resolve("."));
 }
 
