@@ -7,6 +7,9 @@
 
 #include "gtest/gtest.h"
 #include "sentry/fs/tmpfs/testing.h"
+#include "sentry/vfs/at_start.h"
+#include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/path_walk.h"
 
 namespace sandbox::fs::tmpfs {
@@ -270,6 +273,41 @@ TEST_F(PathWalkTest, RemovedDirectory) {
   EXPECT_ERRNO((*dir)->IterDirents([](const vfs::DirEntry&) { return true; }),
                kENOENT);
   EXPECT_OK(Resolve("."));
+}
+
+}  // namespace
+}  // namespace sandbox::fs::tmpfs
+
+namespace sandbox::fs::tmpfs {
+namespace {
+
+class AtStartTest : public TmpfsTest {};
+
+TEST_F(AtStartTest, DirfdRules) {
+  ASSERT_OK(Mkdir("/d"));
+  WriteFile("/f", "");
+  vfs::FsContext fs(root_vd_, root_vd_);
+  vfs::FdTable fds;
+  int dfd = fds.Install(Open("/d", O_RDONLY).value(), 0, false, 100).value();
+  int ffd = fds.Install(Open("/f", O_RDONLY).value(), 0, false, 100).value();
+  class Pipe : public vfs::FileDescription {
+   public:
+    Pipe() : vfs::FileDescription(O_RDONLY) {}
+  };
+  int pfd = fds.Install(std::make_shared<Pipe>(), 0, false, 100).value();
+  EXPECT_EQ(vfs::AtStart(fds, fs, AT_FDCWD, "x").value(), root_vd_);
+  EXPECT_EQ(vfs::AtStart(fds, fs, dfd, "x").value().dentry->inode().ino(),
+            vfs::StatAt(Base(), "/d", 0)->st_ino);
+  EXPECT_ERRNO(vfs::AtStart(fds, fs, 77, "x"), kEBADF);
+  EXPECT_OK(vfs::AtStart(fds, fs, 77, "/x"));  // absolute: dirfd ignored
+  EXPECT_ERRNO(vfs::AtStart(fds, fs, pfd, "x"), kENOTDIR);
+  // A regular file is a start; the walk refuses a relative path from it.
+  auto start = vfs::AtStart(fds, fs, ffd, "x");
+  ASSERT_OK(start);
+  vfs::ResolveBase b = Base();
+  b.start = start.value();
+  EXPECT_ERRNO(vfs::StatAt(b, "x", 0), kENOTDIR);
+  EXPECT_OK(vfs::StatAt(b, "", AT_EMPTY_PATH));
 }
 
 }  // namespace
