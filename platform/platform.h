@@ -119,7 +119,8 @@ class Platform {
 
   // Answers a guest CPUID: (leaf, subleaf) -> eax, ebx, ecx, edx, from the
   // fixed feature set the platform exposes (used by /proc/cpuinfo too).
-  virtual void Cpuid(uint32_t leaf, uint32_t subleaf, uint32_t out[4]) const = 0;
+  virtual void Cpuid(uint32_t leaf, uint32_t subleaf,
+                     uint32_t out[4]) const = 0;
 
   virtual MemoryFile& memory_file() = 0;
 };

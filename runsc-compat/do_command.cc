@@ -56,8 +56,8 @@ int Usage(const std::string& msg) {
 }
 
 // The signals forwarded to the sandbox.
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
-                              SIGUSR2};
+constexpr int kForwarded[] = {SIGINT,  SIGTERM, SIGHUP,
+                              SIGQUIT, SIGUSR1, SIGUSR2};
 
 // Moves `fd` to `target` (close-on-exec cleared).
 bool MoveFd(int fd, int target) {
@@ -204,8 +204,10 @@ int DoCommand(int argc, char** argv) {
       absl::FPrintF(stderr, "runsc do: the sandbox was killed by signal %d\n",
                     WTERMSIG(wstatus));
     } else {
-      absl::FPrintF(stderr, "runsc do: the sandbox ended unexpectedly "
-                    "(exit status %d)\n", WEXITSTATUS(wstatus));
+      absl::FPrintF(stderr,
+                    "runsc do: the sandbox ended unexpectedly "
+                    "(exit status %d)\n",
+                    WEXITSTATUS(wstatus));
     }
     return 125;
   }

@@ -91,8 +91,8 @@ struct stub_source_ctl {
   uint32_t req_seq;  /* futex: Sentry increments to request a stub */
   uint32_t done_seq; /* futex: source sets to req_seq when answered */
   uint32_t pad;
-  uint64_t shared_off; /* memfd offset of the new stub's request page */
-  int64_t result;      /* new stub pid or -errno */
+  uint64_t shared_off;  /* memfd offset of the new stub's request page */
+  int64_t result;       /* new stub pid or -errno */
   uint64_t thread0_off; /* memfd offset of thread 0's region (after guard) */
 };
 

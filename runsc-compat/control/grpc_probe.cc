@@ -65,7 +65,8 @@ int Client(const std::string& addr, int n) {
     grpc::ClientContext ctx;
     grpc::Status s = stub->State(&ctx, req, &resp);
     if (!s.ok()) {
-      fprintf(stderr, "grpc_probe: call %d: %s\n", i, s.error_message().c_str());
+      fprintf(stderr, "grpc_probe: call %d: %s\n", i,
+              s.error_message().c_str());
       return 1;
     }
   }

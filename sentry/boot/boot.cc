@@ -30,8 +30,8 @@ namespace {
 constexpr uint64_t kMemoryFileSize = 64ull << 30;
 
 // Signals `runsc do` forwards; the Sentry passes them to the guest.
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
-                              SIGUSR2};
+constexpr int kForwarded[] = {SIGINT,  SIGTERM, SIGHUP,
+                              SIGQUIT, SIGUSR1, SIGUSR2};
 
 int64_t NowUs() {
   timespec ts;
@@ -70,8 +70,7 @@ void InstallStdio(vfs::FdTable& fds) {
       close(own);
       continue;
     }
-    (void)fds.InstallAt(fd, std::move(f).value(), false,
-                        vfs::FdTable::kNrOpen);
+    (void)fds.InstallAt(fd, std::move(f).value(), false, vfs::FdTable::kNrOpen);
   }
 }
 

@@ -110,7 +110,8 @@ absl::StatusOr<int> WriteBootSpecToMemfd(const BootSpec& spec) {
     }
     off += n;
   }
-  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  fcntl(fd, F_ADD_SEALS,
+        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   return fd;
 }
 

@@ -59,7 +59,8 @@ struct Credentials {
     return cap >= 0 && cap <= kCapLastCap && (cap_effective >> cap) & 1;
   }
   bool InGroup(Gid gid) const {
-    return gid == fsgid || std::binary_search(groups.begin(), groups.end(), gid);
+    return gid == fsgid ||
+           std::binary_search(groups.begin(), groups.end(), gid);
   }
 };
 

@@ -20,8 +20,8 @@ KResult<void> FutexManager::Wait(Task& t, uint64_t addr, uint32_t val,
     // The value is read under mu_, so a waker that changes it and then
     // calls Wake (which takes mu_) cannot be missed.
     uint32_t cur = 0;
-    TRY_VOID(t.mm().WithInternalMapping(
-        addr, 4, {.read = true}, [&](uint8_t* p) {
+    TRY_VOID(
+        t.mm().WithInternalMapping(addr, 4, {.read = true}, [&](uint8_t* p) {
           // SAFETY: p is 4-byte aligned (addr is) and maps a populated page.
           cur = reinterpret_cast<std::atomic<uint32_t>*>(p)->load(
               std::memory_order_seq_cst);

@@ -36,9 +36,8 @@ Kernel::~Kernel() {
 
 KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   if (args.fds == nullptr) args.fds = std::make_shared<vfs::FdTable>();
-  auto tg = std::make_shared<ThreadGroup>(*this, args.parent,
-                                          std::move(args.exe_path),
-                                          args.limits);
+  auto tg = std::make_shared<ThreadGroup>(
+      *this, args.parent, std::move(args.exe_path), args.limits);
   tg->set_cwd(std::move(args.cwd));
   auto task = std::make_unique<Task>(
       *this, tg, std::make_shared<const Credentials>(std::move(args.creds)),
@@ -75,16 +74,14 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu) {
   ThreadGroup& ptg = parent.thread_group();
   if (ptg.exiting()) return kEAGAIN;
   TRY(std::unique_ptr<mm::MemoryManager> mm, parent.mm().Fork(*platform_));
-  auto tg = std::make_shared<ThreadGroup>(*this, &ptg, ptg.exe_path(),
-                                          ptg.limits());
+  auto tg =
+      std::make_shared<ThreadGroup>(*this, &ptg, ptg.exe_path(), ptg.limits());
   tg->set_cwd(ptg.cwd());
   tg->SwapUmask(ptg.umask());
   tg->set_actions(ptg.actions());
-  auto task = std::make_unique<Task>(*this, tg, parent.creds_ref(),
-                                     parent.fd_table().Fork(),
-                                     std::shared_ptr<mm::MemoryManager>(
-                                         std::move(mm)),
-                                     std::move(cpu));
+  auto task = std::make_unique<Task>(
+      *this, tg, parent.creds_ref(), parent.fd_table().Fork(),
+      std::shared_ptr<mm::MemoryManager>(std::move(mm)), std::move(cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
   task->set_signal_mask(parent.signal_mask());
@@ -144,8 +141,6 @@ std::optional<std::string> Kernel::fatal_error() const {
 
 int64_t Kernel::UptimeNs() const { return MonotonicNs() - boot_ns_; }
 
-void Kernel::TaskExited(Task* task) {
-  root_pidns_.Release(task->tid());
-}
+void Kernel::TaskExited(Task* task) { root_pidns_.Release(task->tid()); }
 
 }  // namespace sandbox::kernel

@@ -47,8 +47,8 @@ class Task final : public vfs::UserMemory {
   // Use Kernel::NewProcess (and later clone) to create tasks.
   Task(Kernel& kernel, std::shared_ptr<ThreadGroup> tg,
        std::shared_ptr<const Credentials> creds,
-       std::shared_ptr<vfs::FdTable> fds,
-       std::shared_ptr<mm::MemoryManager> mm, platform::CpuState cpu);
+       std::shared_ptr<vfs::FdTable> fds, std::shared_ptr<mm::MemoryManager> mm,
+       platform::CpuState cpu);
   ~Task() override;
   Task(const Task&) = delete;
   Task& operator=(const Task&) = delete;
@@ -80,8 +80,7 @@ class Task final : public vfs::UserMemory {
   KResult<std::string> CopyInString(uint64_t addr, size_t max_len);
   // vfs::UserMemory: all n bytes or EFAULT.
   KResult<void> CopyInFull(uint64_t addr, void* dst, size_t n) override;
-  KResult<void> CopyOutFull(uint64_t addr, const void* src,
-                            size_t n) override;
+  KResult<void> CopyOutFull(uint64_t addr, const void* src, size_t n) override;
   template <typename T>
   KResult<T> CopyInObj(uint64_t addr) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -154,19 +153,19 @@ class Task final : public vfs::UserMemory {
   Kernel& kernel_;
   ThreadId tid_ = 0;
   const std::shared_ptr<ThreadGroup> tg_;
-  std::shared_ptr<const Credentials> creds_;   // task thread
-  std::shared_ptr<vfs::FdTable> fds_;          // task thread
-  std::shared_ptr<mm::MemoryManager> mm_;      // task thread
-  platform::CpuState cpu_;                     // task thread
-  uint64_t signal_mask_ = 0;                   // task thread
-  uint64_t clear_child_tid_ = 0;               // task thread
-  uint64_t robust_list_ = 0;                   // task thread
-  bool exit_requested_ = false;                // task thread
-  std::string name_;                           // task thread
-  int pdeathsig_ = 0;                          // task thread
-  bool no_new_privs_ = false;                  // task thread
-  AltStack alt_stack_;                         // task thread
-  int exit_code_ = 0;                          // task thread
+  std::shared_ptr<const Credentials> creds_;  // task thread
+  std::shared_ptr<vfs::FdTable> fds_;         // task thread
+  std::shared_ptr<mm::MemoryManager> mm_;     // task thread
+  platform::CpuState cpu_;                    // task thread
+  uint64_t signal_mask_ = 0;                  // task thread
+  uint64_t clear_child_tid_ = 0;              // task thread
+  uint64_t robust_list_ = 0;                  // task thread
+  bool exit_requested_ = false;               // task thread
+  std::string name_;                          // task thread
+  int pdeathsig_ = 0;                         // task thread
+  bool no_new_privs_ = false;                 // task thread
+  AltStack alt_stack_;                        // task thread
+  int exit_code_ = 0;                         // task thread
 
   // An eventfd that is readable while an interrupt is pending; blocking host
   // waits poll it. Immutable.

@@ -108,24 +108,23 @@ Task::Step Task::HandleSyscall() {
 
 Task::Step Task::HandleFault(const platform::SwitchResult& r) {
   const int sig = r.signal.si_signo;
-  const bool memory_fault =
-      (sig == SIGSEGV || sig == SIGBUS) && r.signal.si_code > 0 &&
-      r.signal.si_code != SI_KERNEL;
+  const bool memory_fault = (sig == SIGSEGV || sig == SIGBUS) &&
+                            r.signal.si_code > 0 &&
+                            r.signal.si_code != SI_KERNEL;
   if (memory_fault) {
     auto addr = reinterpret_cast<uintptr_t>(r.signal.si_addr);
     KResult<void> res = mm_->HandleFault(addr, r.access);
     if (res.ok()) return Step::kContinue;
     if (res.error() == kENOMEM) {
-      LogWarning("task %d: out of memory resolving a fault at %#x", tid_,
-                 addr);
+      LogWarning("task %d: out of memory resolving a fault at %#x", tid_, addr);
     }
   }
   // Signal delivery comes with the signals issue: until then every
   // synchronous fault takes its default action, which ends the process
   // (with a core dump for all of SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP).
   if (sig <= 0 || sig > abi::kNumSignals) {
-    kernel_.Fatal(absl::StrFormat("task %d: fault with bad signal %d", tid_,
-                                  sig));
+    kernel_.Fatal(
+        absl::StrFormat("task %d: fault with bad signal %d", tid_, sig));
     return Step::kExit;
   }
   tg_->ExitGroup(ExitStatus::Killed(sig, /*core=*/true));

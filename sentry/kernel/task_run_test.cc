@@ -99,8 +99,8 @@ SwitchResult Fault(int sig, uintptr_t addr, bool write) {
 class TaskRunTest : public ::testing::Test {
  protected:
   Task* NewTask() {
-    kernel_ = std::make_unique<Kernel>(&platform_, dispatcher_,
-                                       KernelOptions{});
+    kernel_ =
+        std::make_unique<Kernel>(&platform_, dispatcher_, KernelOptions{});
     auto mm = mm::MemoryManager::Create(platform_, {.randomize = false});
     EXPECT_TRUE(mm.ok());
     mm_ = std::move(mm).value();
@@ -219,9 +219,8 @@ TEST_F(TaskRunTest, IgnoredExternalSignalIsIgnored) {
 }
 
 TEST_F(TaskRunTest, DeadStubKillsOnlyItsProcess) {
-  platform_.script = {[](CpuState&) {
-    return SwitchResult{SwitchReason::kDead};
-  }};
+  platform_.script = {
+      [](CpuState&) { return SwitchResult{SwitchReason::kDead}; }};
   Task* t = NewTask();
   kernel_->Start(t);
   // The process ends as if by SIGKILL; the sandbox itself has no error.

@@ -70,9 +70,9 @@ bool DefaultIgnored(int sig) {
 }
 
 bool DefaultCoreDump(int sig) {
-  return sig == SIGQUIT || sig == SIGILL || sig == SIGTRAP ||
-         sig == SIGABRT || sig == SIGBUS || sig == SIGFPE || sig == SIGSEGV ||
-         sig == SIGSYS || sig == SIGXCPU || sig == SIGXFSZ;
+  return sig == SIGQUIT || sig == SIGILL || sig == SIGTRAP || sig == SIGABRT ||
+         sig == SIGBUS || sig == SIGFPE || sig == SIGSEGV || sig == SIGSYS ||
+         sig == SIGXCPU || sig == SIGXFSZ;
 }
 
 }  // namespace
@@ -84,9 +84,10 @@ void ThreadGroup::SignalDefaultAction(int sig) {
     if (act.handler == abi::kSigIgn) return;
     if (act.handler == abi::kSigDfl && DefaultIgnored(sig)) return;
     if (act.handler != abi::kSigDfl) {
-      LogWarning("signal %d: guest handlers are not delivered yet; the "
-                 "default action applies",
-                 sig);
+      LogWarning(
+          "signal %d: guest handlers are not delivered yet; the "
+          "default action applies",
+          sig);
     }
   }
   ExitGroup(ExitStatus::Killed(sig, DefaultCoreDump(sig)));
@@ -121,8 +122,7 @@ void ThreadGroup::TaskExited(Task* task, int code) {
   std::vector<std::shared_ptr<ThreadGroup>> orphans;
   {
     absl::MutexLock l(&mu_);
-    tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task),
-                 tasks_.end());
+    tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task), tasks_.end());
     if (!tasks_.empty()) return;
     if (!exit_status_.has_value()) exit_status_ = ExitStatus::Exited(code);
     exiting_.store(true, std::memory_order_release);
@@ -152,8 +152,7 @@ void ThreadGroup::NotifyChildDied() {
   for (ChildWaiter* w : child_waiters_) w->Notify();
 }
 
-KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
-                                                    ThreadId pid,
+KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter, ThreadId pid,
                                                     bool nohang) {
   for (;;) {
     ChildWaiter w;

@@ -27,8 +27,8 @@ class Task;
 
 // How a process ended.
 struct ExitStatus {
-  int code = 0;    // exit(2)/exit_group(2) status; only the low 8 bits count
-  int signo = 0;   // the killing signal, 0 if the process exited
+  int code = 0;   // exit(2)/exit_group(2) status; only the low 8 bits count
+  int signo = 0;  // the killing signal, 0 if the process exited
   bool core = false;
 
   static ExitStatus Exited(int code) { return {code & 0xff, 0, false}; }
@@ -55,7 +55,9 @@ class ThreadGroup {
   ThreadId tgid() const { return tgid_.load(std::memory_order_relaxed); }
   // The parent process, or null for init (whose parent is outside). An
   // orphan's parent becomes init.
-  ThreadGroup* parent() const { return parent_.load(std::memory_order_acquire); }
+  ThreadGroup* parent() const {
+    return parent_.load(std::memory_order_acquire);
+  }
   // Path of the running executable (/proc/self/exe). Changes on execve.
   std::string exe_path() const;
   // The working directory's path (getcwd) until the VFS gives tasks an FS

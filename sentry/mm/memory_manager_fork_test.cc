@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <cstring>
-#include <thread>
-#include <vector>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "sentry/mm/memory_manager.h"

@@ -53,8 +53,7 @@ std::string ArgTraits<UserCString>::Format(Task& t, const SyscallArgs& a,
   return Quote(s.value(), truncated);
 }
 
-std::string ArgTraits<UserInBuf>::Format(Task& t, const SyscallArgs& a,
-                                         int i) {
+std::string ArgTraits<UserInBuf>::Format(Task& t, const SyscallArgs& a, int i) {
   if (a.v[i] == 0) return "NULL";
   size_t len = i + 1 < 6 ? a.v[i + 1] : 0;
   size_t n = std::min(len, kStraceMaxBytes);

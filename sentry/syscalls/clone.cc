@@ -41,8 +41,8 @@ constexpr uint64_t kForkAllowed = CLONE_SETTLS | CLONE_PARENT_SETTID |
 
 // A new process: a copy-on-write copy of the caller's.
 KResult<uint64_t> DoFork(Task& t, uint64_t flags, uint64_t stack,
-                         uint64_t parent_tid, uint64_t child_tid,
-                         uint64_t tls, uint64_t exit_signal) {
+                         uint64_t parent_tid, uint64_t child_tid, uint64_t tls,
+                         uint64_t exit_signal) {
   if (exit_signal > abi::kNumSignals) return kEINVAL;
   // vfork (CLONE_VM|CLONE_VFORK), shared FD tables and namespaces: later.
   if ((flags & ~kForkAllowed) != 0) return kENOSYS;
@@ -56,7 +56,8 @@ KResult<uint64_t> DoFork(Task& t, uint64_t flags, uint64_t stack,
   cpu.fp_changed = true;
   TRY(kernel::Task * child, t.kernel().Fork(t, std::move(cpu)));
   const uint32_t tid = static_cast<uint32_t>(child->tid());
-  if (flags & CLONE_PARENT_SETTID) (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
+  if (flags & CLONE_PARENT_SETTID)
+    (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
   // The child's copy of memory (copy-on-write: written by the Sentry).
   if (flags & CLONE_CHILD_SETTID) {
     (void)child->CopyOutObj<uint32_t>(child_tid, tid);
@@ -70,16 +71,16 @@ KResult<uint64_t> DoFork(Task& t, uint64_t flags, uint64_t stack,
 SyscallResult Fork(Task& t) { return DoFork(t, 0, 0, 0, 0, 0, SIGCHLD); }
 
 KResult<uint64_t> DoClone(Task& t, uint64_t flags, uint64_t stack,
-                          uint64_t parent_tid, uint64_t child_tid,
-                          uint64_t tls, uint64_t exit_signal) {
+                          uint64_t parent_tid, uint64_t child_tid, uint64_t tls,
+                          uint64_t exit_signal) {
   // Linux's consistency checks (kernel/fork.c copy_process).
   if ((flags & (CLONE_NEWNS | CLONE_FS)) == (CLONE_NEWNS | CLONE_FS)) {
     return kEINVAL;
   }
   if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return kEINVAL;
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return kEINVAL;
-  if (!(flags & CLONE_THREAD)) return DoFork(t, flags, stack, parent_tid,
-                                               child_tid, tls, exit_signal);
+  if (!(flags & CLONE_THREAD))
+    return DoFork(t, flags, stack, parent_tid, child_tid, tls, exit_signal);
   if ((flags & kThreadRequired) != kThreadRequired ||
       (flags & ~kThreadAllowed) != 0 || exit_signal != 0) {
     return kEINVAL;
@@ -95,7 +96,8 @@ KResult<uint64_t> DoClone(Task& t, uint64_t flags, uint64_t stack,
   cpu.fp_changed = true;
   TRY(kernel::Task * child, t.kernel().NewThread(t, std::move(cpu)));
   const uint32_t tid = static_cast<uint32_t>(child->tid());
-  if (flags & CLONE_PARENT_SETTID) (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
+  if (flags & CLONE_PARENT_SETTID)
+    (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
   if (flags & CLONE_CHILD_SETTID) (void)t.CopyOutObj<uint32_t>(child_tid, tid);
   if (flags & CLONE_CHILD_CLEARTID) child->set_clear_child_tid(child_tid);
   t.kernel().Start(child);

@@ -110,7 +110,7 @@ SyscallResult PWrite64(Task& t, Fd fd, UserInBuf buf, uint64_t count,
 }
 
 KResult<std::vector<abi::Iovec>> CopyInIovecs(Task& t, UserAddr iov,
-                                             int iovcnt) {
+                                              int iovcnt) {
   if (iovcnt < 0 || iovcnt > abi::kUioMaxIov) return kEINVAL;
   std::vector<abi::Iovec> v(iovcnt);
   TRY_VOID(t.CopyInFull(iov.addr, v.data(), v.size() * sizeof(abi::Iovec)));
@@ -234,7 +234,7 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
       uint64_t limit = NofileLimit(t);
       if (min < 0 || static_cast<uint64_t>(min) >= limit) return kEINVAL;
       TRY(int nfd, t.fd_table().Install(std::move(f), min,
-                                         cmd == F_DUPFD_CLOEXEC, limit));
+                                        cmd == F_DUPFD_CLOEXEC, limit));
       return static_cast<uint64_t>(nfd);
     }
     case F_GETFD:
@@ -263,8 +263,8 @@ SyscallResult Fstat(Task& t, Fd fd, UserPtr<abi::Stat> buf) {
 // newfstatat(2).
 SyscallResult Newfstatat(Task& t, Fd dirfd, UserCString path,
                          UserPtr<abi::Stat> buf, Flags flags) {
-  if ((flags.v & ~uint64_t{AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH |
-                           AT_NO_AUTOMOUNT}) != 0) {
+  if ((flags.v &
+       ~uint64_t{AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT}) != 0) {
     return kEINVAL;
   }
   TRY(std::string p, path.CopyIn(t));

@@ -25,8 +25,8 @@ KResult<absl::Duration> ToDuration(const abi::Timespec& ts) {
 absl::Time FromClock(int clock, absl::Duration abs) {
   timespec now;
   clock_gettime(clock, &now);
-  absl::Duration left = abs - (absl::Seconds(now.tv_sec) +
-                               absl::Nanoseconds(now.tv_nsec));
+  absl::Duration left =
+      abs - (absl::Seconds(now.tv_sec) + absl::Nanoseconds(now.tv_nsec));
   return absl::Now() + left;
 }
 
@@ -45,10 +45,10 @@ SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
       if (!utime.null()) {
         TRY(abi::Timespec ts, t.CopyInObj<abi::Timespec>(utime.addr));
         TRY(absl::Duration d, ToDuration(ts));
-        deadline = cmd == FUTEX_WAIT
-                       ? absl::Now() + d
-                       : FromClock(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC,
-                                   d);
+        deadline =
+            cmd == FUTEX_WAIT
+                ? absl::Now() + d
+                : FromClock(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, d);
       }
       uint32_t bitset = cmd == FUTEX_WAIT ? FUTEX_BITSET_MATCH_ANY : val3;
       TRY_VOID(f.Wait(t, uaddr.addr, val, bitset, deadline));
@@ -58,8 +58,8 @@ SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
     case FUTEX_WAKE_BITSET: {
       if (realtime) return kENOSYS;
       uint32_t bitset = cmd == FUTEX_WAKE ? FUTEX_BITSET_MATCH_ANY : val3;
-      int n = static_cast<int32_t>(val) < 0 ? INT32_MAX
-                                            : static_cast<int32_t>(val);
+      int n =
+          static_cast<int32_t>(val) < 0 ? INT32_MAX : static_cast<int32_t>(val);
       return f.Wake(t, uaddr.addr, bitset, n);
     }
     default:

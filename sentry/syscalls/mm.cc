@@ -45,8 +45,7 @@ SyscallResult Mprotect(Task& t, UserAddr addr, uint64_t length, Flags prot) {
 }
 
 // madvise(2).
-SyscallResult Madvise(Task& t, UserAddr addr, uint64_t length,
-                      int32_t advice) {
+SyscallResult Madvise(Task& t, UserAddr addr, uint64_t length, int32_t advice) {
   TRY_VOID(t.mm().Madvise(addr.addr, length, advice));
   return uint64_t{0};
 }

@@ -1,8 +1,10 @@
 // Handlers run through the table against a real MemoryManager on a fake
 // platform (no guest code runs).
+#include "sentry/abi/syscalls.h"
+
 #include <fcntl.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -15,7 +17,6 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "sentry/abi/syscalls.h"
 #include "sentry/fs/host/host_file.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
@@ -84,10 +85,12 @@ class SyscallsTest : public ::testing::Test {
     auto r = fs::host::HostFile::Create(p[0]);
     auto w = fs::host::HostFile::Create(q[1]);
     ASSERT_TRUE(r.ok() && w.ok());
-    ASSERT_TRUE(task_->fd_table().InstallAt(read_fd_guest, r.value(), false,
-                                            1024).ok());
-    ASSERT_TRUE(task_->fd_table().InstallAt(write_fd_guest, w.value(), false,
-                                            1024).ok());
+    ASSERT_TRUE(task_->fd_table()
+                    .InstallAt(read_fd_guest, r.value(), false, 1024)
+                    .ok());
+    ASSERT_TRUE(task_->fd_table()
+                    .InstallAt(write_fd_guest, w.value(), false, 1024)
+                    .ok());
     *host_write = p[1];
     *host_read = q[0];
   }
@@ -297,8 +300,7 @@ TEST_F(SyscallsTest, UnameSysinfoTime) {
 }
 
 TEST_F(SyscallsTest, Signals) {
-  abi::KernelSigaction act = {.handler = 1 /* SIG_IGN */,
-                              .mask = ~uint64_t{0}};
+  abi::KernelSigaction act = {.handler = 1 /* SIG_IGN */, .mask = ~uint64_t{0}};
   Put(buf_, &act, sizeof(act));
   EXPECT_EQ(Call(nr::rt_sigaction, SIGINT, buf_, buf_ + 64, 7).error(),
             kEINVAL);
@@ -318,8 +320,7 @@ TEST_F(SyscallsTest, Signals) {
             ~((uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1))));
   EXPECT_EQ(Call(nr::rt_sigprocmask, 7, buf_, 0, 8).error(), kEINVAL);
   EXPECT_EQ(Call(nr::rt_sigprocmask, 7, 0, buf_ + 8, 8).value(), 0u);
-  EXPECT_EQ(Call(nr::rt_sigprocmask, SIG_SETMASK, buf_, 0, 4).error(),
-            kEINVAL);
+  EXPECT_EQ(Call(nr::rt_sigprocmask, SIG_SETMASK, buf_, 0, 4).error(), kEINVAL);
 }
 
 TEST_F(SyscallsTest, ArchPrctlAndRandom) {
@@ -353,7 +354,8 @@ TEST_F(SyscallsTest, Memory) {
   EXPECT_EQ(Call(nr::clock_gettime, CLOCK_REALTIME, m.value()).error(),
             kEFAULT);
   EXPECT_EQ(Call(nr::mmap, 0, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
-                 static_cast<uint64_t>(-1), 0).error(),
+                 static_cast<uint64_t>(-1), 0)
+                .error(),
             kEINVAL);
   // madvise/mremap go to the mm.
   auto m2 = Call(nr::mmap, 0, 8192, PROT_READ | PROT_WRITE,

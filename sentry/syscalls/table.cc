@@ -39,8 +39,7 @@ SyscallEntry& SyscallTable::Add(int nr, HandlerFn fn, FormatFn format,
   return e;
 }
 
-SyscallEntry& SyscallTable::Unsupported(int nr, Errno error,
-                                        const char* note) {
+SyscallEntry& SyscallTable::Unsupported(int nr, Errno error, const char* note) {
   SyscallEntry& e = entries_.at(nr);
   e.registered = true;
   e.fn = nullptr;
@@ -178,7 +177,7 @@ std::string SyscallTable::Summary() const {
     uint64_t err = errors_[i].load(std::memory_order_relaxed);
     const char* name = i < abi::kMaxSyscall ? entries_[i].name : nullptr;
     rows.push_back({c, err,
-                    name != nullptr ? std::string(name)
+                    name != nullptr        ? std::string(name)
                     : i < abi::kMaxSyscall ? absl::StrCat("syscall_", i)
                                            : std::string("(out of range)")});
     total += c;
@@ -187,8 +186,8 @@ std::string SyscallTable::Summary() const {
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return a.calls != b.calls ? a.calls > b.calls : a.name < b.name;
   });
-  std::string out = absl::StrFormat("%10s %10s %s\n", "calls", "errors",
-                                    "syscall");
+  std::string out =
+      absl::StrFormat("%10s %10s %s\n", "calls", "errors", "syscall");
   out += "---------- ---------- ----------------\n";
   for (const Row& r : rows) {
     out += absl::StrFormat("%10d %10s %s\n", r.calls,

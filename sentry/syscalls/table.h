@@ -113,8 +113,8 @@ class SyscallTable final : public kernel::SyscallDispatcher {
 
   template <auto Fn>
   SyscallEntry& Full(int nr) {
-    return Add(nr, &internal::Invoke<Fn>, &internal::Format<Fn>,
-               Support::kFull, "");
+    return Add(nr, &internal::Invoke<Fn>, &internal::Format<Fn>, Support::kFull,
+               "");
   }
   template <auto Fn>
   SyscallEntry& Partial(int nr, const char* note) {

@@ -32,8 +32,8 @@ bool ValidClock(int32_t id) {
 SyscallResult ClockGettime(Task& t, int32_t clock, UserPtr<abi::Timespec> tp) {
   if (!ValidClock(clock)) return kEINVAL;
   timespec ts;
-  int host = clock == CLOCK_PROCESS_CPUTIME_ID ? CLOCK_THREAD_CPUTIME_ID
-                                               : clock;
+  int host =
+      clock == CLOCK_PROCESS_CPUTIME_ID ? CLOCK_THREAD_CPUTIME_ID : clock;
   if (clock_gettime(host, &ts) != 0) return Errno(errno);
   TRY_VOID(tp.CopyOut(t, abi::Timespec{ts.tv_sec, ts.tv_nsec}));
   return uint64_t{0};
@@ -109,8 +109,7 @@ SyscallResult Nanosleep(Task& t, UserPtr<abi::Timespec> req,
   KResult<void> r = SleepInterruptible(t, ns, &left);
   if (!r.ok()) {
     if (!rem.null()) {
-      (void)rem.CopyOut(t, abi::Timespec{left / 1000000000,
-                                         left % 1000000000});
+      (void)rem.CopyOut(t, abi::Timespec{left / 1000000000, left % 1000000000});
     }
     return r.error();
   }
@@ -142,8 +141,7 @@ SyscallResult ClockNanosleep(Task& t, int32_t clock, Flags flags,
   KResult<void> r = SleepInterruptible(t, ns, &left);
   if (!r.ok()) {
     if (!rem.null() && !(flags.v & TIMER_ABSTIME)) {
-      (void)rem.CopyOut(t, abi::Timespec{left / 1000000000,
-                                         left % 1000000000});
+      (void)rem.CopyOut(t, abi::Timespec{left / 1000000000, left % 1000000000});
     }
     return r.error();
   }
@@ -160,8 +158,9 @@ void RegisterTimeSyscalls(SyscallTable& t) {
   t.Full<&Gettimeofday>(nr::gettimeofday);
   t.Full<&Time>(nr::time);
   t.Full<&Nanosleep>(nr::nanosleep);
-  t.Partial<&ClockNanosleep>(nr::clock_nanosleep,
-                             "no CPU-time clocks; TIMER_ABSTIME becomes a relative sleep at the call");
+  t.Partial<&ClockNanosleep>(
+      nr::clock_nanosleep,
+      "no CPU-time clocks; TIMER_ABSTIME becomes a relative sleep at the call");
 }
 
 }  // namespace sandbox::syscalls

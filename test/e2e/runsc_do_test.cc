@@ -1,4 +1,5 @@
 // End-to-end: static glibc programs run through the real `runsc do`.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -6,7 +7,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -127,11 +127,17 @@ class Child {
     char buf[4096];
     if (p[0].revents) {
       ssize_t r = read(out_, buf, sizeof(buf));
-      if (r <= 0) out_open_ = false; else res_.out.append(buf, r);
+      if (r <= 0)
+        out_open_ = false;
+      else
+        res_.out.append(buf, r);
     }
     if (p[1].revents) {
       ssize_t r = read(err_, buf, sizeof(buf));
-      if (r <= 0) err_open_ = false; else res_.err.append(buf, r);
+      if (r <= 0)
+        err_open_ = false;
+      else
+        res_.err.append(buf, r);
     }
     return true;
   }
@@ -142,8 +148,9 @@ class Child {
   Result res_;
 };
 
-Result RunRunsc(const std::vector<std::string>& args, const std::string& input = "",
-           const std::vector<std::string>& env = {}) {
+Result RunRunsc(const std::vector<std::string>& args,
+                const std::string& input = "",
+                const std::vector<std::string>& env = {}) {
   Child c(args, env);
   if (!input.empty()) c.Write(input);
   c.CloseStdin();
@@ -155,8 +162,8 @@ class RunscDoTest : public ::testing::Test {
   static void SetUpTestSuite() {
     Result r = RunRunsc({"do", "--", Program("true")});
     if (r.status == 125 && r.err.find("platform") != std::string::npos) {
-      skip_reason_ = new std::string("the systrap platform cannot run here: " +
-                                     r.err);
+      skip_reason_ =
+          new std::string("the systrap platform cannot run here: " + r.err);
     }
   }
   void SetUp() override {
@@ -184,8 +191,8 @@ TEST_F(RunscDoTest, HelpExists) {
 TEST_F(RunscDoTest, ArgumentsEnvironmentCwdAndStdio) {
   char cwd[4096];
   ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
-  Result r = RunRunsc({"do", "--", Program("hello"), "one", "two words", ""}, "",
-                 {"E2E_VALUE=from the caller"});
+  Result r = RunRunsc({"do", "--", Program("hello"), "one", "two words", ""},
+                      "", {"E2E_VALUE=from the caller"});
   EXPECT_EQ(r.status, 0) << r.err;
   std::string want = "hello, world\nargc=4\nargv[0]=" + Program("hello") +
                      "\nargv[1]=one\nargv[2]=two words\nargv[3]=\n"
@@ -196,10 +203,10 @@ TEST_F(RunscDoTest, ArgumentsEnvironmentCwdAndStdio) {
 }
 
 TEST_F(RunscDoTest, ExitStatus) {
-  EXPECT_EQ(RunRunsc({"do", "--", Program("hello")}, "", {"E2E_EXIT=42"}).status,
-            42);
-  EXPECT_EQ(RunRunsc({"do", "--", Program("hello")}, "", {"E2E_EXIT=259"}).status,
-            3);
+  EXPECT_EQ(
+      RunRunsc({"do", "--", Program("hello")}, "", {"E2E_EXIT=42"}).status, 42);
+  EXPECT_EQ(
+      RunRunsc({"do", "--", Program("hello")}, "", {"E2E_EXIT=259"}).status, 3);
   EXPECT_EQ(RunRunsc({"do", Program("true")}).status, 0);
 }
 
@@ -275,7 +282,10 @@ TEST_F(RunscDoTest, BadExecutables) {
   Result r = RunRunsc({"do", "--", d.Write("text", "#!/bin/sh\necho hi\n")});
   EXPECT_EQ(r.status, 126);
   EXPECT_NE(r.err.find("ENOEXEC"), std::string::npos) << r.err;
-  std::string bad_elf("\x7f" "ELF\x02\x01\x01", 7);
+  std::string bad_elf(
+      "\x7f"
+      "ELF\x02\x01\x01",
+      7);
   bad_elf.resize(128, '\0');
   r = RunRunsc({"do", "--", d.Write("badelf", bad_elf)});
   EXPECT_EQ(r.status, 126);
@@ -293,7 +303,8 @@ TEST_F(RunscDoTest, BadExecutables) {
 }
 
 TEST_F(RunscDoTest, Strace) {
-  Result r = RunRunsc({"do", "--strace", "--strace-summary", "--", Program("hello")});
+  Result r =
+      RunRunsc({"do", "--strace", "--strace-summary", "--", Program("hello")});
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.err.find("write(1, \"hello, world\\n"), std::string::npos)
       << r.err;

@@ -24,8 +24,7 @@ class BufferMemory : public vfs::UserMemory {
     memcpy(dst, mem.data() + addr, n);
     return OkResult();
   }
-  KResult<void> CopyOutFull(uint64_t addr, const void* src,
-                            size_t n) override {
+  KResult<void> CopyOutFull(uint64_t addr, const void* src, size_t n) override {
     if (addr + n > mem.size()) return kEFAULT;
     memcpy(mem.data() + addr, src, n);
     return OkResult();
@@ -139,11 +138,13 @@ TEST(HostFileTest, RegularFileSharesHostOffset) {
 
 TEST(HostFileTest, TerminalIoctls) {
   int master = posix_openpt(O_RDWR | O_NOCTTY);
-  if (master < 0) GTEST_SKIP() << "no pseudo-terminals here: " << strerror(errno);
+  if (master < 0)
+    GTEST_SKIP() << "no pseudo-terminals here: " << strerror(errno);
   ASSERT_EQ(grantpt(master), 0);
   ASSERT_EQ(unlockpt(master), 0);
   int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
-  if (slave < 0) GTEST_SKIP() << "cannot open the pty slave: " << strerror(errno);
+  if (slave < 0)
+    GTEST_SKIP() << "cannot open the pty slave: " << strerror(errno);
   winsize ws = {.ws_row = 24, .ws_col = 80};
   ASSERT_EQ(ioctl(slave, TIOCSWINSZ, &ws), 0);
   auto f = HostFile::Create(slave);
