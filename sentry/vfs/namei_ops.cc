@@ -102,6 +102,7 @@ KResult<void> SymlinkAt(const ResolveBase& base, std::string_view target,
                         std::string_view path) {
   if (target.empty()) return kENOENT;
   if (target.size() >= kPathMax) return kENAMETOOLONG;
+  if (target.find('\0') != std::string_view::npos) return kEINVAL;
   return CreateAt(base, path, /*is_dir=*/false, nullptr,
                   [&](Inode& dir, const std::string& name) -> KResult<void> {
                     NewInodeAttrs a =

@@ -16,6 +16,9 @@ KResult<void> PathWalker::Start(std::string_view path, bool allow_empty) {
     return kEINVAL;
   }
   if (path.size() >= kPathMax) return kENAMETOOLONG;
+  // A C string from the guest cannot hold a NUL; an in-Sentry caller that
+  // passes one gets EINVAL rather than a name no guest can spell.
+  if (path.find('\0') != std::string_view::npos) return kEINVAL;
   if (path.empty()) {
     if (!allow_empty) return kENOENT;
     cur_ = start_;

@@ -70,7 +70,8 @@ class PathWalker {
  public:
   PathWalker(const ResolveBase& base, uint64_t resolve_flags);
 
-  // Sets the starting point. EINVAL for unknown RESOLVE_* bits,
+  // Sets the starting point. EINVAL for unknown RESOLVE_* bits or a NUL in
+  // the path,
   // ENAMETOOLONG, ENOENT for an empty path (unless allow_empty: then the
   // walk is done and ResolveLast returns the start), ENOTDIR for a relative
   // path from a non-directory, EXDEV for an absolute path with

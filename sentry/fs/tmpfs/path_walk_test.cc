@@ -312,3 +312,17 @@ TEST_F(AtStartTest, DirfdRules) {
 
 }  // namespace
 }  // namespace sandbox::fs::tmpfs
+
+namespace sandbox::fs::tmpfs {
+namespace {
+
+class NulTest : public TmpfsTest {};
+
+TEST_F(NulTest, NulInPathOrTargetIsEinval) {
+  EXPECT_ERRNO(Mkdir(std::string("/a\0b", 4)), kEINVAL);
+  EXPECT_ERRNO(Symlink(std::string("t\0", 2), "/l"), kEINVAL);
+  EXPECT_ERRNO(vfs::StatAt(Base(), std::string("\0", 1), 0), kEINVAL);
+}
+
+}  // namespace
+}  // namespace sandbox::fs::tmpfs
