@@ -33,6 +33,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "platform/systrap/cpuid.h"
 #include "platform/systrap/seccomp_filters.h"
 #include "platform/systrap/stub_abi.h"
@@ -46,6 +48,10 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMinUserAddress = 0x10000;
 constexpr uint32_t kResultDead = 0xffffffffu;
+// How long the Sentry waits for a stub's syscall thread to answer a request
+// or a new stub thread to start before it kills the stub. Generous: a
+// loaded 2-CPU machine can delay a runnable thread by tens of milliseconds.
+constexpr absl::Duration kStubReplyDeadline = absl::Seconds(5);
 constexpr uint64_t kXFeatureMaskXtileData = 1ull << 18;
 
 static_assert(sizeof(stub_regs) == sizeof(user_regs_struct));
@@ -463,10 +469,19 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
     uint64_t end = __rdtsc() + plat_->spin_ticks();
     while (Load(&res->seq) != seq && __rdtsc() < end) _mm_pause();
   }
+  // The reply page is guest-writable: a guest can withhold or garble the
+  // reply forever. Past the deadline the stub is killed, so the caller never
+  // waits unboundedly with mm locks held.
+  const absl::Time deadline = absl::Now() + kStubReplyDeadline;
   for (;;) {
     uint32_t v = Load(&res->seq);
     if (v == seq) break;
     if (dead()) return absl::UnavailableError("stub process died");
+    if (absl::Now() > deadline) {
+      Kill();
+      return absl::DeadlineExceededError(
+          "stub syscall thread did not answer; stub killed");
+    }
     struct timespec ts = {0, 2 * 1000 * 1000};
     if (Futex(&res->seq, FUTEX_WAIT, v, &ts) != 0 && errno == ETIMEDOUT) {
       FutexWake(&req->seq);
@@ -520,10 +535,16 @@ StubThread* Stub::RegisterThread(uint64_t mem_off) {
 
 absl::Status Stub::WaitStarted(StubThread* t) {
   Store(&t->slot->sentry_waiting, 1);
+  const absl::Time deadline = absl::Now() + kStubReplyDeadline;
   for (;;) {
     uint32_t v = Load(&t->slot->state);
     if (v == STUB_SLOT_SENTRY) break;
     if (dead()) return absl::UnavailableError("stub process died");
+    if (absl::Now() > deadline) {
+      Kill();
+      return absl::DeadlineExceededError(
+          "stub thread did not start; stub killed");
+    }
     struct timespec ts = {0, 10 * 1000 * 1000};
     Futex(&t->slot->state, FUTEX_WAIT, v, &ts);
   }
@@ -599,6 +620,10 @@ absl::Status SystrapAddressSpace::MapFile(uintptr_t addr, uint64_t offset,
                        plat_->memory_file().fd(), offset);
   if (!r.ok()) return r.status();
   if (*r != static_cast<int64_t>(addr)) {
+    // The mapping may now differ from what the Sentry believes (a protection
+    // downgrade for copy-on-write that did not happen): the stub cannot be
+    // trusted to hold only what the mm granted, so it goes.
+    stub_->Kill();
     return *r < 0 ? ErrnoStatus(static_cast<int>(-*r), "stub mmap")
                   : absl::InternalError("stub mmap returned a wrong address");
   }
@@ -609,7 +634,11 @@ absl::Status SystrapAddressSpace::Unmap(uintptr_t addr, size_t length) {
   if (auto s = CheckRange(addr, length); !s.ok()) return s;
   auto r = stub_->Call(SYS_munmap, addr, length);
   if (!r.ok()) return r.status();
-  if (*r != 0) return ErrnoStatus(static_cast<int>(-*r), "stub munmap");
+  if (*r != 0) {
+    // Callers free the pages after an Unmap: they must never stay reachable.
+    stub_->Kill();
+    return ErrnoStatus(static_cast<int>(-*r), "stub munmap");
+  }
   return absl::OkStatus();
 }
 

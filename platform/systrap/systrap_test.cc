@@ -342,6 +342,47 @@ TEST_F(SystrapTest, JumpIntoStubSyscallWithHostileRegisters) {
   }
 }
 
+// A guest thread that keeps garbling the syscall thread's reply page (it is
+// writable from guest code) must never make an address-space change hang the
+// Sentry: the request either completes or the stub is killed within the
+// deadline, and the guest then sees kDead.
+TEST_F(SystrapTest, GarbledReplyPageNeverHangsTheSentry) {
+  const uint64_t res = platform_->MaxUserAddress() + STUB_RESULT_OFF;
+  std::vector<uint8_t> code = {0x48, 0xbf};  // movabs rdi, res
+  for (int i = 0; i < 8; ++i) code.push_back((res >> (8 * i)) & 0xff);
+  // loop: movl $0, (rdi); movl $0, 4(rdi); jmp loop
+  const std::vector<uint8_t> loop = {
+      0xc7, 0x07, 0,    0, 0, 0,     // movl $0, (%rdi)
+      0xc7, 0x47, 0x04, 0, 0, 0, 0,  // movl $0, 4(%rdi)
+      0xeb, 0xf1};                   // jmp loop
+  code.insert(code.end(), loop.begin(), loop.end());
+  Code(code);
+  std::atomic<int> reason{-1};
+  std::thread guest([&] {
+    CpuState s = Start();
+    SwitchResult r = ctx_->Switch(*as_, s);
+    if (r.reason == SwitchReason::kFault) {
+      ADD_FAILURE() << "guest fault: signal " << r.signal.si_signo << " at "
+                    << r.signal.si_addr << " rip " << std::hex << s.regs.rip;
+    }
+    reason = static_cast<int>(r.reason);
+  });
+  usleep(50 * 1000);  // Let the guest start garbling.
+  const uint64_t off = Alloc(kPage);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5 && reason.load() < 0; ++i) {
+    (void)as_->MapFile(kHole, off, kPage, PROT_READ);
+    (void)as_->Unmap(kHole, kPage);
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(30));
+  if (reason.load() < 0) ctx_->Interrupt();
+  guest.join();
+  EXPECT_TRUE(reason == static_cast<int>(SwitchReason::kDead) ||
+              reason == static_cast<int>(SwitchReason::kInterrupted))
+      << "reason " << reason;
+}
+
 TEST_F(SystrapTest, InterruptSpinningGuest) {
   Code({0xeb, 0xfe});  // jmp .
   CpuState s = Start();
