@@ -14,8 +14,8 @@ namespace {
 constexpr int64_t kUtimeNow = (1l << 30) - 1;
 constexpr int64_t kUtimeOmit = (1l << 30) - 2;
 
-KResult<VirtualDentry> ResolveAt(const ResolveBase& base,
-                                 std::string_view path, int flags) {
+KResult<VirtualDentry> ResolveAt(const ResolveBase& base, std::string_view path,
+                                 int flags) {
   ResolveOptions opts;
   opts.follow_final = !(flags & AT_SYMLINK_NOFOLLOW);
   opts.allow_empty = flags & AT_EMPTY_PATH;
@@ -38,8 +38,8 @@ KResult<abi::Stat> StatAt(const ResolveBase& base, std::string_view path,
   return vd.dentry->inode().Stat();
 }
 
-KResult<void> AccessAt(const ResolveBase& base, std::string_view path,
-                       int mode, int flags) {
+KResult<void> AccessAt(const ResolveBase& base, std::string_view path, int mode,
+                       int flags) {
   if (mode & ~(R_OK | W_OK | X_OK)) return kEINVAL;
   if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EACCESS | AT_EMPTY_PATH)) {
     return kEINVAL;
@@ -120,8 +120,8 @@ namespace {
 KResult<void> DoTruncate(const kernel::Credentials& creds, Inode& inode,
                          int64_t length) {
   SetAttrRequest req;
-  req.mask = SetAttrRequest::kSize | SetAttrRequest::kMtime |
-             SetAttrRequest::kCtime;
+  req.mask =
+      SetAttrRequest::kSize | SetAttrRequest::kMtime | SetAttrRequest::kCtime;
   req.size = static_cast<uint64_t>(length);
   req.mtime = req.ctime = Now();
   uint32_t mode = inode.mode() & 07777;
@@ -155,8 +155,7 @@ KResult<void> Ftruncate(const kernel::Credentials& creds, VfsFile& file,
   return DoTruncate(creds, inode, length);
 }
 
-KResult<void> Fallocate(VfsFile& file, int mode, int64_t offset,
-                        int64_t len) {
+KResult<void> Fallocate(VfsFile& file, int mode, int64_t offset, int64_t len) {
   constexpr int kKnown = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
                          FALLOC_FL_NO_HIDE_STALE | FALLOC_FL_COLLAPSE_RANGE |
                          FALLOC_FL_ZERO_RANGE | FALLOC_FL_INSERT_RANGE |
@@ -179,8 +178,8 @@ KResult<void> Fallocate(VfsFile& file, int mode, int64_t offset,
   return OkResult();
 }
 
-KResult<void> Utimens(const kernel::Credentials& creds,
-                      const VirtualDentry& vd, const abi::Timespec* times) {
+KResult<void> Utimens(const kernel::Credentials& creds, const VirtualDentry& vd,
+                      const abi::Timespec* times) {
   abi::Timespec ts[2];
   if (times != nullptr) {
     for (int i = 0; i < 2; ++i) {
@@ -199,7 +198,8 @@ KResult<void> Utimens(const kernel::Credentials& creds,
   TRY_VOID(CheckWritable(vd));
   Inode& inode = vd.dentry->inode();
   InodeAttrs a = inode.Attrs();
-  bool explicit_time = ts[0].tv_nsec != kUtimeNow && ts[0].tv_nsec != kUtimeOmit;
+  bool explicit_time =
+      ts[0].tv_nsec != kUtimeNow && ts[0].tv_nsec != kUtimeOmit;
   explicit_time |= ts[1].tv_nsec != kUtimeNow && ts[1].tv_nsec != kUtimeOmit;
   if (!IsOwnerOrCapable(creds, a.uid)) {
     // Explicit times need ownership; "now" also allows any writer.

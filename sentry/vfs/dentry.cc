@@ -18,7 +18,8 @@ std::shared_ptr<Dentry> Dentry::NewAnonymous(std::shared_ptr<Dentry> parent,
 
 Dentry::Dentry(std::shared_ptr<Dentry> parent, std::string name,
                std::shared_ptr<Inode> inode)
-    : inode_(std::move(inode)), parent_(std::move(parent)),
+    : inode_(std::move(inode)),
+      parent_(std::move(parent)),
       name_(std::move(name)) {}
 
 // No lock needed for parent_/name_: nobody else holds a reference any more,

@@ -52,9 +52,7 @@ class Dentry : public std::enable_shared_from_this<Dentry> {
     return name_;
   }
   // True once unlinked, removed or replaced by a rename.
-  bool dead() const ABSL_SHARED_LOCKS_REQUIRED(fs().tree_mu()) {
-    return dead_;
-  }
+  bool dead() const ABSL_SHARED_LOCKS_REQUIRED(fs().tree_mu()) { return dead_; }
 
   // Locking wrappers for callers that hold no lock.
   std::shared_ptr<Dentry> Parent() const;

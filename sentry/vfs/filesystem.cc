@@ -16,6 +16,7 @@ uint64_t MakeDev(uint32_t major, uint32_t minor) {
 }
 
 Filesystem::Filesystem()
-    : dev_(MakeDev(0, next_anon_minor.fetch_add(1, std::memory_order_relaxed))) {}
+    : dev_(MakeDev(0,
+                   next_anon_minor.fetch_add(1, std::memory_order_relaxed))) {}
 
 }  // namespace sandbox::vfs

@@ -54,9 +54,7 @@ class Filesystem {
   // st_dev of every inode here (an anonymous device, major 0).
   uint64_t dev() const { return dev_; }
 
-  absl::Mutex& tree_mu() const ABSL_LOCK_RETURNED(tree_mu_) {
-    return tree_mu_;
-  }
+  absl::Mutex& tree_mu() const ABSL_LOCK_RETURNED(tree_mu_) { return tree_mu_; }
 
  protected:
   Filesystem();

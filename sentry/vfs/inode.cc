@@ -15,14 +15,22 @@ abi::Timespec Now() {
 
 uint8_t DirentType(uint32_t mode) {
   switch (mode & S_IFMT) {
-    case S_IFREG: return DT_REG;
-    case S_IFDIR: return DT_DIR;
-    case S_IFLNK: return DT_LNK;
-    case S_IFIFO: return DT_FIFO;
-    case S_IFSOCK: return DT_SOCK;
-    case S_IFCHR: return DT_CHR;
-    case S_IFBLK: return DT_BLK;
-    default: return DT_UNKNOWN;
+    case S_IFREG:
+      return DT_REG;
+    case S_IFDIR:
+      return DT_DIR;
+    case S_IFLNK:
+      return DT_LNK;
+    case S_IFIFO:
+      return DT_FIFO;
+    case S_IFSOCK:
+      return DT_SOCK;
+    case S_IFCHR:
+      return DT_CHR;
+    case S_IFBLK:
+      return DT_BLK;
+    default:
+      return DT_UNKNOWN;
   }
 }
 
@@ -147,9 +155,7 @@ KResult<void> Inode::RenameChild(std::string_view, Inode&, std::string_view,
 KResult<void> Inode::IterDirents(int64_t, DirentSink) { return kENOTDIR; }
 bool Inode::IsEmptyDir() { return false; }
 KResult<std::string> Inode::Readlink() { return kEINVAL; }
-KResult<std::string> Inode::GetXattr(const std::string&) {
-  return kEOPNOTSUPP;
-}
+KResult<std::string> Inode::GetXattr(const std::string&) { return kEOPNOTSUPP; }
 KResult<void> Inode::SetXattr(const std::string&, std::string_view, int) {
   return kEOPNOTSUPP;
 }

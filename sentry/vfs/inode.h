@@ -159,9 +159,8 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // Moves `old_name` here to `new_name` in `new_dir` (same file system).
   // The VFS checked every rule; an existing target is replaced, or with
   // RENAME_EXCHANGE swapped.
-  virtual KResult<void> RenameChild(std::string_view old_name,
-                                    Inode& new_dir, std::string_view new_name,
-                                    uint32_t flags);
+  virtual KResult<void> RenameChild(std::string_view old_name, Inode& new_dir,
+                                    std::string_view new_name, uint32_t flags);
   // Entries from cookie `offset` (>= 2: the VFS emits "." and ".." itself).
   // Entries added or removed during iteration never disturb the offsets of
   // the others.
@@ -191,8 +190,8 @@ class Inode : public std::enable_shared_from_this<Inode> {
                                                  uint32_t flags);
   // fallocate(2) after the VFS checks (regular file, open for writing,
   // offset >= 0, len > 0, no overflow). Default: EOPNOTSUPP.
-  virtual KResult<void> Allocate(uint32_t mode, uint64_t offset,
-                                 uint64_t len) ABSL_LOCKS_EXCLUDED(mu_);
+  virtual KResult<void> Allocate(uint32_t mode, uint64_t offset, uint64_t len)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  protected:
   // Changes the size of a regular file (truncate/ftruncate/O_TRUNC). Called

@@ -24,7 +24,8 @@ std::shared_ptr<Mount> Mount::Create(std::shared_ptr<Filesystem> fs,
 
 Mount::Mount(std::shared_ptr<Filesystem> fs, std::shared_ptr<Dentry> root,
              uint32_t flags)
-    : fs_(std::move(fs)), root_(std::move(root)),
+    : fs_(std::move(fs)),
+      root_(std::move(root)),
       id_(next_mount_id.fetch_add(1, std::memory_order_relaxed)),
       flags_(flags) {}
 
@@ -99,7 +100,8 @@ KResult<std::shared_ptr<Mount>> MountNamespace::MountAt(
     uint32_t flags) {
   if (!point.dentry->inode().IsDir()) return kENOTDIR;
   std::shared_ptr<Dentry> root = fs->root();
-  std::shared_ptr<Mount> m = Mount::Create(std::move(fs), std::move(root), flags);
+  std::shared_ptr<Mount> m =
+      Mount::Create(std::move(fs), std::move(root), flags);
   // tree_mu exclusive: rmdir/rename of the mount point cannot run meanwhile.
   absl::MutexLock l(&point.dentry->fs().tree_mu());
   if (point.dentry->dead()) return kENOENT;

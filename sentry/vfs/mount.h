@@ -54,10 +54,10 @@ struct VirtualDentry {
 };
 
 // Per-mount flags (MS_* values so mount(2) can pass them through).
-inline constexpr uint32_t kMountReadOnly = 1;     // MS_RDONLY
-inline constexpr uint32_t kMountNoSuid = 2;       // MS_NOSUID
-inline constexpr uint32_t kMountNoDev = 4;        // MS_NODEV
-inline constexpr uint32_t kMountNoExec = 8;       // MS_NOEXEC
+inline constexpr uint32_t kMountReadOnly = 1;  // MS_RDONLY
+inline constexpr uint32_t kMountNoSuid = 2;    // MS_NOSUID
+inline constexpr uint32_t kMountNoDev = 4;     // MS_NODEV
+inline constexpr uint32_t kMountNoExec = 8;    // MS_NOEXEC
 
 class Mount : public std::enable_shared_from_this<Mount> {
  public:

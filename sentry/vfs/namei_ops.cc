@@ -35,8 +35,8 @@ KResult<void> CreateAt(
   if (w.trailing_slash() && !is_dir) return kENOENT;
   if (dir.mount->read_only()) return kEROFS;
   if (same_mount != nullptr && same_mount->mount != dir.mount) return kEXDEV;
-  TRY_VOID(CheckPermission(base.creds, kMayWrite | kMayExec,
-                           dir.dentry->inode()));
+  TRY_VOID(
+      CheckPermission(base.creds, kMayWrite | kMayExec, dir.dentry->inode()));
   TRY_VOID(make(dir.dentry->inode(), w.last()));
   return OkResult();
 }
@@ -58,9 +58,9 @@ KResult<void> MkdirAt(const ResolveBase& base, std::string_view path,
                       uint32_t mode, uint32_t umask) {
   return CreateAt(base, path, /*is_dir=*/true, nullptr,
                   [&](Inode& dir, const std::string& name) -> KResult<void> {
-                    NewInodeAttrs a = InitOwner(
-                        base.creds, dir.Attrs(),
-                        S_IFDIR | (mode & (0777 | S_ISVTX) & ~umask));
+                    NewInodeAttrs a =
+                        InitOwner(base.creds, dir.Attrs(),
+                                  S_IFDIR | (mode & (0777 | S_ISVTX) & ~umask));
                     TRY_VOID(dir.CreateChild(name, a, {}));
                     return OkResult();
                   });
@@ -124,17 +124,17 @@ KResult<void> LinkAt(const ResolveBase& old_base, std::string_view old_path,
   opts.follow_final = flags & AT_SYMLINK_FOLLOW;
   opts.allow_empty = flags & AT_EMPTY_PATH;
   TRY(VirtualDentry old, Resolve(old_base, old_path, opts));
-  return CreateAt(
-      new_base, new_path, /*is_dir=*/false, &old,
-      [&](Inode& dir, const std::string& name) -> KResult<void> {
-        Inode& target = old.dentry->inode();
-        if (&target.fs() != &dir.fs()) return kEXDEV;
-        if (target.IsDir()) return kEPERM;
-        if (target.nlink() == 0 && !target.linkable()) return kENOENT;
-        TRY_VOID(dir.LinkChild(name, old.dentry->inode_ref()));
-        target.set_linkable(false);
-        return OkResult();
-      });
+  return CreateAt(new_base, new_path, /*is_dir=*/false, &old,
+                  [&](Inode& dir, const std::string& name) -> KResult<void> {
+                    Inode& target = old.dentry->inode();
+                    if (&target.fs() != &dir.fs()) return kEXDEV;
+                    if (target.IsDir()) return kEPERM;
+                    if (target.nlink() == 0 && !target.linkable())
+                      return kENOENT;
+                    TRY_VOID(dir.LinkChild(name, old.dentry->inode_ref()));
+                    target.set_linkable(false);
+                    return OkResult();
+                  });
 }
 
 KResult<void> UnlinkAt(const ResolveBase& base, std::string_view path,

@@ -12,9 +12,15 @@ namespace {
 int AccessMask(uint32_t flags) {
   int may = 0;
   switch (flags & O_ACCMODE) {
-    case O_RDONLY: may = kMayRead; break;
-    case O_WRONLY: may = kMayWrite; break;
-    default: may = kMayRead | kMayWrite; break;  // O_RDWR and 3
+    case O_RDONLY:
+      may = kMayRead;
+      break;
+    case O_WRONLY:
+      may = kMayWrite;
+      break;
+    default:
+      may = kMayRead | kMayWrite;
+      break;  // O_RDWR and 3
   }
   if (flags & O_TRUNC) may |= kMayWrite;
   return may;
@@ -58,8 +64,8 @@ KResult<std::shared_ptr<VfsFile>> OpenResolved(const ResolveBase& base,
   if ((flags & O_TRUNC) && inode.IsRegular() && !created) {
     SetAttrRequest req;
     abi::Timespec now = Now();
-    req.mask = SetAttrRequest::kSize | SetAttrRequest::kMtime |
-               SetAttrRequest::kCtime;
+    req.mask =
+        SetAttrRequest::kSize | SetAttrRequest::kMtime | SetAttrRequest::kCtime;
     req.size = 0;
     req.mtime = req.ctime = now;
     uint32_t mode = inode.mode() & 07777;
@@ -115,8 +121,8 @@ KResult<std::shared_ptr<VfsFile>> OpenAt(const ResolveBase& base,
   TRY_VOID(w.WalkParent());
 
   if (!(flags & O_CREAT)) {
-    TRY(VirtualDentry vd, w.ResolveLast(!(flags & O_NOFOLLOW),
-                                        flags & O_DIRECTORY));
+    TRY(VirtualDentry vd,
+        w.ResolveLast(!(flags & O_NOFOLLOW), flags & O_DIRECTORY));
     return OpenResolved(base, vd, flags, /*created=*/false);
   }
 
@@ -145,9 +151,8 @@ KResult<std::shared_ptr<VfsFile>> OpenAt(const ResolveBase& base,
         if (dir.mount->read_only()) return kEROFS;
         TRY_VOID(CheckPermission(base.creds, kMayWrite | kMayExec,
                                  dir.dentry->inode()));
-        NewInodeAttrs attrs =
-            InitOwner(base.creds, dir.dentry->inode().Attrs(),
-                      S_IFREG | (mode & 07777 & ~umask));
+        NewInodeAttrs attrs = InitOwner(base.creds, dir.dentry->inode().Attrs(),
+                                        S_IFREG | (mode & 07777 & ~umask));
         TRY_VOID(dir.dentry->inode().CreateChild(w.last(), attrs, {}));
         TRY(child, dir.dentry->LookupChild(w.last()));
         created = true;

@@ -66,8 +66,7 @@ KResult<void> RenameAt(const ResolveBase& old_base, std::string_view old_path,
 // readlink(2)/readlinkat(2): the whole target (the syscall truncates it to
 // the buffer). An empty path reads the dirfd itself (ENOENT if that is not a
 // symlink).
-KResult<std::string> ReadlinkAt(const ResolveBase& base,
-                                std::string_view path);
+KResult<std::string> ReadlinkAt(const ResolveBase& base, std::string_view path);
 // stat/lstat/newfstatat (`flags`: AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH,
 // AT_NO_AUTOMOUNT).
 KResult<abi::Stat> StatAt(const ResolveBase& base, std::string_view path,
@@ -76,8 +75,8 @@ KResult<abi::Stat> StatAt(const ResolveBase& base, std::string_view path,
 // with: the syscall passes the real uid/gid (and the capabilities that
 // implies) unless AT_EACCESS. `flags`: AT_SYMLINK_NOFOLLOW, AT_EACCESS,
 // AT_EMPTY_PATH (AT_EACCESS is the caller's business).
-KResult<void> AccessAt(const ResolveBase& base, std::string_view path,
-                       int mode, int flags);
+KResult<void> AccessAt(const ResolveBase& base, std::string_view path, int mode,
+                       int flags);
 // statfs(2).
 KResult<FsStats> StatFsAt(const ResolveBase& base, std::string_view path);
 
@@ -103,8 +102,8 @@ KResult<void> Chmod(const kernel::Credentials& creds, const VirtualDentry& vd,
                     uint32_t mode);
 KResult<void> Chown(const kernel::Credentials& creds, const VirtualDentry& vd,
                     uint32_t uid, uint32_t gid);
-KResult<void> Utimens(const kernel::Credentials& creds,
-                      const VirtualDentry& vd, const abi::Timespec* times);
+KResult<void> Utimens(const kernel::Credentials& creds, const VirtualDentry& vd,
+                      const abi::Timespec* times);
 // ftruncate(2): EINVAL unless `file` is a regular file open for writing.
 KResult<void> Ftruncate(const kernel::Credentials& creds, VfsFile& file,
                         int64_t length);

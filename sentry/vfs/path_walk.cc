@@ -5,7 +5,9 @@
 namespace sandbox::vfs {
 
 PathWalker::PathWalker(const ResolveBase& base, uint64_t resolve_flags)
-    : creds_(base.creds), resolve_(resolve_flags), root_(base.root),
+    : creds_(base.creds),
+      resolve_(resolve_flags),
+      root_(base.root),
       start_(base.start) {
   if (resolve_ & (kResolveBeneath | kResolveInRoot)) root_ = start_;
 }

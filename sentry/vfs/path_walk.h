@@ -50,10 +50,10 @@ struct ResolveBase {
 };
 
 struct ResolveOptions {
-  bool follow_final = true;   // !AT_SYMLINK_NOFOLLOW, !O_NOFOLLOW
-  bool must_be_dir = false;   // O_DIRECTORY
-  bool allow_empty = false;   // AT_EMPTY_PATH
-  uint64_t resolve = 0;       // RESOLVE_*
+  bool follow_final = true;  // !AT_SYMLINK_NOFOLLOW, !O_NOFOLLOW
+  bool must_be_dir = false;  // O_DIRECTORY
+  bool allow_empty = false;  // AT_EMPTY_PATH
+  uint64_t resolve = 0;      // RESOLVE_*
 };
 
 // The kind of the last component (Linux LAST_NORM/DOT/DOTDOT/ROOT).

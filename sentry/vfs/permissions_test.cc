@@ -78,7 +78,8 @@ TEST(ChmodMode, OwnerOnlyAndSetgidDropped) {
   InodeAttrs a{.mode = S_IFREG | 0644, .uid = 1000, .gid = 44};
   EXPECT_EQ(ChmodMode(Credentials::User(1001, 1), a, 0600).error(), kEPERM);
   EXPECT_EQ(ChmodMode(Credentials::User(1000, 1000), a, 02755).value(), 0755u);
-  EXPECT_EQ(ChmodMode(Credentials::User(1000, 1000, {44}), a, 02755).value(), 02755u);
+  EXPECT_EQ(ChmodMode(Credentials::User(1000, 1000, {44}), a, 02755).value(),
+            02755u);
   EXPECT_EQ(ChmodMode(Credentials::Root(), a, 06755).value(), 06755u);
 }
 

@@ -6,14 +6,20 @@
 
 namespace sandbox::vfs {
 
-KResult<int64_t> VfsFile::SeekLocked(int64_t offset, int whence,
-                                     int64_t size) {
+KResult<int64_t> VfsFile::SeekLocked(int64_t offset, int whence, int64_t size) {
   int64_t base;
   switch (whence) {
-    case SEEK_SET: base = 0; break;
-    case SEEK_CUR: base = offset_; break;
-    case SEEK_END: base = size; break;
-    default: return kEINVAL;
+    case SEEK_SET:
+      base = 0;
+      break;
+    case SEEK_CUR:
+      base = offset_;
+      break;
+    case SEEK_END:
+      base = size;
+      break;
+    default:
+      return kEINVAL;
   }
   int64_t result;
   if (__builtin_add_overflow(base, offset, &result)) return kEOVERFLOW;

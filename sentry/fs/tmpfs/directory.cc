@@ -79,8 +79,7 @@ KResult<void> Directory::LinkChild(std::string_view name,
   return OkResult();
 }
 
-KResult<void> Directory::RemoveChild(std::string_view name,
-                                     vfs::Inode& child) {
+KResult<void> Directory::RemoveChild(std::string_view name, vfs::Inode& child) {
   fs_.tree_mu().AssertHeld();
   std::shared_ptr<vfs::Inode> inode = Erase(name);
   if (inode == nullptr) return kENOENT;

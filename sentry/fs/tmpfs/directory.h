@@ -37,8 +37,7 @@ class Directory final : public TmpfsInode {
                           const std::shared_ptr<vfs::Inode>& target) override;
   KResult<void> RemoveChild(std::string_view name, vfs::Inode& child) override;
   KResult<void> RenameChild(std::string_view old_name, vfs::Inode& new_dir,
-                            std::string_view new_name,
-                            uint32_t flags) override;
+                            std::string_view new_name, uint32_t flags) override;
   KResult<void> IterDirents(int64_t offset, vfs::DirentSink sink) override;
   bool IsEmptyDir() override;
 

@@ -1,5 +1,7 @@
 // RegularFile as an mm::Mappable: one copy of the data for read/write and
 // mappings; SIGBUS past the end; truncate invalidates before freeing.
+#include "sentry/mm/mappable.h"
+
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
@@ -11,7 +13,6 @@
 #include "gtest/gtest.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/fs/tmpfs/testing.h"
-#include "sentry/mm/mappable.h"
 
 namespace sandbox::fs::tmpfs {
 namespace {
@@ -54,9 +55,9 @@ TEST_F(MappableTest, SharesPagesWithReadAndWrite) {
   uint8_t buf[2];
   ASSERT_OK(f->PRead(ctx, absl::MakeSpan(buf), kPage));
   EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), 2), "XY");
-  ASSERT_OK(f->PWrite(ctx, absl::Span<const uint8_t>(
-                               reinterpret_cast<const uint8_t*>("zz"), 2),
-                      kPage + 2));
+  ASSERT_OK(f->PWrite(
+      ctx, absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>("zz"), 2),
+      kPage + 2));
   char back[2];
   ASSERT_TRUE(mf_->Read(t->front().file_offset + 2, back, 2));
   EXPECT_EQ(std::string(back, 2), "zz");
@@ -86,9 +87,8 @@ TEST_F(MappableTest, TruncateInvalidatesMappingsPastTheEnd) {
   ASSERT_OK(vfs::TruncateAt(Base(), "/f", kPage + 10));
   // Pages 2 and 3 go: [0x12000, 0x14000) of the first mapping, all of the
   // second.
-  EXPECT_EQ(space.calls,
-            (std::vector<std::pair<uintptr_t, uint64_t>>{{0x12000, 2 * kPage},
-                                                         {0x80000, kPage}}));
+  EXPECT_EQ(space.calls, (std::vector<std::pair<uintptr_t, uint64_t>>{
+                             {0x12000, 2 * kPage}, {0x80000, kPage}}));
   EXPECT_EQ(mf_->AllocatedBytes(), before - 2 * kPage);
   EXPECT_ERRNO(m->Translate(2 * kPage, kPage, 2 * kPage, kPage, rw_), kEFAULT);
   // Removing part of a mapping keeps the rest.

@@ -26,7 +26,9 @@ class NameiTest : public TmpfsTest {
     EXPECT_TRUE(st.ok()) << path;
     return st.ok() ? st.value() : abi::Stat{};
   }
-  KResult<void> Unlink(std::string_view p) { return vfs::UnlinkAt(Base(), p, 0); }
+  KResult<void> Unlink(std::string_view p) {
+    return vfs::UnlinkAt(Base(), p, 0);
+  }
   KResult<void> Rmdir(std::string_view p) {
     return vfs::UnlinkAt(Base(), p, AT_REMOVEDIR);
   }
@@ -85,8 +87,7 @@ TEST_F(NameiTest, OpenTmpfile) {
   auto ex = Open("/tmp", O_TMPFILE | O_RDWR | O_EXCL, 0600);
   ASSERT_OK(ex);
   from.start = (*ex)->vd();
-  EXPECT_ERRNO(vfs::LinkAt(from, "", Base(), "/tmp/x", AT_EMPTY_PATH),
-               kENOENT);
+  EXPECT_ERRNO(vfs::LinkAt(from, "", Base(), "/tmp/x", AT_EMPTY_PATH), kENOENT);
   // Without CAP_DAC_READ_SEARCH, AT_EMPTY_PATH is refused.
   vfs::ResolveBase ufrom = Base(user_);
   ufrom.start = (*f)->vd();
@@ -259,9 +260,9 @@ TEST_F(NameiTest, StickyDirectory) {
   ASSERT_OK(Mkdir("/tmp", 01777));
   ASSERT_OK(OpenAs(user_, "/tmp/mine", O_CREAT | O_RDWR));
   EXPECT_ERRNO(vfs::UnlinkAt(Base(user2_), "/tmp/mine", 0), kEPERM);
-  EXPECT_ERRNO(vfs::RenameAt(Base(user2_), "/tmp/mine", Base(user2_),
-                             "/tmp/theirs", 0),
-               kEPERM);
+  EXPECT_ERRNO(
+      vfs::RenameAt(Base(user2_), "/tmp/mine", Base(user2_), "/tmp/theirs", 0),
+      kEPERM);
   EXPECT_OK(vfs::UnlinkAt(Base(user_), "/tmp/mine", 0));
   // Without the sticky bit anyone with write permission may.
   ASSERT_OK(Mkdir("/pub", 0777));
@@ -322,8 +323,7 @@ TEST_F(NameiTest, RenameFiles) {
   EXPECT_EQ(Contents("/b"), "C");
   EXPECT_EQ(Contents("/c"), "A");
   EXPECT_ERRNO(Rename("/c", "/none", RENAME_EXCHANGE), kENOENT);
-  EXPECT_ERRNO(Rename("/c", "/b", RENAME_EXCHANGE | RENAME_NOREPLACE),
-               kEINVAL);
+  EXPECT_ERRNO(Rename("/c", "/b", RENAME_EXCHANGE | RENAME_NOREPLACE), kEINVAL);
   EXPECT_ERRNO(Rename("/c", "/b", 0x100), kEINVAL);
   // Hard links to the same inode: a no-op that succeeds.
   ASSERT_OK(Link("/c", "/c2"));
@@ -378,9 +378,9 @@ TEST_F(NameiTest, RenameDirectoryNeedsWriteOnItWhenMoving) {
   // Same parent: no write needed on the directory itself.
   EXPECT_OK(vfs::RenameAt(Base(user_), "/pub/rootdir", Base(user_),
                           "/pub/rootdir2", 0));
-  EXPECT_ERRNO(vfs::RenameAt(Base(user_), "/pub/rootdir2", Base(user_),
-                             "/pub/dst/r", 0),
-               kEACCES);
+  EXPECT_ERRNO(
+      vfs::RenameAt(Base(user_), "/pub/rootdir2", Base(user_), "/pub/dst/r", 0),
+      kEACCES);
 }
 
 TEST_F(NameiTest, GetdentsListsDotsAndEntries) {
@@ -407,7 +407,8 @@ TEST_F(NameiTest, GetdentsListsDotsAndEntries) {
   EXPECT_EQ(inos[2], Stat("/d/f").st_ino);
   // Exhausted: nothing more until rewound.
   int more = 0;
-  ASSERT_OK((*f)->IterDirents([&](const vfs::DirEntry&) { return ++more, true; }));
+  ASSERT_OK(
+      (*f)->IterDirents([&](const vfs::DirEntry&) { return ++more, true; }));
   EXPECT_EQ(more, 0);
   ASSERT_OK((*f)->Seek(0, SEEK_SET));
   EXPECT_EQ(List("/d").size(), 5u);

@@ -1,5 +1,7 @@
 // Path resolution (vfs/path_walk.h) over tmpfs: every errno Linux's namei
 // gives, symlinks, "..", mounts, openat2 RESOLVE_* flags, DAC search checks.
+#include "sentry/vfs/path_walk.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -10,7 +12,6 @@
 #include "sentry/vfs/at_start.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/fs_context.h"
-#include "sentry/vfs/path_walk.h"
 
 namespace sandbox::fs::tmpfs {
 namespace {
@@ -123,7 +124,7 @@ TEST_F(PathWalkTest, SymlinkLimitIsForty) {
   for (int i = 1; i <= 40; ++i) {
     ASSERT_OK(Symlink("l" + std::to_string(i - 1), "/t/l" + std::to_string(i)));
   }
-  EXPECT_OK(Resolve("/t/l39"));   // 40 links
+  EXPECT_OK(Resolve("/t/l39"));             // 40 links
   EXPECT_ERRNO(Resolve("/t/l40"), kELOOP);  // 41
   EXPECT_ERRNO(Resolve("/t/l40/l0"), kELOOP);
   ASSERT_OK(Symlink("self", "/t/self"));

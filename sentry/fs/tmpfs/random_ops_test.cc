@@ -18,9 +18,16 @@ namespace {
 class RandomOpsTest : public TmpfsTest {
  protected:
   std::string RandomPath(std::mt19937& rng) {
-    static const std::vector<std::string> parts = {
-        "a", "b", "c", "..", ".", "", "l", "loop", std::string(256, 'n'),
-        std::string("x\0y", 3)};
+    static const std::vector<std::string> parts = {"a",
+                                                   "b",
+                                                   "c",
+                                                   "..",
+                                                   ".",
+                                                   "",
+                                                   "l",
+                                                   "loop",
+                                                   std::string(256, 'n'),
+                                                   std::string("x\0y", 3)};
     std::string p = (rng() % 2) ? "/" : "";
     int n = 1 + rng() % 4;
     for (int i = 0; i < n; ++i) {
@@ -64,19 +71,38 @@ TEST_F(RandomOpsTest, NoCrashAndConsistentLinks) {
     auto& creds = (rng() % 3 == 0) ? user_ : root_;
     auto b = Base(creds);
     switch (rng() % 10) {
-      case 0: created += vfs::MkdirAt(b, p, 0777, 0).ok(); break;
-      case 1: created += vfs::OpenAt(b, p, O_CREAT | O_RDWR, 0666, 0).ok(); break;
-      case 2: removed += vfs::UnlinkAt(b, p, 0).ok(); break;
-      case 3: removed += vfs::UnlinkAt(b, p, AT_REMOVEDIR).ok(); break;
-      case 4:
-        renamed += vfs::RenameAt(b, p, b, q,
-                                 rng() % 3 == 0 ? RENAME_EXCHANGE : 0).ok();
+      case 0:
+        created += vfs::MkdirAt(b, p, 0777, 0).ok();
         break;
-      case 5: (void)vfs::LinkAt(b, p, b, q, 0); break;
-      case 6: (void)vfs::SymlinkAt(b, q, p); break;
-      case 7: (void)vfs::StatAt(b, p, (rng() % 2) ? AT_SYMLINK_NOFOLLOW : 0); break;
-      case 8: (void)vfs::OpenAt(b, p, O_RDONLY | O_DIRECTORY, 0, 0); break;
-      case 9: (void)vfs::ReadlinkAt(b, p); break;
+      case 1:
+        created += vfs::OpenAt(b, p, O_CREAT | O_RDWR, 0666, 0).ok();
+        break;
+      case 2:
+        removed += vfs::UnlinkAt(b, p, 0).ok();
+        break;
+      case 3:
+        removed += vfs::UnlinkAt(b, p, AT_REMOVEDIR).ok();
+        break;
+      case 4:
+        renamed +=
+            vfs::RenameAt(b, p, b, q, rng() % 3 == 0 ? RENAME_EXCHANGE : 0)
+                .ok();
+        break;
+      case 5:
+        (void)vfs::LinkAt(b, p, b, q, 0);
+        break;
+      case 6:
+        (void)vfs::SymlinkAt(b, q, p);
+        break;
+      case 7:
+        (void)vfs::StatAt(b, p, (rng() % 2) ? AT_SYMLINK_NOFOLLOW : 0);
+        break;
+      case 8:
+        (void)vfs::OpenAt(b, p, O_RDONLY | O_DIRECTORY, 0, 0);
+        break;
+      case 9:
+        (void)vfs::ReadlinkAt(b, p);
+        break;
     }
   }
   // The mix must exercise the operations, not just their errors.

@@ -22,7 +22,8 @@ RegularFile::RegularFile(Filesystem& fs, uint64_t ino,
     : TmpfsInode(fs, ino, attrs) {}
 
 RegularFile::~RegularFile() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  for (const auto& [index, off] : pages_) tmpfs().memory_file().Free(off, kPage);
+  for (const auto& [index, off] : pages_)
+    tmpfs().memory_file().Free(off, kPage);
   tmpfs().ReleasePages(pages_.size());
 }
 
@@ -31,7 +32,9 @@ uint64_t RegularFile::size() const {
   return attrs_.size;
 }
 
-uint64_t RegularFile::BlocksLocked() const { return pages_.size() * (kPage / 512); }
+uint64_t RegularFile::BlocksLocked() const {
+  return pages_.size() * (kPage / 512);
+}
 
 KResult<uint64_t> RegularFile::PageLocked(uint64_t index) {
   auto it = pages_.find(index);
@@ -49,14 +52,14 @@ KResult<uint64_t> RegularFile::PageLocked(uint64_t index) {
 KResult<size_t> RegularFile::ReadAt(absl::Span<uint8_t> dst, uint64_t offset) {
   absl::ReaderMutexLock l(&mu_);
   if (offset >= attrs_.size) return size_t{0};
-  size_t n = static_cast<size_t>(std::min<uint64_t>(dst.size(),
-                                                    attrs_.size - offset));
+  size_t n =
+      static_cast<size_t>(std::min<uint64_t>(dst.size(), attrs_.size - offset));
   size_t done = 0;
   while (done < n) {
     uint64_t pos = offset + done;
     uint64_t in_page = pos % kPage;
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(kPage - in_page,
-                                                          n - done));
+    size_t chunk =
+        static_cast<size_t>(std::min<uint64_t>(kPage - in_page, n - done));
     auto it = pages_.find(pos / kPage);
     if (it == pages_.end()) {
       memset(dst.data() + done, 0, chunk);
@@ -82,8 +85,8 @@ KResult<size_t> RegularFile::WriteAt(absl::Span<const uint8_t> src,
   while (done < n) {
     uint64_t pos = *offset + done;
     uint64_t in_page = pos % kPage;
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(kPage - in_page,
-                                                          n - done));
+    size_t chunk =
+        static_cast<size_t>(std::min<uint64_t>(kPage - in_page, n - done));
     KResult<uint64_t> page = PageLocked(pos / kPage);
     if (!page.ok()) {
       if (done > 0) break;
@@ -158,7 +161,7 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
     absl::MutexLock ml(&mappings_mu_);
     std::vector<uint64_t> doomed;
     const uint64_t first = (offset + kPage - 1) / kPage;  // whole pages
-    const uint64_t last = end / kPage;                     // exclusive
+    const uint64_t last = end / kPage;                    // exclusive
     {
       absl::MutexLock l(&mu_);
       if (first > last) {  // inside one page
@@ -204,7 +207,8 @@ void RegularFile::RemoveMapping(mm::MappingSpace* space, uintptr_t addr,
       out.push_back(m);
       continue;
     }
-    if (m.addr < addr) out.push_back({m.space, m.addr, m.offset, addr - m.addr});
+    if (m.addr < addr)
+      out.push_back({m.space, m.addr, m.offset, addr - m.addr});
     if (end < m_end) {
       out.push_back({m.space, end, m.offset + (end - m.addr), m_end - end});
     }
@@ -214,8 +218,7 @@ void RegularFile::RemoveMapping(mm::MappingSpace* space, uintptr_t addr,
 
 KResult<std::vector<mm::Translation>> RegularFile::Translate(
     uint64_t required_offset, uint64_t required_length,
-    uint64_t optional_offset, uint64_t optional_length,
-    platform::AccessType) {
+    uint64_t optional_offset, uint64_t optional_length, platform::AccessType) {
   constexpr int kProt = PROT_READ | PROT_WRITE | PROT_EXEC;
   absl::MutexLock l(&mu_);
   // Pages that hold any byte below the size can be mapped; beyond: SIGBUS.
@@ -260,8 +263,8 @@ KResult<int64_t> RegularFile::SeekDataOrHole(int64_t offset, bool data) {
   }
   // The first page at or after `index` that is absent; EOF is a hole.
   uint64_t i = index;
-  for (auto it = pages_.lower_bound(index); it != pages_.end() && it->first == i;
-       ++it) {
+  for (auto it = pages_.lower_bound(index);
+       it != pages_.end() && it->first == i; ++it) {
     ++i;
   }
   uint64_t hole = i == index ? off : i * kPage;
@@ -271,8 +274,7 @@ KResult<int64_t> RegularFile::SeekDataOrHole(int64_t offset, bool data) {
 KResult<std::shared_ptr<vfs::VfsFile>> RegularFile::Open(
     const vfs::VirtualDentry& vd, uint32_t flags) {
   return std::shared_ptr<vfs::VfsFile>(std::make_shared<RegularFileDescription>(
-      vd, flags,
-      std::static_pointer_cast<RegularFile>(shared_from_this())));
+      vd, flags, std::static_pointer_cast<RegularFile>(shared_from_this())));
 }
 
 KResult<size_t> RegularFileDescription::Read(vfs::IoContext&,

@@ -31,9 +31,8 @@ class RegularFileTest : public TmpfsTest {
   }
   std::string PRead(vfs::VfsFile& f, size_t n, int64_t off) {
     std::string s(n, '\0');
-    auto r = f.PRead(ctx_, absl::MakeSpan(reinterpret_cast<uint8_t*>(s.data()),
-                                          n),
-                     off);
+    auto r = f.PRead(
+        ctx_, absl::MakeSpan(reinterpret_cast<uint8_t*>(s.data()), n), off);
     EXPECT_TRUE(r.ok());
     s.resize(r.ok() ? *r : 0);
     return s;
@@ -199,8 +198,7 @@ TEST_F(AttrTest, ChownRulesAndSetIdClearing) {
   kernel::Credentials member = kernel::Credentials::User(1000, 1000, {77});
   EXPECT_ERRNO(vfs::ChownAt(Base(member), "/f", 2000, -1, 0), kEPERM);
   EXPECT_ERRNO(vfs::ChownAt(Base(member), "/f", -1, 78, 0), kEPERM);
-  EXPECT_ERRNO(vfs::ChownAt(Base(user2_), "/f", -1, 1000, 0),
-               kEPERM);
+  EXPECT_ERRNO(vfs::ChownAt(Base(user2_), "/f", -1, 1000, 0), kEPERM);
   ASSERT_OK(vfs::ChownAt(Base(member), "/f", -1, 77, 0));
   abi::Stat st = vfs::StatAt(Base(), "/f", 0).value();
   EXPECT_EQ(st.st_gid, 77u);
@@ -295,15 +293,18 @@ TEST_F(FallocateTest, AllocateKeepSizeAndPunch) {
   // Punch [10, 3*4096+10): page 0 and 3 partly zeroed, pages 1, 2 freed.
   vfs::IoContext ctx;
   std::string data(3 * 4096 + 100, 'd');
-  ASSERT_OK(f->PWrite(ctx, absl::Span<const uint8_t>(
-                               reinterpret_cast<const uint8_t*>(data.data()),
-                               data.size()), 0));
+  ASSERT_OK(
+      f->PWrite(ctx,
+                absl::Span<const uint8_t>(
+                    reinterpret_cast<const uint8_t*>(data.data()), data.size()),
+                0));
   ASSERT_OK(vfs::Fallocate(*f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 10,
                            3 * 4096));
   EXPECT_EQ(f->Stat()->st_blocks, 3 * 8);  // pages 0, 3, 4 remain
   std::string got(3 * 4096 + 20, 'x');
-  ASSERT_OK(f->PRead(ctx, absl::MakeSpan(reinterpret_cast<uint8_t*>(got.data()),
-                                         got.size()), 0));
+  ASSERT_OK(f->PRead(
+      ctx, absl::MakeSpan(reinterpret_cast<uint8_t*>(got.data()), got.size()),
+      0));
   EXPECT_EQ(got.substr(0, 10), std::string(10, 'd'));
   EXPECT_EQ(got.substr(10, 3 * 4096), std::string(3 * 4096, '\0'));
   EXPECT_EQ(got.substr(3 * 4096 + 10, 10), std::string(10, 'd'));

@@ -37,13 +37,15 @@ class TmpfsTest : public ::testing::Test {
   }
   vfs::ResolveBase Base() const { return Base(root_); }
 
-  KResult<std::shared_ptr<vfs::VfsFile>> Open(
-      std::string_view path, uint32_t flags, uint32_t mode = 0644) {
+  KResult<std::shared_ptr<vfs::VfsFile>> Open(std::string_view path,
+                                              uint32_t flags,
+                                              uint32_t mode = 0644) {
     return vfs::OpenAt(Base(), path, flags, mode, 022);
   }
-  KResult<std::shared_ptr<vfs::VfsFile>> OpenAs(
-      const kernel::Credentials& c, std::string_view path, uint32_t flags,
-      uint32_t mode = 0644) {
+  KResult<std::shared_ptr<vfs::VfsFile>> OpenAs(const kernel::Credentials& c,
+                                                std::string_view path,
+                                                uint32_t flags,
+                                                uint32_t mode = 0644) {
     return vfs::OpenAt(Base(c), path, flags, mode, 022);
   }
   KResult<void> Mkdir(std::string_view path, uint32_t mode = 0755) {
@@ -58,9 +60,9 @@ class TmpfsTest : public ::testing::Test {
     auto f = Open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
     ASSERT_TRUE(f.ok()) << f.error().name();
     vfs::IoContext ctx;
-    auto n = (*f)->Write(ctx, absl::Span<const uint8_t>(
-                                  reinterpret_cast<const uint8_t*>(data.data()),
-                                  data.size()));
+    auto n = (*f)->Write(
+        ctx, absl::Span<const uint8_t>(
+                 reinterpret_cast<const uint8_t*>(data.data()), data.size()));
     ASSERT_TRUE(n.ok());
     ASSERT_EQ(*n, data.size());
   }
@@ -104,20 +106,20 @@ class TmpfsTest : public ::testing::Test {
 };
 
 // EXPECT_ERRNO(expr, kEXXX): expr (a KResult) failed with that errno.
-#define EXPECT_ERRNO(expr, err)                                   \
-  do {                                                            \
-    auto _r = (expr);                                             \
-    ASSERT_FALSE(_r.ok()) << #expr " succeeded";                  \
+#define EXPECT_ERRNO(expr, err)                                    \
+  do {                                                             \
+    auto _r = (expr);                                              \
+    ASSERT_FALSE(_r.ok()) << #expr " succeeded";                   \
     EXPECT_EQ(_r.error(), err) << #expr ": " << _r.error().name(); \
   } while (0)
-#define EXPECT_OK(expr)                                                  \
-  do {                                                                   \
-    auto _r = (expr);                                                    \
+#define EXPECT_OK(expr)                                                       \
+  do {                                                                        \
+    auto _r = (expr);                                                         \
     EXPECT_TRUE(_r.ok()) << #expr ": " << (_r.ok() ? "" : _r.error().name()); \
   } while (0)
-#define ASSERT_OK(expr)                                                  \
-  do {                                                                   \
-    auto _r = (expr);                                                    \
+#define ASSERT_OK(expr)                                                       \
+  do {                                                                        \
+    auto _r = (expr);                                                         \
     ASSERT_TRUE(_r.ok()) << #expr ": " << (_r.ok() ? "" : _r.error().name()); \
   } while (0)
 

@@ -44,19 +44,19 @@ TEST_F(XattrTest, Errors) {
   WriteFile("/f", "");
   auto b = Base();
   EXPECT_ERRNO(vfs::SetXattrAt(b, "/f", true, "", "v", 0), kERANGE);
-  EXPECT_ERRNO(vfs::SetXattrAt(b, "/f", true, "user." + std::string(251, 'n'),
-                               "v", 0),
-               kERANGE);
-  EXPECT_OK(vfs::SetXattrAt(b, "/f", true, "user." + std::string(250, 'n'),
-                            "v", 0));
+  EXPECT_ERRNO(
+      vfs::SetXattrAt(b, "/f", true, "user." + std::string(251, 'n'), "v", 0),
+      kERANGE);
+  EXPECT_OK(
+      vfs::SetXattrAt(b, "/f", true, "user." + std::string(250, 'n'), "v", 0));
   EXPECT_ERRNO(vfs::SetXattrAt(b, "/f", true, "user.big",
                                std::string(vfs::kXattrSizeMax + 1, 'v'), 0),
                kE2BIG);
   EXPECT_ERRNO(vfs::SetXattrAt(b, "/f", true, "user.x", "v", 4), kEINVAL);
   EXPECT_ERRNO(vfs::SetXattrAt(b, "/f", true, "weird.x", "v", 0), kEOPNOTSUPP);
-  EXPECT_ERRNO(vfs::SetXattrAt(b, "/f", true, "system.posix_acl_access", "v",
-                               0),
-               kEOPNOTSUPP);
+  EXPECT_ERRNO(
+      vfs::SetXattrAt(b, "/f", true, "system.posix_acl_access", "v", 0),
+      kEOPNOTSUPP);
   // Per-inode space is bounded.
   std::string v(vfs::kXattrSizeMax, 'v');
   KResult<void> r = OkResult();
@@ -74,16 +74,15 @@ TEST_F(XattrTest, UserNamespaceRules) {
   // Only regular files and directories carry user.*.
   EXPECT_ERRNO(vfs::SetXattrAt(Base(), "/tmp/link", false, "user.a", "v", 0),
                kEPERM);
-  EXPECT_ERRNO(vfs::GetXattrAt(Base(), "/tmp/link", false, "user.a"),
-               kENODATA);
+  EXPECT_ERRNO(vfs::GetXattrAt(Base(), "/tmp/link", false, "user.a"), kENODATA);
   EXPECT_ERRNO(vfs::SetXattrAt(Base(), "/tmp/fifo", true, "user.a", "v", 0),
                kEPERM);
   // Following the link reaches the file.
   EXPECT_OK(vfs::SetXattrAt(Base(user_), "/tmp/link", true, "user.a", "v", 0));
   // Write permission on the file is needed; read permission to read.
-  EXPECT_ERRNO(vfs::SetXattrAt(Base(user2_), "/tmp/mine", true, "user.b", "v",
-                               0),
-               kEACCES);
+  EXPECT_ERRNO(
+      vfs::SetXattrAt(Base(user2_), "/tmp/mine", true, "user.b", "v", 0),
+      kEACCES);
   EXPECT_EQ(vfs::GetXattrAt(Base(user2_), "/tmp/mine", true, "user.a").value(),
             "v");
   // A sticky directory: only its owner (root here) may set user.* on it.
