@@ -3,65 +3,159 @@
 #include <string.h>
 
 namespace sandbox {
+namespace {
+
+struct ErrnoEntry {
+  int number;
+  const char* name;
+};
+
+constexpr ErrnoEntry kErrnoNames[] = {
+    {EPERM, "EPERM"},
+    {ENOENT, "ENOENT"},
+    {ESRCH, "ESRCH"},
+    {EINTR, "EINTR"},
+    {EIO, "EIO"},
+    {ENXIO, "ENXIO"},
+    {E2BIG, "E2BIG"},
+    {ENOEXEC, "ENOEXEC"},
+    {EBADF, "EBADF"},
+    {ECHILD, "ECHILD"},
+    {EAGAIN, "EAGAIN"},
+    {ENOMEM, "ENOMEM"},
+    {EACCES, "EACCES"},
+    {EFAULT, "EFAULT"},
+    {ENOTBLK, "ENOTBLK"},
+    {EBUSY, "EBUSY"},
+    {EEXIST, "EEXIST"},
+    {EXDEV, "EXDEV"},
+    {ENODEV, "ENODEV"},
+    {ENOTDIR, "ENOTDIR"},
+    {EISDIR, "EISDIR"},
+    {EINVAL, "EINVAL"},
+    {ENFILE, "ENFILE"},
+    {EMFILE, "EMFILE"},
+    {ENOTTY, "ENOTTY"},
+    {ETXTBSY, "ETXTBSY"},
+    {EFBIG, "EFBIG"},
+    {ENOSPC, "ENOSPC"},
+    {ESPIPE, "ESPIPE"},
+    {EROFS, "EROFS"},
+    {EMLINK, "EMLINK"},
+    {EPIPE, "EPIPE"},
+    {EDOM, "EDOM"},
+    {ERANGE, "ERANGE"},
+    {EDEADLK, "EDEADLK"},
+    {ENAMETOOLONG, "ENAMETOOLONG"},
+    {ENOLCK, "ENOLCK"},
+    {ENOSYS, "ENOSYS"},
+    {ENOTEMPTY, "ENOTEMPTY"},
+    {ELOOP, "ELOOP"},
+    {ENOMSG, "ENOMSG"},
+    {EIDRM, "EIDRM"},
+    {ENOSTR, "ENOSTR"},
+    {ENODATA, "ENODATA"},
+    {ETIME, "ETIME"},
+    {ENOSR, "ENOSR"},
+    {EREMOTE, "EREMOTE"},
+    {ENOLINK, "ENOLINK"},
+    {EPROTO, "EPROTO"},
+    {EBADMSG, "EBADMSG"},
+    {EOVERFLOW, "EOVERFLOW"},
+    {EILSEQ, "EILSEQ"},
+    {EUSERS, "EUSERS"},
+    {ENOTSOCK, "ENOTSOCK"},
+    {EDESTADDRREQ, "EDESTADDRREQ"},
+    {EMSGSIZE, "EMSGSIZE"},
+    {EPROTOTYPE, "EPROTOTYPE"},
+    {ENOPROTOOPT, "ENOPROTOOPT"},
+    {EPROTONOSUPPORT, "EPROTONOSUPPORT"},
+    {ESOCKTNOSUPPORT, "ESOCKTNOSUPPORT"},
+    {EOPNOTSUPP, "EOPNOTSUPP"},
+    {EPFNOSUPPORT, "EPFNOSUPPORT"},
+    {EAFNOSUPPORT, "EAFNOSUPPORT"},
+    {EADDRINUSE, "EADDRINUSE"},
+    {EADDRNOTAVAIL, "EADDRNOTAVAIL"},
+    {ENETDOWN, "ENETDOWN"},
+    {ENETUNREACH, "ENETUNREACH"},
+    {ENETRESET, "ENETRESET"},
+    {ECONNABORTED, "ECONNABORTED"},
+    {ECONNRESET, "ECONNRESET"},
+    {ENOBUFS, "ENOBUFS"},
+    {EISCONN, "EISCONN"},
+    {ENOTCONN, "ENOTCONN"},
+    {ESHUTDOWN, "ESHUTDOWN"},
+    {ETOOMANYREFS, "ETOOMANYREFS"},
+    {ETIMEDOUT, "ETIMEDOUT"},
+    {ECONNREFUSED, "ECONNREFUSED"},
+    {EHOSTDOWN, "EHOSTDOWN"},
+    {EHOSTUNREACH, "EHOSTUNREACH"},
+    {EALREADY, "EALREADY"},
+    {EINPROGRESS, "EINPROGRESS"},
+    {ESTALE, "ESTALE"},
+    {EDQUOT, "EDQUOT"},
+    {ECANCELED, "ECANCELED"},
+    {EOWNERDEAD, "EOWNERDEAD"},
+    {ENOTRECOVERABLE, "ENOTRECOVERABLE"},
+    {ERFKILL, "ERFKILL"},
+    {EHWPOISON, "EHWPOISON"},
+    {ECHRNG, "ECHRNG"},
+    {EL2NSYNC, "EL2NSYNC"},
+    {EL3HLT, "EL3HLT"},
+    {EL3RST, "EL3RST"},
+    {ELNRNG, "ELNRNG"},
+    {EUNATCH, "EUNATCH"},
+    {ENOCSI, "ENOCSI"},
+    {EL2HLT, "EL2HLT"},
+    {EBADE, "EBADE"},
+    {EBADR, "EBADR"},
+    {EXFULL, "EXFULL"},
+    {ENOANO, "ENOANO"},
+    {EBADRQC, "EBADRQC"},
+    {EBADSLT, "EBADSLT"},
+    {EBFONT, "EBFONT"},
+    {ENONET, "ENONET"},
+    {ENOPKG, "ENOPKG"},
+    {EADV, "EADV"},
+    {ESRMNT, "ESRMNT"},
+    {ECOMM, "ECOMM"},
+    {EMULTIHOP, "EMULTIHOP"},
+    {EDOTDOT, "EDOTDOT"},
+    {ENOTUNIQ, "ENOTUNIQ"},
+    {EBADFD, "EBADFD"},
+    {EREMCHG, "EREMCHG"},
+    {ELIBACC, "ELIBACC"},
+    {ELIBBAD, "ELIBBAD"},
+    {ELIBSCN, "ELIBSCN"},
+    {ELIBMAX, "ELIBMAX"},
+    {ELIBEXEC, "ELIBEXEC"},
+    {ERESTART, "ERESTART"},
+    {ESTRPIPE, "ESTRPIPE"},
+    {EUCLEAN, "EUCLEAN"},
+    {ENOTNAM, "ENOTNAM"},
+    {ENAVAIL, "ENAVAIL"},
+    {EISNAM, "EISNAM"},
+    {EREMOTEIO, "EREMOTEIO"},
+    {ENOMEDIUM, "ENOMEDIUM"},
+    {EMEDIUMTYPE, "EMEDIUMTYPE"},
+    {ENOKEY, "ENOKEY"},
+    {EKEYEXPIRED, "EKEYEXPIRED"},
+    {EKEYREVOKED, "EKEYREVOKED"},
+    {EKEYREJECTED, "EKEYREJECTED"},
+    {kERESTARTSYS, "ERESTARTSYS"},
+    {kERESTARTNOINTR, "ERESTARTNOINTR"},
+    {kERESTARTNOHAND, "ERESTARTNOHAND"},
+    {kENOIOCTLCMD, "ENOIOCTLCMD"},
+    {kERESTART_RESTARTBLOCK, "ERESTART_RESTARTBLOCK"},
+};
+
+}  // namespace
 
 const char* ErrnoName(int number) {
-  switch (number) {
-#define E(n) \
-  case n:    \
-    return #n;
-    E(EPERM)
-    E(ENOENT) E(ESRCH) E(EINTR) E(EIO) E(ENXIO) E(E2BIG) E(ENOEXEC) E(EBADF) E(
-        ECHILD) E(EAGAIN) E(ENOMEM) E(EACCES) E(EFAULT) E(ENOTBLK) E(EBUSY)
-        E(EEXIST) E(EXDEV) E(ENODEV) E(ENOTDIR) E(EISDIR) E(EINVAL) E(ENFILE) E(
-            EMFILE) E(ENOTTY) E(ETXTBSY) E(EFBIG) E(ENOSPC) E(ESPIPE) E(EROFS)
-            E(EMLINK) E(EPIPE) E(EDOM) E(ERANGE) E(EDEADLK) E(ENAMETOOLONG) E(
-                ENOLCK) E(ENOSYS) E(ENOTEMPTY) E(ELOOP) E(ENOMSG) E(EIDRM)
-                E(ENOSTR) E(ENODATA) E(ETIME) E(ENOSR) E(EREMOTE) E(ENOLINK) E(
-                    EPROTO) E(EBADMSG) E(EOVERFLOW) E(EILSEQ) E(EUSERS) E(ENOTSOCK)
-                    E(EDESTADDRREQ) E(EMSGSIZE) E(EPROTOTYPE) E(ENOPROTOOPT) E(
-                        EPROTONOSUPPORT) E(ESOCKTNOSUPPORT) E(EOPNOTSUPP)
-                        E(EPFNOSUPPORT) E(EAFNOSUPPORT) E(EADDRINUSE) E(
-                            EADDRNOTAVAIL) E(ENETDOWN) E(ENETUNREACH) E(ENETRESET)
-                            E(ECONNABORTED) E(ECONNRESET) E(ENOBUFS) E(EISCONN) E(
-                                ENOTCONN) E(ESHUTDOWN) E(ETOOMANYREFS) E(ETIMEDOUT)
-                                E(ECONNREFUSED) E(EHOSTDOWN) E(EHOSTUNREACH) E(
-                                    EALREADY) E(EINPROGRESS) E(ESTALE) E(EDQUOT)
-                                    E(ECANCELED) E(EOWNERDEAD) E(
-                                        ENOTRECOVERABLE) E(ERFKILL) E(EHWPOISON)
-                                        E(ECHRNG) E(EL2NSYNC) E(EL3HLT) E(
-                                            EL3RST) E(ELNRNG) E(EUNATCH) E(ENOCSI)
-                                            E(EL2HLT) E(EBADE) E(EBADR) E(
-                                                EXFULL) E(ENOANO) E(EBADRQC)
-                                                E(EBADSLT) E(EBFONT) E(ENONET) E(
-                                                    ENOPKG) E(EADV) E(ESRMNT)
-                                                    E(ECOMM) E(EMULTIHOP) E(
-                                                        EDOTDOT) E(ENOTUNIQ) E(EBADFD)
-                                                        E(EREMCHG) E(ELIBACC) E(
-                                                            ELIBBAD) E(ELIBSCN)
-                                                            E(ELIBMAX) E(ELIBEXEC) E(
-                                                                ERESTART) E(ESTRPIPE)
-                                                                E(EUCLEAN) E(ENOTNAM) E(
-                                                                    ENAVAIL) E(EISNAM)
-                                                                    E(EREMOTEIO) E(
-                                                                        ENOMEDIUM) E(EMEDIUMTYPE)
-                                                                        E(ENOKEY) E(
-                                                                            EKEYEXPIRED)
-                                                                            E(EKEYREVOKED)
-                                                                                E(EKEYREJECTED)
-#undef E
-                                                                                    case kERESTARTSYS
-        : return "ERESTARTSYS";
-    case kERESTARTNOINTR:
-      return "ERESTARTNOINTR";
-    case kERESTARTNOHAND:
-      return "ERESTARTNOHAND";
-    case kENOIOCTLCMD:
-      return "ENOIOCTLCMD";
-    case kERESTART_RESTARTBLOCK:
-      return "ERESTART_RESTARTBLOCK";
-    default:
-      return nullptr;
+  for (const ErrnoEntry& e : kErrnoNames) {
+    if (e.number == number) return e.name;
   }
+  return nullptr;
 }
 
 std::string_view Errno::name() const {

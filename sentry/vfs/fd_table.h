@@ -41,8 +41,7 @@ class FdTable {
 
   // Installs `file` at the lowest free descriptor >= min_fd that is below
   // `limit` (RLIMIT_NOFILE): EMFILE if none, EINVAL if min_fd >= limit.
-  KResult<int> Install(FileRef file, int min_fd, bool cloexec,
-                       uint64_t limit);
+  KResult<int> Install(FileRef file, int min_fd, bool cloexec, uint64_t limit);
 
   // dup2/dup3: installs `file` at `fd`, replacing what was there. EBADF if
   // fd is negative or >= limit. Returns the replaced description (or null).

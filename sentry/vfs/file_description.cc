@@ -6,8 +6,8 @@ void FileDescription::SetStatusFlags(uint32_t flags) {
   constexpr uint32_t kSettable =
       O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK;
   uint32_t old = flags_.load(std::memory_order_relaxed);
-  while (!flags_.compare_exchange_weak(old, (old & ~kSettable) |
-                                                (flags & kSettable))) {
+  while (!flags_.compare_exchange_weak(
+      old, (old & ~kSettable) | (flags & kSettable))) {
   }
 }
 

@@ -69,15 +69,13 @@ class FileDescription {
   // pread64(2)/pwrite64(2): ESPIPE unless the file is seekable.
   virtual KResult<size_t> PRead(IoContext& ctx, absl::Span<uint8_t> dst,
                                 int64_t offset);
-  virtual KResult<size_t> PWrite(IoContext& ctx,
-                                 absl::Span<const uint8_t> src,
+  virtual KResult<size_t> PWrite(IoContext& ctx, absl::Span<const uint8_t> src,
                                  int64_t offset);
   // lseek(2).
   virtual KResult<int64_t> Seek(int64_t offset, int whence);
   virtual KResult<abi::Stat> Stat();
   // ioctl(2) after the generic commands (FIOCLEX, FIONCLEX) are handled.
-  virtual KResult<uint64_t> Ioctl(IoContext& ctx, uint32_t cmd,
-                                  uint64_t arg);
+  virtual KResult<uint64_t> Ioctl(IoContext& ctx, uint32_t cmd, uint64_t arg);
   // Whether read/write may block (pipes, terminals, sockets).
   virtual bool MayBlock() const { return false; }
 
