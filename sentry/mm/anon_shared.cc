@@ -19,30 +19,14 @@ AnonSharedMappable::~AnonSharedMappable() {
 void AnonSharedMappable::AddMapping(MappingSpace* space, uintptr_t addr,
                                     uint64_t offset, uint64_t length, bool) {
   absl::MutexLock l(&mu_);
-  mappings_.push_back({space, addr, offset, length});
+  mappings_.Add(space, addr, offset, length);
 }
 
 void AnonSharedMappable::RemoveMapping(MappingSpace* space, uintptr_t addr,
                                        uint64_t offset, uint64_t length, bool) {
   absl::MutexLock l(&mu_);
-  // Remove [addr, addr+length) of `space`, which may be part of a recorded
-  // mapping (after munmap of part of a VMA): keep the rest.
-  std::vector<Mapping> out;
-  for (const Mapping& m : mappings_) {
-    const uintptr_t end = addr + length;
-    const uintptr_t m_end = m.addr + m.length;
-    if (m.space != space || end <= m.addr || m_end <= addr) {
-      out.push_back(m);
-      continue;
-    }
-    if (m.addr < addr)
-      out.push_back({m.space, m.addr, m.offset, addr - m.addr});
-    if (end < m_end) {
-      out.push_back({m.space, end, m.offset + (end - m.addr), m_end - end});
-    }
-  }
+  mappings_.Remove(space, addr, length);
   (void)offset;
-  mappings_ = std::move(out);
 }
 
 KResult<std::vector<Translation>> AnonSharedMappable::Translate(
@@ -98,11 +82,7 @@ KResult<std::vector<Translation>> AnonSharedMappable::Translate(
 void AnonSharedMappable::Punch(uint64_t offset, uint64_t length) {
   absl::MutexLock l(&mu_);
   const uint64_t end = offset + length;
-  for (const Mapping& m : mappings_) {
-    const uint64_t s = std::max(offset, m.offset);
-    const uint64_t e = std::min(end, m.offset + m.length);
-    if (s < e) m.space->Invalidate(m.addr + (s - m.offset), e - s);
-  }
+  mappings_.Invalidate(offset, end);
   absl::MutexLock t(&translate_mu_);
   auto it = runs_.upper_bound(offset);
   if (it != runs_.begin() && std::prev(it)->second.end > offset) --it;

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "platform/memory_file.h"
 #include "sentry/mm/mappable.h"
+#include "sentry/mm/mapping_set.h"
 
 namespace sandbox::mm {
 
@@ -47,12 +48,6 @@ class AnonSharedMappable : public Mappable {
   uint64_t AllocatedBytes();
 
  private:
-  struct Mapping {
-    MappingSpace* space;
-    uintptr_t addr;
-    uint64_t offset;
-    uint64_t length;
-  };
   struct Run {
     uint64_t end;
     uint64_t file_offset;
@@ -62,7 +57,7 @@ class AnonSharedMappable : public Mappable {
   const uint64_t size_;
 
   absl::Mutex mu_ ABSL_ACQUIRED_BEFORE(translate_mu_);
-  std::vector<Mapping> mappings_ ABSL_GUARDED_BY(mu_);
+  MappingSet mappings_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex translate_mu_;
   std::map<uint64_t, Run> runs_ ABSL_GUARDED_BY(translate_mu_);  // offset ->

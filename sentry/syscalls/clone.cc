@@ -39,13 +39,11 @@ constexpr uint64_t kThreadAllowed =
 constexpr uint64_t kForkAllowed = CLONE_SETTLS | CLONE_PARENT_SETTID |
                                   CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
 
-// A new process: a copy-on-write copy of the caller's.
-KResult<uint64_t> DoFork(Task& t, uint64_t flags, uint64_t stack,
-                         uint64_t parent_tid, uint64_t child_tid, uint64_t tls,
-                         uint64_t exit_signal) {
-  if (exit_signal > abi::kNumSignals) return kEINVAL;
-  // vfork (CLONE_VM|CLONE_VFORK), shared FD tables and namespaces: later.
-  if ((flags & ~kForkAllowed) != 0) return kENOSYS;
+// The registers a new task starts with: the caller's, returning 0 from the
+// call, on `stack` and with `tls` as FS base when the flags ask for them.
+// The FPU state is inherited, so the platform must load it.
+KResult<platform::CpuState> ChildCpu(Task& t, uint64_t flags, uint64_t stack,
+                                     uint64_t tls) {
   platform::CpuState cpu = t.cpu();
   cpu.regs.rax = 0;
   if (stack != 0) cpu.regs.rsp = stack;
@@ -54,17 +52,37 @@ KResult<uint64_t> DoFork(Task& t, uint64_t flags, uint64_t stack,
     cpu.regs.fs_base = tls;
   }
   cpu.fp_changed = true;
-  TRY(kernel::Task * child, t.kernel().Fork(t, std::move(cpu)));
+  return cpu;
+}
+
+// The TID writes CLONE_PARENT_SETTID / CLONE_CHILD_SETTID ask for (the
+// latter into the child's memory: copy-on-write for a process, shared for a
+// thread), then runs the child. Faults in these writes are ignored, as Linux
+// does.
+uint64_t StartChild(Task& t, kernel::Task* child, uint64_t flags,
+                    uint64_t parent_tid, uint64_t child_tid) {
   const uint32_t tid = static_cast<uint32_t>(child->tid());
-  if (flags & CLONE_PARENT_SETTID)
+  if (flags & CLONE_PARENT_SETTID) {
     (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
-  // The child's copy of memory (copy-on-write: written by the Sentry).
+  }
   if (flags & CLONE_CHILD_SETTID) {
     (void)child->CopyOutObj<uint32_t>(child_tid, tid);
   }
   if (flags & CLONE_CHILD_CLEARTID) child->set_clear_child_tid(child_tid);
   t.kernel().Start(child);
   return uint64_t{tid};
+}
+
+// A new process: a copy-on-write copy of the caller's.
+KResult<uint64_t> DoFork(Task& t, uint64_t flags, uint64_t stack,
+                         uint64_t parent_tid, uint64_t child_tid, uint64_t tls,
+                         uint64_t exit_signal) {
+  if (exit_signal > abi::kNumSignals) return kEINVAL;
+  // vfork (CLONE_VM|CLONE_VFORK), shared FD tables and namespaces: later.
+  if ((flags & ~kForkAllowed) != 0) return kENOSYS;
+  TRY(platform::CpuState cpu, ChildCpu(t, flags, stack, tls));
+  TRY(kernel::Task * child, t.kernel().Fork(t, std::move(cpu)));
+  return StartChild(t, child, flags, parent_tid, child_tid);
 }
 
 // fork(2).
@@ -85,23 +103,9 @@ KResult<uint64_t> DoClone(Task& t, uint64_t flags, uint64_t stack,
       (flags & ~kThreadAllowed) != 0 || exit_signal != 0) {
     return kEINVAL;
   }
-  platform::CpuState cpu = t.cpu();
-  cpu.regs.rax = 0;
-  if (stack != 0) cpu.regs.rsp = stack;
-  if (flags & CLONE_SETTLS) {
-    if (tls >= 0x7ffffffff000) return kEPERM;
-    cpu.regs.fs_base = tls;
-  }
-  // The FPU state is inherited: make the platform load it.
-  cpu.fp_changed = true;
+  TRY(platform::CpuState cpu, ChildCpu(t, flags, stack, tls));
   TRY(kernel::Task * child, t.kernel().NewThread(t, std::move(cpu)));
-  const uint32_t tid = static_cast<uint32_t>(child->tid());
-  if (flags & CLONE_PARENT_SETTID)
-    (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
-  if (flags & CLONE_CHILD_SETTID) (void)t.CopyOutObj<uint32_t>(child_tid, tid);
-  if (flags & CLONE_CHILD_CLEARTID) child->set_clear_child_tid(child_tid);
-  t.kernel().Start(child);
-  return uint64_t{tid};
+  return StartChild(t, child, flags, parent_tid, child_tid);
 }
 
 // clone(2) (x86-64 argument order: flags, stack, parent_tid, child_tid,

@@ -143,11 +143,7 @@ void RegularFile::ZeroInPageLocked(uint64_t from, uint64_t to) {
 
 void RegularFile::InvalidateAndFree(uint64_t offset, uint64_t end,
                                     const std::vector<uint64_t>& pages) {
-  for (const Mapping& m : mappings_) {
-    uint64_t s = std::max(offset, m.offset);
-    uint64_t e = std::min(end, m.offset + m.length);
-    if (s < e) m.space->Invalidate(m.addr + (s - m.offset), e - s);
-  }
+  mappings_.Invalidate(offset, end);
   for (uint64_t off : pages) tmpfs().memory_file().Free(off, kPage);
   tmpfs().ReleasePages(pages.size());
 }
@@ -191,29 +187,13 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
 void RegularFile::AddMapping(mm::MappingSpace* space, uintptr_t addr,
                              uint64_t offset, uint64_t length, bool) {
   absl::MutexLock l(&mappings_mu_);
-  mappings_.push_back({space, addr, offset, length});
+  mappings_.Add(space, addr, offset, length);
 }
 
 void RegularFile::RemoveMapping(mm::MappingSpace* space, uintptr_t addr,
                                 uint64_t, uint64_t length, bool) {
   absl::MutexLock l(&mappings_mu_);
-  // [addr, addr+length) of `space` may be part of a recorded mapping (a
-  // partial munmap): keep the rest of it.
-  std::vector<Mapping> out;
-  const uintptr_t end = addr + length;
-  for (const Mapping& m : mappings_) {
-    const uintptr_t m_end = m.addr + m.length;
-    if (m.space != space || end <= m.addr || m_end <= addr) {
-      out.push_back(m);
-      continue;
-    }
-    if (m.addr < addr)
-      out.push_back({m.space, m.addr, m.offset, addr - m.addr});
-    if (end < m_end) {
-      out.push_back({m.space, end, m.offset + (end - m.addr), m_end - end});
-    }
-  }
-  mappings_ = std::move(out);
+  mappings_.Remove(space, addr, length);
 }
 
 KResult<std::vector<mm::Translation>> RegularFile::Translate(

@@ -33,6 +33,7 @@
 #include "sentry/fs/tmpfs/inode.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/mm/mappable.h"
+#include "sentry/mm/mapping_set.h"
 #include "sentry/vfs/inode.h"
 #include "sentry/vfs/vfs_file.h"
 
@@ -94,17 +95,10 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
   KResult<uint64_t> PageLocked(uint64_t index)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  struct Mapping {
-    mm::MappingSpace* space;
-    uintptr_t addr;
-    uint64_t offset;
-    uint64_t length;
-  };
-
   absl::btree_map<uint64_t, uint64_t> pages_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex mappings_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  std::vector<Mapping> mappings_ ABSL_GUARDED_BY(mappings_mu_);
+  mm::MappingSet mappings_ ABSL_GUARDED_BY(mappings_mu_);
 };
 
 // An open tmpfs regular file: offset, O_APPEND, lseek incl. SEEK_DATA and
