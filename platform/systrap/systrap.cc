@@ -200,6 +200,13 @@ class Stub {
   int pidfd() const { return pidfd_; }
   uint64_t id() const { return id_; }
   bool dead() const { return dead_.load(); }
+  // Whether `tid` (read from guest-writable shared memory) names a thread of
+  // this stub process. Anything else must never reach sched_setaffinity or
+  // tgkill: it could name a Sentry thread or another stub's.
+  bool OwnsThread(int64_t tid) const {
+    return tid > 0 && tid <= INT32_MAX &&
+           syscall(SYS_tgkill, pid_, static_cast<pid_t>(tid), 0) == 0;
+  }
 
   // Runs one syscall in the stub's syscall thread.
   absl::StatusOr<int64_t> Call(long sysno, uint64_t a0 = 0, uint64_t a1 = 0,
@@ -507,7 +514,7 @@ absl::StatusOr<StubThread*> Stub::AcquireThread() {
       auto* res = reinterpret_cast<stub_result*>(
           mf.Internal(shared_off_ + kPage, kPage));
       int64_t tid = __atomic_load_n(&res->thread0_tid, __ATOMIC_SEQ_CST);
-      if (tid <= 0 || tid > INT32_MAX) {
+      if (!OwnsThread(tid)) {
         Kill();
         return absl::InternalError("stub reported a bad thread id");
       }
@@ -588,6 +595,10 @@ absl::StatusOr<StubThread*> Stub::NewThread() {
   if (*tid <= 0) {
     return absl::InternalError(
         absl::StrFormat("stub clone of a thread: %d", *tid));
+  }
+  if (!OwnsThread(*tid)) {
+    Kill();
+    return absl::InternalError("stub reported a foreign thread id");
   }
   t->tid = static_cast<pid_t>(*tid);
   if (auto s = WaitStarted(t); !s.ok()) return s;
