@@ -359,6 +359,23 @@ std::vector<pid_t> Children(pid_t pid) {
   return out;
 }
 
+// The Sentry's children, over all its threads: the stub processes (each is
+// a child of the Sentry thread that created it).
+std::vector<pid_t> StubPids(pid_t sentry) {
+  std::vector<pid_t> out;
+  const std::string tasks = "/proc/" + std::to_string(sentry) + "/task";
+  DIR* dir = opendir(tasks.c_str());
+  if (dir == nullptr) return out;
+  while (dirent* de = readdir(dir)) {
+    if (de->d_name[0] == '.') continue;
+    std::ifstream f(tasks + "/" + de->d_name + "/children");
+    pid_t p;
+    while (f >> p) out.push_back(p);
+  }
+  closedir(dir);
+  return out;
+}
+
 bool GoneOrZombie(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   if (!f) return true;
@@ -373,18 +390,8 @@ TEST_F(RunscDoTest, KillingTheCliEndsTheSandbox) {
   ASSERT_TRUE(c.WaitForOutput("spinning\n"));
   std::vector<pid_t> sentry = Children(c.pid());
   ASSERT_EQ(sentry.size(), 1u);
-  // The Sentry's children are the stubs (every Sentry thread may have some).
   std::vector<pid_t> all = sentry;
-  std::string tasks = "/proc/" + std::to_string(sentry[0]) + "/task";
-  DIR* dir = opendir(tasks.c_str());
-  ASSERT_NE(dir, nullptr);
-  while (dirent* de = readdir(dir)) {
-    if (de->d_name[0] == '.') continue;
-    std::ifstream f(tasks + "/" + de->d_name + "/children");
-    pid_t p;
-    while (f >> p) all.push_back(p);
-  }
-  closedir(dir);
+  for (pid_t p : StubPids(sentry[0])) all.push_back(p);
   EXPECT_GE(all.size(), 2u) << "no stub process found";
   kill(c.pid(), SIGKILL);
   c.Finish();
@@ -405,20 +412,10 @@ TEST_F(RunscDoTest, KilledStubEndsOnlyItsProcess) {
   ASSERT_TRUE(c.WaitForOutput("spinning\n"));
   std::vector<pid_t> sentry = Children(c.pid());
   ASSERT_EQ(sentry.size(), 1u);
-  // The pristine source stub is made first; the guest's stub is the newest
-  // child of any Sentry thread.
-  pid_t guest_stub = 0;
-  std::string tasks = "/proc/" + std::to_string(sentry[0]) + "/task";
-  DIR* dir = opendir(tasks.c_str());
-  ASSERT_NE(dir, nullptr);
-  while (dirent* de = readdir(dir)) {
-    if (de->d_name[0] == '.') continue;
-    std::ifstream f(tasks + "/" + de->d_name + "/children");
-    pid_t p;
-    while (f >> p) guest_stub = std::max(guest_stub, p);
-  }
-  closedir(dir);
-  ASSERT_NE(guest_stub, 0) << "no stub process found";
+  // The pristine source stub is made first; the guest's stub is the newest.
+  std::vector<pid_t> stubs = StubPids(sentry[0]);
+  ASSERT_FALSE(stubs.empty()) << "no stub process found";
+  const pid_t guest_stub = *std::max_element(stubs.begin(), stubs.end());
   ASSERT_EQ(kill(guest_stub, SIGKILL), 0);
   EXPECT_EQ(c.Finish(20000).status, 128 + SIGKILL);
 }
