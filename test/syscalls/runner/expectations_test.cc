@@ -7,37 +7,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/syscalls/runner/report.h"
+#include "test/syscalls/runner/report_testing.h"
 
 namespace sandbox::syscall_test {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-RunResult Ran(std::vector<std::pair<std::string, CaseStatus>> cases,
-              int exit_code = 0) {
-  RunResult r;
-  r.ran = true;
-  r.process.exit_code = exit_code;
-  for (auto& [name, status] : cases) {
-    CaseResult c;
-    c.name = name;
-    c.status = status;
-    c.duration_ms = 1;
-    r.cases.push_back(c);
-  }
-  return r;
-}
-
-BinaryResult Binary(std::string name, RunResult native,
-                    std::optional<RunResult> sandbox) {
-  BinaryResult b;
-  b.name = name;
-  b.path = "/x/" + name;
-  b.native = std::move(native);
-  b.sandbox = std::move(sandbox);
-  return b;
-}
 
 const CaseRow* Find(const Report& r, const std::string& name) {
   for (const CaseRow& row : r.rows) {

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/syscalls/runner/report_testing.h"
 
 namespace sandbox::syscall_test {
 namespace {
@@ -12,28 +13,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-RunResult Ran(std::vector<std::pair<std::string, CaseStatus>> cases,
-              int exit_code = 0) {
-  RunResult r;
-  r.ran = true;
-  r.process.exit_code = exit_code;
-  for (auto& [name, status] : cases) {
-    CaseResult c;
-    c.name = name;
-    c.status = status;
-    c.duration_ms = 1;
-    r.cases.push_back(c);
-  }
-  return r;
-}
-
 BinaryResult Binary(RunResult native, std::optional<RunResult> sandbox = {}) {
-  BinaryResult b;
-  b.name = "t";
-  b.path = "/x/t";
-  b.native = std::move(native);
-  b.sandbox = std::move(sandbox);
-  return b;
+  return Binary("t", std::move(native), std::move(sandbox));
 }
 
 const CaseRow* Find(const Report& r, const std::string& name) {
