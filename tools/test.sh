@@ -13,7 +13,8 @@ start=$(date +%s)
 bazel --batch test //... "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 echo "bazel test exited $rc after $(( $(date +%s) - start )) s"
-python3 tools/count-tests.py "$log" "$(bazel --batch info bazel-testlogs 2>/dev/null)"
+# bazel test leaves the bazel-testlogs symlink; no second (batch) JVM start.
+python3 tools/count-tests.py "$log" "$(readlink -f bazel-testlogs)"
 count_rc=$?
 if [[ $rc != 0 || $count_rc != 0 ]]; then
   exit 1
