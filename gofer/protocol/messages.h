@@ -1,0 +1,318 @@
+// Gofer protocol messages (docs/gofer-protocol.md is the specification).
+//
+// Every message is a 32-byte little-endian Header followed by payload_len
+// bytes of payload, encoded field by field (wire.h). These structs are the
+// decoded, host-endian form; codec.h converts them. Nothing here trusts its
+// contents: the decoder bounds every length, and the server validates names
+// and handles again before use.
+#ifndef GOFER_PROTOCOL_MESSAGES_H_
+#define GOFER_PROTOCOL_MESSAGES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gofer {
+
+inline constexpr uint32_t kMagic = 0x52464F47;  // "GOFR" little-endian.
+inline constexpr uint16_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 32;
+inline constexpr uint32_t kMaxPayload = 1 << 20;  // 1 MiB.
+inline constexpr uint32_t kMaxFdsPerMessage =
+    1;  // Only Open and Create donate.
+
+// Bounds enforced by the decoder (both sides).
+inline constexpr size_t kMaxNameLen = 255;          // NAME_MAX.
+inline constexpr size_t kMaxPathLen = 4095;         // PATH_MAX - 1 (symlinks).
+inline constexpr size_t kMaxWalkNames = 255;        // Components per Walk.
+inline constexpr size_t kMaxXattrNameLen = 255;     // XATTR_NAME_MAX.
+inline constexpr size_t kMaxXattrValueLen = 65536;  // XATTR_SIZE_MAX.
+inline constexpr size_t kMaxXattrListLen = 65536;   // XATTR_LIST_MAX.
+inline constexpr size_t kMaxCloseHandles = 4096;
+inline constexpr size_t kMaxDirents = 4096;  // Per Getdents reply.
+
+// Header.flags.
+inline constexpr uint16_t kFlagReply = 1;
+
+enum class MessageType : uint16_t {
+  kAttach = 1,
+  kWalk = 2,
+  kWalkStat = 3,
+  kStat = 4,
+  kOpen = 5,
+  kCreate = 6,
+  kMkdir = 7,
+  kMknod = 8,
+  kSymlink = 9,
+  kLink = 10,
+  kReadlink = 11,
+  kUnlink = 12,
+  kRename = 13,
+  kSetAttr = 14,
+  kGetdents = 15,
+  kStatfs = 16,
+  kFsync = 17,
+  kGetXattr = 18,
+  kSetXattr = 19,
+  kListXattr = 20,
+  kRemoveXattr = 21,
+  kClose = 22,
+};
+inline constexpr uint16_t kMaxMessageType = 22;
+
+const char* MessageTypeName(MessageType t);
+
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint16_t type = 0;
+  uint16_t flags = 0;       // kFlagReply on replies; requests send 0.
+  uint16_t num_fds = 0;     // FDs attached by SCM_RIGHTS to this message.
+  uint32_t error = 0;       // Replies: 0 or a Linux errno. Requests: 0.
+  uint64_t request_id = 0;  // Echoed in the reply.
+  uint32_t payload_len = 0;
+  uint32_t reserved = 0;  // Must be 0.
+};
+
+// Handles name server-side nodes; 0 is never a valid handle.
+using Handle = uint64_t;
+inline constexpr uint32_t kNoId = 0xFFFFFFFF;  // uid/gid: leave unchanged.
+
+struct Timespec {
+  int64_t sec = 0;
+  uint32_t nsec = 0;
+};
+
+// A host stat(2) result.
+struct Stat {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  uint32_t mode = 0;
+  uint32_t nlink = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t rdev = 0;
+  uint64_t size = 0;
+  uint32_t blksize = 0;
+  uint64_t blocks = 0;
+  Timespec atime, mtime, ctime;
+};
+
+// A walked node: its new handle and stat.
+struct Inode {
+  Handle handle = 0;
+  Stat stat;
+};
+
+// ---- Requests and replies (a message without a reply struct replies with
+// an empty payload). ----
+
+struct AttachReq {};
+struct AttachResp {
+  Inode root;
+  uint32_t max_payload = kMaxPayload;
+  uint8_t read_only = 0;
+};
+
+// Walk status: why the walk stopped.
+enum class WalkStatus : uint8_t {
+  kOk = 0,       // Every name walked.
+  kSymlink = 1,  // The last returned inode is a symlink; walk stopped there.
+  kError = 2,    // names[inodes.size()] failed with error (ENOENT, ...).
+};
+
+struct WalkReq {
+  Handle dir = 0;
+  std::vector<std::string> names;
+};
+struct WalkResp {
+  WalkStatus status = WalkStatus::kOk;
+  uint32_t error = 0;  // Set iff status == kError.
+  std::vector<Inode> inodes;
+};
+
+// Like Walk but returns stats only (no handles are created).
+struct WalkStatReq {
+  Handle dir = 0;
+  std::vector<std::string> names;
+};
+struct WalkStatResp {
+  WalkStatus status = WalkStatus::kOk;
+  uint32_t error = 0;
+  std::vector<Stat> stats;
+};
+
+struct StatReq {
+  Handle handle = 0;
+};
+struct StatResp {
+  Stat stat;
+};
+
+// Open: flags are O_ACCMODE | O_TRUNC | O_APPEND | O_DSYNC | O_SYNC |
+// O_DIRECT | O_NOATIME | O_DIRECTORY; the reply donates one host FD.
+struct OpenReq {
+  Handle handle = 0;
+  uint32_t flags = 0;
+};
+
+struct CreateReq {
+  Handle dir = 0;
+  std::string name;
+  uint32_t flags = 0;  // As Open; O_CREAT|O_EXCL are implied.
+  uint32_t mode = 0;   // Permission bits only.
+  uint32_t uid = kNoId;
+  uint32_t gid = kNoId;
+};
+// Create donates one host FD. Mkdir/Mknod/Symlink/Link reply with Inode.
+struct InodeResp {
+  Inode inode;
+};
+
+struct MkdirReq {
+  Handle dir = 0;
+  std::string name;
+  uint32_t mode = 0;
+  uint32_t uid = kNoId;
+  uint32_t gid = kNoId;
+};
+
+struct MknodReq {
+  Handle dir = 0;
+  std::string name;
+  uint32_t mode = 0;  // S_IFIFO, S_IFSOCK or S_IFREG plus permissions.
+  uint32_t uid = kNoId;
+  uint32_t gid = kNoId;
+};
+
+struct SymlinkReq {
+  Handle dir = 0;
+  std::string name;
+  std::string target;
+  uint32_t uid = kNoId;
+  uint32_t gid = kNoId;
+};
+
+struct LinkReq {
+  Handle dir = 0;
+  std::string name;
+  Handle target = 0;  // An existing non-directory.
+};
+
+struct ReadlinkReq {
+  Handle handle = 0;
+};
+struct ReadlinkResp {
+  std::string target;
+};
+
+// Unlink flags: 0 or AT_REMOVEDIR (0x200).
+struct UnlinkReq {
+  Handle dir = 0;
+  std::string name;
+  uint32_t flags = 0;
+};
+
+// Rename flags: 0, RENAME_NOREPLACE (1) or RENAME_EXCHANGE (2).
+struct RenameReq {
+  Handle old_dir = 0;
+  std::string old_name;
+  Handle new_dir = 0;
+  std::string new_name;
+  uint32_t flags = 0;
+};
+
+// SetAttr mask bits.
+inline constexpr uint32_t kSetMode = 1 << 0;
+inline constexpr uint32_t kSetUid = 1 << 1;
+inline constexpr uint32_t kSetGid = 1 << 2;
+inline constexpr uint32_t kSetSize = 1 << 3;
+inline constexpr uint32_t kSetAtime = 1 << 4;
+inline constexpr uint32_t kSetMtime = 1 << 5;
+inline constexpr uint32_t kSetAtimeNow = 1 << 6;
+inline constexpr uint32_t kSetMtimeNow = 1 << 7;
+inline constexpr uint32_t kSetAllMask = (1 << 8) - 1;
+
+struct SetAttrReq {
+  Handle handle = 0;
+  uint32_t mask = 0;
+  uint32_t mode = 0;
+  uint32_t uid = kNoId;
+  uint32_t gid = kNoId;
+  uint64_t size = 0;
+  Timespec atime, mtime;
+};
+
+struct GetdentsReq {
+  Handle dir = 0;
+  uint64_t cookie = 0;     // 0 = start; else a Dirent.next_cookie.
+  uint32_t max_count = 0;  // 1..kMaxDirents.
+};
+struct Dirent {
+  uint64_t ino = 0;
+  uint64_t next_cookie = 0;  // Resume after this entry.
+  uint8_t type = 0;          // DT_* value.
+  std::string name;
+};
+struct GetdentsResp {
+  std::vector<Dirent> dirents;  // Empty = end of directory.
+};
+
+struct StatfsReq {
+  Handle handle = 0;
+};
+struct StatfsResp {
+  uint64_t type = 0;
+  uint64_t bsize = 0;
+  uint64_t blocks = 0;
+  uint64_t bfree = 0;
+  uint64_t bavail = 0;
+  uint64_t files = 0;
+  uint64_t ffree = 0;
+  uint64_t namelen = 0;
+  uint64_t frsize = 0;
+  uint64_t flags = 0;
+};
+
+struct FsyncReq {
+  Handle handle = 0;
+};
+
+struct GetXattrReq {
+  Handle handle = 0;
+  std::string name;
+  uint32_t size = 0;  // 0 = return only the length.
+};
+struct GetXattrResp {
+  uint32_t length = 0;  // Value length (when size was 0, value is empty).
+  std::string value;
+};
+
+struct SetXattrReq {
+  Handle handle = 0;
+  std::string name;
+  std::string value;
+  uint32_t flags = 0;  // 0, XATTR_CREATE (1) or XATTR_REPLACE (2).
+};
+
+struct ListXattrReq {
+  Handle handle = 0;
+  uint32_t size = 0;  // 0 = return only the length.
+};
+struct ListXattrResp {
+  uint32_t length = 0;
+  std::string names;  // NUL-separated, as listxattr(2).
+};
+
+struct RemoveXattrReq {
+  Handle handle = 0;
+  std::string name;
+};
+
+struct CloseReq {
+  std::vector<Handle> handles;
+};
+
+}  // namespace gofer
+
+#endif  // GOFER_PROTOCOL_MESSAGES_H_

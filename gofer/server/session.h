@@ -1,0 +1,114 @@
+// Session: the state of one gofer connection (its handle table) and the
+// handlers of every message, one family per handlers_*.cc file.
+//
+// Threading: a Session belongs to the one thread serving its connection;
+// it has no locks. Connections share nothing but the host file system.
+//
+// Every handler takes a decoded (but unvalidated) request, validates each
+// handle and name, and returns 0 (filling the reply) or a Linux errno.
+// A handler that fails leaves no new handle behind.
+#ifndef GOFER_SERVER_SESSION_H_
+#define GOFER_SERVER_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "gofer/protocol/codec.h"
+#include "gofer/protocol/messages.h"
+#include "gofer/protocol/unique_fd.h"
+#include "gofer/server/node.h"
+
+namespace gofer {
+
+struct ServerOptions {
+  // Refuse every modification with EROFS (enforced here, not only by the
+  // host mount).
+  bool read_only = false;
+  // At most this many live handles; each holds one host FD. Walks or
+  // creations beyond it fail with EMFILE.
+  size_t max_handles = 16384;
+};
+
+// A reply to send: errno (0 = success), payload and at most one FD.
+struct Reply {
+  int error = 0;
+  std::string payload;
+  UniqueFd fd;
+};
+
+class Session {
+ public:
+  // root: an O_PATH (or O_RDONLY) descriptor of the directory this
+  // connection serves; Attach hands out handles to it.
+  Session(UniqueFd root, ServerOptions options)
+      : root_(std::move(root)), options_(options) {}
+
+  // Decodes and runs one request. Unknown types give EOPNOTSUPP, payloads
+  // that do not decode EINVAL. Never crashes on any input.
+  Reply Dispatch(uint16_t type, std::string_view payload);
+
+  size_t handle_count() const { return nodes_.size(); }
+
+  // Handlers (handlers_walk.cc).
+  int Attach(const AttachReq& req, AttachResp* resp);
+  int Walk(const WalkReq& req, WalkResp* resp);
+  int WalkStat(const WalkStatReq& req, WalkStatResp* resp);
+  int StatNode(const StatReq& req, StatResp* resp);
+  int Readlink(const ReadlinkReq& req, ReadlinkResp* resp);
+  int Statfs(const StatfsReq& req, StatfsResp* resp);
+  // handlers_io.cc.
+  int Open(const OpenReq& req, Empty* resp, UniqueFd* fd);
+  int Getdents(const GetdentsReq& req, GetdentsResp* resp);
+  int Fsync(const FsyncReq& req, Empty* resp);
+  int Close(const CloseReq& req, Empty* resp);
+  // handlers_create.cc.
+  int Create(const CreateReq& req, InodeResp* resp, UniqueFd* fd);
+  int Mkdir(const MkdirReq& req, InodeResp* resp);
+  int Mknod(const MknodReq& req, InodeResp* resp);
+  int Symlink(const SymlinkReq& req, InodeResp* resp);
+  int Link(const LinkReq& req, InodeResp* resp);
+  // handlers_remove.cc.
+  int Unlink(const UnlinkReq& req, Empty* resp);
+  int Rename(const RenameReq& req, Empty* resp);
+  // handlers_attr.cc.
+  int SetAttr(const SetAttrReq& req, Empty* resp);
+  int GetXattr(const GetXattrReq& req, GetXattrResp* resp);
+  int SetXattr(const SetXattrReq& req, Empty* resp);
+  int ListXattr(const ListXattrReq& req, ListXattrResp* resp);
+  int RemoveXattr(const RemoveXattrReq& req, Empty* resp);
+
+ private:
+  // Returns the node of handle h or null (EBADF for the caller).
+  std::shared_ptr<Node> Find(Handle h) const;
+  // Find() that must be a directory: 0, EBADF or ENOTDIR.
+  int FindDir(Handle h, std::shared_ptr<Node>* out) const;
+  // Adds node to the table and returns its new handle, or 0 when full.
+  Handle Insert(std::shared_ptr<Node> node);
+  // Walks name from dir, inserts the node, fills inode. 0 or an errno.
+  int WalkInsert(const std::shared_ptr<Node>& dir, const std::string& name,
+                 Inode* inode);
+  // For a creation in dir under name that the host refused or was not
+  // attempted (read-only): Linux reports EEXIST for an existing name before
+  // EROFS. Returns EEXIST or EROFS.
+  int CreateRofsError(const Node& dir, const std::string& name) const;
+  // Applies uid/gid (kNoId = keep) to a just-created node fd.
+  static int Chown(int fd, uint32_t uid, uint32_t gid);
+  // After creating name in dir: walks it, checks it is the file created
+  // (same dev/ino as created, when known), sets owner, inserts it. On
+  // failure the new name is removed (unlink_flags) and an errno returned.
+  int FinishCreate(const std::shared_ptr<Node>& dir, const std::string& name,
+                   const struct stat* created, uint32_t uid, uint32_t gid,
+                   int unlink_flags, Inode* inode);
+
+  const UniqueFd root_;
+  const ServerOptions options_;
+  absl::flat_hash_map<Handle, std::shared_ptr<Node>> nodes_;
+  Handle next_handle_ = 1;  // Handles are never reused.
+};
+
+}  // namespace gofer
+
+#endif  // GOFER_SERVER_SESSION_H_
