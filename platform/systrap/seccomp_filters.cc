@@ -98,7 +98,14 @@ std::vector<sock_filter> StubProcessFilter(const StubFilterParams& sp) {
   p.Jeq(SYS_sigaltstack, "allow", "");
   p.Jeq(SYS_seccomp, "allow", "");
   p.Jeq(SYS_exit_group, "allow", "");
+  p.Jeq(SYS_write, "write", "");
   p.Jeq(SYS_prctl, "prctl", "kill");
+  // Replies of the syscall thread; guest threads' own filter forbids write.
+  p.Label("write");
+  p.Ld(kArgHi(0));
+  p.Jeq(0, "", "kill");
+  p.Ld(kArgLo(0));
+  p.Jeq(static_cast<uint32_t>(sp.reply_fd), "allow", "kill");
   p.Label("mmap");
   p.Ld(kArgLo(4));
   p.Jeq(static_cast<uint32_t>(sp.memfd), "", "kill");

@@ -15,17 +15,20 @@ struct StubFilterParams {
   uint64_t threads_start = 0;  // [threads_start, threads_end): futex words
   uint64_t threads_end = 0;
   int memfd = -1;
+  int reply_fd = -1;  // the reply pipe's write end in stubs
 };
 
 // Every stub thread: syscalls from outside the stub's code trap (SIGSYS);
 // from inside it only what the stub's own code issues, with pinned arguments
-// where they matter (mmap of the memory file, thread clone flags); anything
-// else kills the stub.
+// where they matter (mmap of the memory file, thread clone flags, write to
+// the reply pipe); anything else kills the stub.
 std::vector<sock_filter> StubProcessFilter(const StubFilterParams& p);
 
 // Stacked by guest threads: from inside the stub's code only futex
 // WAIT/WAKE on the thread regions, rt_sigreturn, sched_yield and
-// arch_prctl(FS/GS); from outside everything traps.
+// arch_prctl(FS/GS) (in particular no write: only the syscall thread, which
+// runs the process filter alone, can reply to the Sentry); from outside
+// everything traps.
 std::vector<sock_filter> StubGuestFilter(const StubFilterParams& p);
 
 // Kernel constants the filters use, exported for tests.

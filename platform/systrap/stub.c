@@ -11,7 +11,9 @@
  * Trust: the params block and the request page are read-only here. Slots,
  * result pages and the alternate stacks are writable by every guest thread
  * of the stub, so nothing here relies on them for anything but the guest's
- * own state; the seccomp filters are the boundary.
+ * own state (and the Sentry's spin hints); the seccomp filters are the
+ * boundary. The syscall thread's replies go through the reply pipe, which
+ * only it may write to, from the read-only request page.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -34,8 +36,12 @@ _Static_assert(offsetof(struct stub_params, use_sud) == STUB_P_USE_SUD,
 _Static_assert(offsetof(struct stub_params, guest_filter) ==
                    STUB_P_GUEST_FILTER,
                "asm offset");
+_Static_assert(offsetof(struct stub_params, reply_fd) == STUB_P_REPLY_FD,
+               "asm offset");
 _Static_assert(offsetof(struct stub_params, stub_base) == 8, "asm offset");
-_Static_assert(offsetof(struct stub_result, thread0_tid) == 16, "asm offset");
+_Static_assert(STUB_REPLY_BITS == 12 && STUB_REPLY_LEN(0) == 1 &&
+                   STUB_REPLY_MAX_LEN == STUB_REPLY_LEN(STUB_REPLY_MASK),
+               "asm constants");
 _Static_assert(STUB_SOURCE_STACK_OFF == 0x11000 &&
                    STUB_SOURCE_STACK_SIZE == 0x8000,
                "asm constants");
@@ -47,6 +53,11 @@ extern char __start_sandbox_stub[] __attribute__((visibility("hidden")));
 _Static_assert(STUB_CODE_OFF == 0x2000, "P() hard-codes the offset");
 
 /* Kernel ABI (x86-64). */
+#define NR_write 1
+#define NR_close 3
+#define NR_sendmsg 46
+#define NR_dup3 292
+#define NR_pipe2 293
 #define NR_rt_sigaction 13
 #define NR_rt_sigprocmask 14
 #define NR_rt_sigreturn 15
@@ -167,6 +178,64 @@ INL uintptr_t get_sp(void) {
   uintptr_t sp;
   __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
   return sp;
+}
+
+/* Closes every file descriptor but `a` and `b`. */
+INL void close_all_but(int a, int b) {
+  if (a > b) {
+    int t = a;
+    a = b;
+    b = t;
+  }
+  if (a > 0) sys3(NR_close_range, 0, a - 1, 0);
+  if (b > a + 1) sys3(NR_close_range, a + 1, b - 1, 0);
+  sys3(NR_close_range, b + 1, ~0u, 0);
+}
+
+struct k_iovec {
+  void* base;
+  uint64_t len;
+};
+
+struct k_msghdr {
+  void* name;
+  int32_t namelen;
+  int32_t pad;
+  struct k_iovec* iov;
+  uint64_t iovlen;
+  void* control;
+  uint64_t controllen;
+  int32_t flags;
+  int32_t pad1;
+};
+
+struct k_cmsg_fd {
+  uint64_t len; /* CMSG_LEN(sizeof(int)) */
+  int32_t level;
+  int32_t type;
+  int32_t fd;
+  int32_t pad; /* up to CMSG_SPACE(sizeof(int)) */
+};
+
+/* Sends `fd` over the unix socket `sock` (SCM_RIGHTS, one data byte). */
+INL long send_fd(int sock, int fd) {
+  char byte = 0;
+  struct k_iovec iov;
+  iov.base = &byte;
+  iov.len = 1;
+  struct k_cmsg_fd c;
+  zero(&c, sizeof(c));
+  c.len = 20;
+  c.level = 1 /*SOL_SOCKET*/;
+  c.type = 1 /*SCM_RIGHTS*/;
+  c.fd = fd;
+  struct k_msghdr m;
+  zero(&m, sizeof(m));
+  m.iov = &iov;
+  m.iovlen = 1;
+  m.control = &c;
+  m.controllen = sizeof(c);
+  return sys3(NR_sendmsg, sock, &m, 0x4000 /*MSG_NOSIGNAL*/);
 }
 
 INL __attribute__((noreturn)) void die(void) {
@@ -436,9 +505,15 @@ STUB_FN __attribute__((noreturn)) void stub_guest_thread_main(void) {
 
 /* The syscall thread's loop and a new guest thread's set-up. Uses no stack:
  * guest threads can write to any writable page of the stub. Registers:
- * r12 = request page (read-only), r13 = result page, r14d = last sequence,
- * r15 = params. A clone request returns to the new thread on its own stack,
- * which is how the two paths are told apart (the loop runs with rsp = 0). */
+ * r12 = request page (read-only), r13 = result page (hints only), r14d = last
+ * sequence, r15 = params, rbx = value being replied, ebp = packets left. A
+ * clone request returns to the new thread on its own stack, which is how the
+ * two paths are told apart (the loop runs with rsp = 0).
+ *
+ * Replies are packets on the reply pipe whose lengths encode the result (see
+ * stub_abi.h); their bytes come from the read-only request page, so nothing a
+ * guest thread writes can change what the Sentry reads. A short or failed
+ * write kills the stub. */
 __asm__(
     ".pushsection sandbox_stub,\"ax\",@progbits\n"
     ".globl stub_syscall_loop\n"
@@ -467,7 +542,9 @@ __asm__(
     "  syscall\n"
     "  test %rsp, %rsp\n"
     "  jnz 3f\n"
-    "  mov %rax, 16(%r13)\n" /* res->thread0_tid */
+    "  mov %rax, %rbx\n" /* reply thread 0's tid: two packets */
+    "  mov $2, %ebp\n"
+    "  jmp 10f\n"
     "1:\n"
     "  mov (%r12), %eax\n"
     "  cmp %eax, %r14d\n"
@@ -506,13 +583,25 @@ __asm__(
     "  syscall\n"
     "  test %rsp, %rsp\n"
     "  jnz 3f\n"
-    "  mov %rax, 8(%r13)\n"
-    "  mov %r14d, (%r13)\n"
-    "  mov $202, %eax\n" /* futex(&res->seq, FUTEX_WAKE, 1) */
-    "  mov %r13, %rdi\n"
-    "  mov $1, %esi\n"
-    "  mov $1, %edx\n"
+    "  mov %rax, %rbx\n"
+    "  mov $1, %ebp\n"
+    "  cmpq $56, 8(%r12)\n" /* a clone replies a tid: two packets */
+    "  jne 10f\n"
+    "  mov $2, %ebp\n"
+    "10:\n" /* write(reply_fd, req, 1 + (rbx & 0xfff)) */
+    "  mov %ebx, %edx\n"
+    "  and $0xfff, %edx\n"
+    "  inc %edx\n"
+    "  mov $1, %eax\n"
+    "  movslq 108(%r15), %rdi\n" /* reply_fd */
+    "  mov %r12, %rsi\n"
     "  syscall\n"
+    "  cmp %rax, %rdx\n"
+    "  jne 9f\n"
+    "  shr $12, %rbx\n"
+    "  dec %ebp\n"
+    "  jnz 10b\n"
+    "  mov %r14d, (%r13)\n" /* hint: res->seq = seq, after the packets */
     "  jmp 1b\n"
     "3:\n" /* a new guest thread: confine it before it touches memory */
     "  mov $131, %eax\n" /* sigaltstack(&req->ss, NULL) */
@@ -568,12 +657,21 @@ void stub_syscall_loop(void* req, void* res, const void* params,
     __attribute__((noreturn, visibility("hidden")));
 void stub_restorer(void) __attribute__((visibility("hidden")));
 
-/* A new stub process (forked from the source). Becomes its syscall thread. */
+/* A new stub process (forked from the source). Becomes its syscall thread.
+ * `reply_wfd` is the write end of its reply pipe. */
 STUB_FN __attribute__((noreturn)) void stub_new_main(
-    const struct stub_params* p, uint64_t shared_off, uint64_t thread0_off) {
+    const struct stub_params* p, uint64_t shared_off, uint64_t thread0_off,
+    int reply_wfd) {
   uint64_t base = p->stub_base;
   sys2(NR_prctl, 1 /*PR_SET_PDEATHSIG*/, SIGKILL);
   if ((uint64_t)sys0(NR_getppid) != p->sentry_pid) sys1(NR_exit_group, 1);
+  /* Exactly two files: the memory file and the reply pipe at reply_fd (the
+   * number the process filter allows writes to). */
+  if (reply_wfd != p->reply_fd &&
+      sys3(NR_dup3, reply_wfd, p->reply_fd, 0) != p->reply_fd) {
+    sys1(NR_exit_group, 8);
+  }
+  close_all_but(p->memfd, p->reply_fd);
   sys2(NR_munmap, base + STUB_SOURCE_CTL_OFF, 4096);
   long r = sys6(NR_mmap, base + STUB_REQUEST_OFF, 4096, 1 /*PROT_READ*/,
                 0x11 /*MAP_SHARED|MAP_FIXED*/, p->memfd, shared_off);
@@ -632,8 +730,7 @@ STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
   for (int sig = 1; sig <= 64; sig++) {
     if (sig != 9 && sig != 19) sys4(NR_rt_sigaction, sig, &dfl, 0, 8);
   }
-  if (p->memfd > 0) sys3(NR_close_range, 0, p->memfd - 1, 0);
-  sys3(NR_close_range, p->memfd + 1, ~0u, 0);
+  close_all_but(p->memfd, p->source_sock);
   sys2(NR_munmap, 0, base);
   uint64_t top = 0x7ffffffff000ull;
   uint64_t end = base + STUB_SOURCE_END;
@@ -651,8 +748,22 @@ STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
     last = seq;
     uint64_t off = ctl->shared_off;
     uint64_t thread0_off = ctl->thread0_off;
-    long pid = sys6(NR_clone, 0x8000 /*CLONE_PARENT*/ | SIGCHLD, 0, 0, 0, 0, 0);
-    if (pid == 0) stub_new_main(p, off, thread0_off);
+    /* The new stub's reply pipe: the read end goes to the Sentry (and is
+     * closed here before the clone), the write end to the stub only. */
+    int32_t fds[2];
+    int32_t sent = 0;
+    long pid = sys2(NR_pipe2, fds, 0x4000 /*O_DIRECT: packets*/);
+    if (pid == 0) {
+      pid = send_fd(p->source_sock, fds[0]);
+      sys1(NR_close, fds[0]);
+      if (pid >= 0) {
+        sent = 1;
+        pid = sys6(NR_clone, 0x8000 /*CLONE_PARENT*/ | SIGCHLD, 0, 0, 0, 0, 0);
+        if (pid == 0) stub_new_main(p, off, thread0_off, fds[1]);
+      }
+      sys1(NR_close, fds[1]);
+    }
+    ctl->fd_sent = sent;
     ctl->result = pid;
     store32(&ctl->done_seq, seq);
     futex_wake(&ctl->done_seq);

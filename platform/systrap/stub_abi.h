@@ -6,6 +6,21 @@
  * validated on every read. The params block and the request page are mapped
  * read-only in stubs.
  *
+ * Replies of the syscall thread do not travel through memory: each stub holds
+ * the write end of its own pipe (packet mode, O_DIRECT) at fd `reply_fd`, and
+ * only the syscall thread may write to it (process filter: write on reply_fd
+ * from the blob; guest filter: no write at all). A reply is one packet per
+ * 12 bits of the result, each copied from the read-only request page (its
+ * first byte is the low byte of the request's seq) and
+ * STUB_REPLY_LEN(bits) bytes long, so the length carries the value and
+ * nothing in it is guest-writable:
+ *   mmap, munmap, mprotect: one packet with ret & 0xfff (0 = success: ret is
+ *     the requested address for a MAP_FIXED mmap or 0; else 4096 - errno);
+ *   clone, and thread 0's tid at start: two packets, ret & 0xfff then
+ *     (ret >> 12) & 0xfff (a 24-bit two's complement value: tids are below
+ *     2^22, errors are -1..-4095).
+ * The result page only carries hints (seq of the last reply, "asleep").
+ *
  * Stub address-space layout, relative to the stub base S (STUB_*_OFF):
  *   S + 0x0000   params block + BPF programs (read-only)
  *   S + 0x2000   blob code (read+exec), at most STUB_CODE_MAX bytes
@@ -71,9 +86,13 @@ struct stub_params {
   int32_t cpuid_faulting; /* enable CPUID faulting in guest threads */
   int32_t use_sud;        /* syscall user dispatch in guest threads */
   uint32_t max_spin;      /* bound on the stub's spin iterations */
-  uint32_t pad0;
+  int32_t reply_fd;       /* write end of the reply pipe in every stub */
   struct stub_sock_fprog process_filter; /* every stub thread */
   struct stub_sock_fprog guest_filter;   /* stacked by guest threads */
+  /* The source's end of its socket to the Sentry (reply pipe read ends go
+   * through it, SCM_RIGHTS). Not open in stubs. */
+  int32_t source_sock;
+  int32_t pad1;
   struct stub_sock_filter process_insns[STUB_FILTER_MAX_INSNS];
   struct stub_sock_filter guest_insns[STUB_FILTER_MAX_INSNS];
 };
@@ -83,14 +102,15 @@ struct stub_params {
 #define STUB_P_CODE_LEN 24
 #define STUB_P_CPUID_FAULTING 96
 #define STUB_P_USE_SUD 100
+#define STUB_P_REPLY_FD 108
 #define STUB_P_GUEST_FILTER 128
 
 /* Source control page: Sentry <-> source stub (trusted on both sides). */
 struct stub_source_ctl {
-  uint32_t ready;    /* futex: source sets 1 once it waits for requests */
-  uint32_t req_seq;  /* futex: Sentry increments to request a stub */
-  uint32_t done_seq; /* futex: source sets to req_seq when answered */
-  uint32_t pad;
+  uint32_t ready;       /* futex: source sets 1 once it waits for requests */
+  uint32_t req_seq;     /* futex: Sentry increments to request a stub */
+  uint32_t done_seq;    /* futex: source sets to req_seq when answered */
+  int32_t fd_sent;      /* the source sent a reply pipe's read end */
   uint64_t shared_off;  /* memfd offset of the new stub's request page */
   int64_t result;       /* new stub pid or -errno */
   uint64_t thread0_off; /* memfd offset of thread 0's region (after guard) */
@@ -113,16 +133,22 @@ struct stub_request {
 #define STUB_REQ_ARGS_OFF 16
 #define STUB_REQ_SS_OFF 64
 
-/* Result page (writable by the stub, hence by the guest). */
+/* Result page (writable by the stub, hence by the guest): hints only, the
+ * reply itself comes through the reply pipe. */
 struct stub_result {
-  uint32_t seq;     /* futex: syscall thread sets to the request's seq */
+  uint32_t seq;     /* syscall thread sets to the request's seq after its
+                       reply packets are written (the Sentry's spin hint) */
   uint32_t waiting; /* the syscall thread is (about to be) in FUTEX_WAIT */
-  int64_t ret;
-  int64_t thread0_tid; /* the thread the stub made at start */
 };
 #define STUB_RES_SEQ_OFF 0
 #define STUB_RES_WAITING_OFF 4
-#define STUB_RES_RET_OFF 8
+
+/* Reply packets (see the top of this file). A packet is at most PIPE_BUF
+ * bytes, so pipe writes are atomic and never split. */
+#define STUB_REPLY_BITS 12
+#define STUB_REPLY_MASK 0xfffu
+#define STUB_REPLY_LEN(bits) ((bits) + 1u)
+#define STUB_REPLY_MAX_LEN 4096u
 
 /* Slot states (futex word). */
 #define STUB_SLOT_SENTRY 1u /* the Sentry owns the slot: an event is ready */

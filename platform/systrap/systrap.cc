@@ -3,8 +3,10 @@
 #include <asm/prctl.h>
 #include <cpuid.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/rseq.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -157,14 +160,19 @@ SystrapFeatures ProbeSystrapFeatures() {
 
 std::string SeccompNeeds() {
   return "after creation, per operation: futex (WAIT/WAKE, shared, with "
-         "timeouts); tgkill(stub pid, stub tid, SIGCHLD); "
+         "timeouts); read and poll (a stub's reply pipe, non-blocking); "
+         "recvmsg (MSG_DONTWAIT|MSG_CMSG_CLOEXEC, one fd: a new stub's reply "
+         "pipe from the source stub); fcntl(F_GETFL/F_SETFL O_NONBLOCK); "
+         "tgkill(stub pid, stub tid, SIGCHLD or 0); "
          "sched_setaffinity(stub tid); pidfd_open; pidfd_send_signal(SIGKILL);"
          " waitid(P_PIDFD, WEXITED); epoll_ctl; epoll_wait (service thread); "
-         "write/close (eventfd, at destruction); fallocate(PUNCH_HOLE) "
+         "write/close (eventfd, at destruction; reply pipes); "
+         "fallocate(PUNCH_HOLE) "
          "(MemoryFile::Free); kill/wait4 (error path only). sched_getcpu and "
          "clock_gettime go through the vDSO/rseq. At creation only (before "
          "any filter): clone, mmap/mprotect/munmap, memfd_create, ftruncate,"
-         " epoll_create1, eventfd2, prctl/arch_prctl probes, rseq.";
+         " epoll_create1, eventfd2, socketpair(AF_UNIX, SOCK_SEQPACKET), "
+         "prctl/arch_prctl probes, rseq.";
 }
 
 namespace {
@@ -172,7 +180,11 @@ namespace {
 class SystrapPlatform;
 class Stub;
 
-// One guest thread of a stub process, with its slot.
+// One guest thread of a stub process, with its slot. `stub`, `index`,
+// `mem_off` and `slot` are fixed at registration; the other fields belong to
+// whoever holds the thread: the Context it was handed to, or the caller of
+// Stub::AcquireThread that is making or starting it. Threads change hands
+// only through Stub::idle_ (under threads_mu_).
 struct StubThread {
   Stub* stub = nullptr;
   int index = 0;
@@ -187,11 +199,12 @@ struct StubThread {
 // A stub process: one guest address space.
 class Stub {
  public:
-  Stub(SystrapPlatform* plat, pid_t pid, int pidfd, uint64_t shared_off,
-       uint64_t id)
+  Stub(SystrapPlatform* plat, pid_t pid, int pidfd, int reply_fd,
+       uint64_t shared_off, uint64_t id)
       : plat_(plat),
         pid_(pid),
         pidfd_(pidfd),
+        reply_fd_(reply_fd),
         shared_off_(shared_off),
         id_(id) {}
   ~Stub();
@@ -203,12 +216,16 @@ class Stub {
   // Whether `tid` (read from guest-writable shared memory) names a thread of
   // this stub process. Anything else must never reach sched_setaffinity or
   // tgkill: it could name a Sentry thread or another stub's.
+  // (The syscall thread, tid == pid, is not a guest thread.)
   bool OwnsThread(int64_t tid) const {
-    return tid > 0 && tid <= INT32_MAX &&
+    return tid > 0 && tid <= INT32_MAX && tid != pid_ &&
            syscall(SYS_tgkill, pid_, static_cast<pid_t>(tid), 0) == 0;
   }
 
-  // Runs one syscall in the stub's syscall thread.
+  // Runs one syscall (mmap, munmap, mprotect or clone) in the stub's syscall
+  // thread and returns its result as read from the reply pipe: for mmap,
+  // munmap and mprotect only success or the errno is transmitted, and
+  // success is reported as the requested address (mmap) or 0.
   absl::StatusOr<int64_t> Call(long sysno, uint64_t a0 = 0, uint64_t a1 = 0,
                                uint64_t a2 = 0, uint64_t a3 = 0,
                                uint64_t a4 = 0, uint64_t a5 = 0,
@@ -217,6 +234,8 @@ class Stub {
 
   // Records the thread the stub clones at start (region at `mem_off`).
   void AdoptThread0(uint64_t mem_off) ABSL_LOCKS_EXCLUDED(threads_mu_);
+  // Hands out an idle thread, starting or making one if needed. Never holds
+  // threads_mu_ while it waits for the stub.
   absl::StatusOr<StubThread*> AcquireThread() ABSL_LOCKS_EXCLUDED(threads_mu_);
   void ReleaseThread(StubThread* t) ABSL_LOCKS_EXCLUDED(threads_mu_);
 
@@ -226,24 +245,42 @@ class Stub {
   void Kill();
 
  private:
-  absl::StatusOr<StubThread*> NewThread()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(threads_mu_);
+  absl::StatusOr<StubThread*> NewThread() ABSL_LOCKS_EXCLUDED(threads_mu_);
   StubThread* RegisterThread(uint64_t mem_off)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(threads_mu_);
-  // Waits for a new thread's READY handoff.
-  absl::Status WaitStarted(StubThread* t);
+  // Waits for a new thread's READY handoff (at most kStubReplyDeadline).
+  absl::Status WaitStarted(StubThread* t) ABSL_LOCKS_EXCLUDED(threads_mu_);
+  // Thread 0's tid, which the syscall thread replies (two packets) before
+  // its first request.
+  absl::StatusOr<pid_t> Thread0Tid() ABSL_LOCKS_EXCLUDED(req_mu_);
+  absl::Status ReadThread0Locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(req_mu_);
+  // Reads one reply packet and returns its 12-bit value. `first_byte` (>= 0)
+  // is what the packet's first byte must be. Any failure kills the stub.
+  absl::StatusOr<uint32_t> ReadPacket(absl::Time deadline, int first_byte)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(req_mu_);
 
   SystrapPlatform* const plat_;
   const pid_t pid_;
   const int pidfd_;
+  // Read end of the reply pipe (non-blocking, packet mode). The stub's
+  // syscall thread holds the only write end; the guest cannot write to it.
+  const int reply_fd_;
   const uint64_t shared_off_;
   const uint64_t id_;
   std::atomic<bool> dead_{false};
   std::atomic<bool> reaped_{false};
 
-  absl::Mutex req_mu_;
+  // Serialises requests: one request (and its reply packets) at a time, so
+  // replies arrive in request order.
+  absl::Mutex req_mu_ ABSL_ACQUIRED_BEFORE(slots_mu_);
   uint32_t req_seq_ ABSL_GUARDED_BY(req_mu_) = 0;
+  bool thread0_read_ ABSL_GUARDED_BY(req_mu_) = false;
+  pid_t thread0_tid_ ABSL_GUARDED_BY(req_mu_) = 0;
 
+  // Guards the thread table only. Invariant: never held across a call to
+  // the stub (Call, WaitStarted, Thread0Tid), which can block for up to
+  // kStubReplyDeadline; a thread being made or started is owned by its
+  // maker and is in neither idle_ nor a Context.
   absl::Mutex threads_mu_ ABSL_ACQUIRED_BEFORE(slots_mu_);
   std::vector<std::unique_ptr<StubThread>> threads_
       ABSL_GUARDED_BY(threads_mu_);
@@ -367,6 +404,9 @@ class SystrapPlatform final : public Platform {
   void Unwatch(uint64_t id, int pidfd);
 
  private:
+  // Receives the reply pipe's read end the source sent for a new stub
+  // (non-blocking, close-on-exec), or -1.
+  int RecvReplyFd() ABSL_EXCLUSIVE_LOCKS_REQUIRED(source_mu_);
   absl::Status MapStubRegion();
   void ServiceThread(std::promise<absl::Status>* started);
   absl::Status StartSource();
@@ -386,6 +426,10 @@ class SystrapPlatform final : public Platform {
   std::thread service_;
   int epfd_ = -1;
   int stop_fd_ = -1;
+  // Our end of the socket the source stub sends reply pipes through, and
+  // the source's end (closed here once the source is forked).
+  int source_sock_ = -1;
+  int source_sock_peer_ = -1;
   pid_t source_pid_ = -1;
   int source_pidfd_ = -1;
 
@@ -411,6 +455,7 @@ Stub::~Stub() {
     plat_->memory_file().Free(t->mem_off, plat_->region_size() - kPage);
   }
   plat_->memory_file().Free(shared_off_, 2 * kPage);
+  close(reply_fd_);
   close(pidfd_);
 }
 
@@ -430,9 +475,9 @@ void Stub::MarkDead() {
   dead_.store(true);
   MemoryFile& mf = plat_->memory_file();
   if (uint8_t* res = mf.Internal(shared_off_ + kPage, kPage)) {
-    uint32_t* seq = reinterpret_cast<uint32_t*>(res + STUB_RES_SEQ_OFF);
-    Store(seq, kResultDead);
-    FutexWake(seq, INT32_MAX);
+    // Ends a Call's spin on the reply hint (its read then sees the pipe's
+    // end of file, or dead()).
+    Store(reinterpret_cast<uint32_t*>(res + STUB_RES_SEQ_OFF), kResultDead);
   }
   absl::MutexLock l(&slots_mu_);
   for (uint32_t* w : slot_words_) {
@@ -441,12 +486,83 @@ void Stub::MarkDead() {
   }
 }
 
+absl::StatusOr<uint32_t> Stub::ReadPacket(absl::Time deadline, int first_byte) {
+  uint8_t buf[STUB_REPLY_MAX_LEN];  // a whole packet: its length is the value
+  for (;;) {
+    ssize_t n = read(reply_fd_, buf, sizeof(buf));
+    if (n > 0) {
+      if (first_byte >= 0 && buf[0] != first_byte) {
+        Kill();
+        return absl::InternalError("stub reply out of sequence; stub killed");
+      }
+      return static_cast<uint32_t>(n) - STUB_REPLY_LEN(0);
+    }
+    if (n == 0) {
+      // Every write end is closed: the stub process is gone.
+      Kill();
+      return absl::UnavailableError("stub process died");
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) {
+      int e = errno;
+      Kill();
+      return ErrnoStatus(e, "read stub reply");
+    }
+    if (dead()) return absl::UnavailableError("stub process died");
+    if (absl::Now() > deadline) {
+      Kill();
+      return absl::DeadlineExceededError(
+          "stub syscall thread did not answer; stub killed");
+    }
+    pollfd pfd = {reply_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 2) == 0) {
+      // The syscall thread's "asleep" flag is guest-writable: repair a lost
+      // wake-up every 2 ms.
+      auto* req = reinterpret_cast<stub_request*>(
+          plat_->memory_file().Internal(shared_off_, kPage));
+      FutexWake(&req->seq);
+    }
+  }
+}
+
+absl::Status Stub::ReadThread0Locked() {
+  if (thread0_read_) return absl::OkStatus();
+  const absl::Time deadline = absl::Now() + kStubReplyDeadline;
+  // The request page's first byte is 0 or the first request's seq: no
+  // request can be pending yet (req_mu_), but it is not checked.
+  auto lo = ReadPacket(deadline, -1);
+  if (!lo.ok()) return lo.status();
+  auto hi = ReadPacket(deadline, -1);
+  if (!hi.ok()) return hi.status();
+  int64_t v = *lo | (static_cast<int64_t>(*hi) << STUB_REPLY_BITS);
+  if (v & (int64_t{1} << (2 * STUB_REPLY_BITS - 1))) {
+    v -= int64_t{1} << (2 * STUB_REPLY_BITS);
+  }
+  thread0_read_ = true;
+  if (!OwnsThread(v)) {
+    Kill();
+    return absl::InternalError(
+        absl::StrFormat("stub could not make its first thread (%d)", v));
+  }
+  thread0_tid_ = static_cast<pid_t>(v);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<pid_t> Stub::Thread0Tid() {
+  absl::MutexLock l(&req_mu_);
+  if (dead()) return absl::UnavailableError("stub process died");
+  if (auto s = ReadThread0Locked(); !s.ok()) return s;
+  return thread0_tid_;
+}
+
 absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
                                    uint64_t a2, uint64_t a3, uint64_t a4,
                                    uint64_t a5, uint64_t ss_sp,
                                    uint64_t ss_size) {
   absl::MutexLock l(&req_mu_);
   if (dead()) return absl::UnavailableError("stub process died");
+  // Thread 0's reply precedes every request's.
+  if (auto s = ReadThread0Locked(); !s.ok()) return s;
   MemoryFile& mf = plat_->memory_file();
   auto* req = reinterpret_cast<stub_request*>(mf.Internal(shared_off_, kPage));
   auto* res =
@@ -470,31 +586,33 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
   if (seq == 0 || seq == kResultDead) seq = req_seq_ = 1;
   Store(&req->seq, seq);
   // `waiting` is guest-writable: a lost wake-up is repaired by the timed
-  // wait below, which wakes the syscall thread again.
+  // wait in ReadPacket, which wakes the syscall thread again.
   if (Load(&res->waiting)) FutexWake(&req->seq);
+  // res->seq is only a hint that the reply is written (a guest can forge
+  // it: then the read below just waits); spinning on it avoids sleeping in
+  // poll on the page-fault path.
   if (plat_->MaySpin()) {
     uint64_t end = __rdtsc() + plat_->spin_ticks();
     while (Load(&res->seq) != seq && __rdtsc() < end) _mm_pause();
   }
-  // The reply page is guest-writable: a guest can withhold or garble the
-  // reply forever. Past the deadline the stub is killed, so the caller never
-  // waits unboundedly with mm locks held.
+  // A guest can stop the syscall thread from answering (it can withhold
+  // the CPU, forge "asleep"); past the deadline the stub is killed, so the
+  // caller never waits unboundedly with mm locks held.
   const absl::Time deadline = absl::Now() + kStubReplyDeadline;
-  for (;;) {
-    uint32_t v = Load(&res->seq);
-    if (v == seq) break;
-    if (dead()) return absl::UnavailableError("stub process died");
-    if (absl::Now() > deadline) {
-      Kill();
-      return absl::DeadlineExceededError(
-          "stub syscall thread did not answer; stub killed");
+  const int first_byte = static_cast<int>(seq & 0xff);
+  auto lo = ReadPacket(deadline, first_byte);
+  if (!lo.ok()) return lo.status();
+  if (sysno == SYS_clone) {
+    auto hi = ReadPacket(deadline, first_byte);
+    if (!hi.ok()) return hi.status();
+    int64_t v = *lo | (static_cast<int64_t>(*hi) << STUB_REPLY_BITS);
+    if (v & (int64_t{1} << (2 * STUB_REPLY_BITS - 1))) {
+      v -= int64_t{1} << (2 * STUB_REPLY_BITS);
     }
-    struct timespec ts = {0, 2 * 1000 * 1000};
-    if (Futex(&res->seq, FUTEX_WAIT, v, &ts) != 0 && errno == ETIMEDOUT) {
-      FutexWake(&req->seq);
-    }
+    return v;
   }
-  return static_cast<int64_t>(__atomic_load_n(&res->ret, __ATOMIC_SEQ_CST));
+  if (*lo == 0) return sysno == SYS_mmap ? static_cast<int64_t>(a0) : 0;
+  return static_cast<int64_t>(*lo) - (int64_t{1} << STUB_REPLY_BITS);
 }
 
 void Stub::AdoptThread0(uint64_t mem_off) {
@@ -503,26 +621,25 @@ void Stub::AdoptThread0(uint64_t mem_off) {
 }
 
 absl::StatusOr<StubThread*> Stub::AcquireThread() {
-  absl::MutexLock l(&threads_mu_);
-  if (!idle_.empty()) {
-    StubThread* t = idle_.back();
-    idle_.pop_back();
-    if (!t->started) {
-      // Thread 0, cloned by the stub itself at start.
-      if (auto s = WaitStarted(t); !s.ok()) return s;
-      MemoryFile& mf = plat_->memory_file();
-      auto* res = reinterpret_cast<stub_result*>(
-          mf.Internal(shared_off_ + kPage, kPage));
-      int64_t tid = __atomic_load_n(&res->thread0_tid, __ATOMIC_SEQ_CST);
-      if (!OwnsThread(tid)) {
-        Kill();
-        return absl::InternalError("stub reported a bad thread id");
-      }
-      t->tid = static_cast<pid_t>(tid);
+  StubThread* t = nullptr;
+  {
+    absl::MutexLock l(&threads_mu_);
+    if (!idle_.empty()) {
+      t = idle_.back();
+      idle_.pop_back();
     }
-    return t;
   }
-  return NewThread();
+  if (t == nullptr) return NewThread();
+  if (!t->started) {
+    // Thread 0, cloned by the stub itself at start; now owned by this
+    // caller alone. On failure the stub is dead (or killed), so the thread
+    // need not go back to idle_.
+    auto tid = Thread0Tid();
+    if (!tid.ok()) return tid.status();
+    t->tid = *tid;
+    if (auto s = WaitStarted(t); !s.ok()) return s;
+  }
+  return t;
 }
 
 StubThread* Stub::RegisterThread(uint64_t mem_off) {
@@ -570,19 +687,24 @@ void Stub::ReleaseThread(StubThread* t) {
 }
 
 absl::StatusOr<StubThread*> Stub::NewThread() {
-  if (threads_.size() >= STUB_MAX_THREADS) {
-    return absl::ResourceExhaustedError("too many threads in one stub");
-  }
   const uint64_t region = plat_->region_size();
-  auto off = plat_->memory_file().Allocate(region - kPage);
-  if (!off.ok()) return off.status();
-  // On failure the region stays with the thread record and is freed with
-  // the stub.
-  StubThread* t = RegisterThread(*off);
+  StubThread* t;
+  {
+    absl::MutexLock l(&threads_mu_);
+    if (threads_.size() >= STUB_MAX_THREADS) {
+      return absl::ResourceExhaustedError("too many threads in one stub");
+    }
+    auto off = plat_->memory_file().Allocate(region - kPage);
+    if (!off.ok()) return off.status();
+    // The index is reserved; the thread is ours until we return it. On
+    // failure the region stays with the thread record (never handed out)
+    // and is freed with the stub.
+    t = RegisterThread(*off);
+  }
   uintptr_t addr = plat_->base() + STUB_THREADS_OFF +
                    static_cast<uint64_t>(t->index) * region;
   auto r = Call(SYS_mmap, addr + kPage, region - kPage, PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_FIXED, plat_->memory_file().fd(), *off);
+                MAP_SHARED | MAP_FIXED, plat_->memory_file().fd(), t->mem_off);
   if (!r.ok()) return r.status();
   if (*r != static_cast<int64_t>(addr + kPage)) {
     return absl::InternalError(
@@ -918,6 +1040,8 @@ SystrapPlatform::~SystrapPlatform() {
   }
   if (epfd_ >= 0) close(epfd_);
   if (stop_fd_ >= 0) close(stop_fd_);
+  if (source_sock_ >= 0) close(source_sock_);
+  if (source_sock_peer_ >= 0) close(source_sock_peer_);
   if (base_ != 0) munmap(reinterpret_cast<void*>(base_), STUB_SOURCE_END);
 }
 
@@ -975,6 +1099,9 @@ absl::Status SystrapPlatform::MapStubRegion() {
   p->cpuid_faulting = f.cpuid_faulting;
   p->use_sud = f.syscall_user_dispatch && opts_.use_sud;
   p->max_spin = 100000;
+  // Any fixed number but the memory file's: stubs dup their pipe there.
+  p->reply_fd = mf_->fd() == 0 ? 1 : 0;
+  p->source_sock = source_sock_peer_;
 
   StubFilterParams fp;
   fp.code_start = p->code_start;
@@ -982,6 +1109,7 @@ absl::Status SystrapPlatform::MapStubRegion() {
   fp.threads_start = base_ + STUB_THREADS_OFF;
   fp.threads_end = fp.threads_start + STUB_MAX_THREADS * region_size_;
   fp.memfd = mf_->fd();
+  fp.reply_fd = p->reply_fd;
   if ((fp.threads_start >> 32) != ((fp.threads_end - 1) >> 32)) {
     return absl::InternalError("thread regions cross a 4 GiB boundary");
   }
@@ -1034,6 +1162,8 @@ absl::Status SystrapPlatform::StartSource() {
     __builtin_unreachable();
   }
   source_pid_ = pid;
+  close(source_sock_peer_);
+  source_sock_peer_ = -1;
   source_pidfd_ = syscall(SYS_pidfd_open, pid, 0);
   if (source_pidfd_ < 0) return ErrnoStatus(errno, "pidfd_open source stub");
   // Wait (bounded) for the source to be ready.
@@ -1100,6 +1230,34 @@ void SystrapPlatform::WatchLoop() {
   }
 }
 
+int SystrapPlatform::RecvReplyFd() {
+  char byte;
+  iovec iov = {&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr m = {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(source_sock_, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&m) : nullptr;
+  if (c == nullptr || c->cmsg_level != SOL_SOCKET ||
+      c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
+    return -1;
+  }
+  int fd;
+  memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 void SystrapPlatform::Unwatch(uint64_t id, int pidfd) {
   absl::MutexLock l(&watch_mu_);
   auto it = watched_.find(id);
@@ -1121,6 +1279,12 @@ absl::Status SystrapPlatform::Init() {
     stub_spin_iters_ =
         static_cast<uint32_t>(std::min(opts_.spin_ns / pause_ns, 100000.0));
   }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return ErrnoStatus(errno, "socketpair");
+  }
+  source_sock_ = sv[0];
+  source_sock_peer_ = sv[1];
   if (auto s = MapStubRegion(); !s.ok()) return s;
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
@@ -1157,6 +1321,7 @@ SystrapPlatform::NewAddressSpace() {
     req->ss_size = region_size_ - altstack_off_;
   }
   long pid;
+  int reply_fd = -1;
   {
     absl::MutexLock l(&source_mu_);
     {
@@ -1181,18 +1346,22 @@ SystrapPlatform::NewAddressSpace() {
       Futex(&ctl_->done_seq, FUTEX_WAIT, v);
     }
     pid = ctl_->result;
+    // The source sent the read end before it cloned, so it is queued.
+    if (ctl_->fd_sent) reply_fd = RecvReplyFd();
   }
   if (pid <= 0) {
+    if (reply_fd >= 0) close(reply_fd);
     free_all();
     return ErrnoStatus(static_cast<int>(-pid), "clone stub");
   }
-  int pidfd = syscall(SYS_pidfd_open, pid, 0);
+  int pidfd = reply_fd < 0 ? -1 : syscall(SYS_pidfd_open, pid, 0);
   if (pidfd < 0) {
-    int e = errno;
+    int e = reply_fd < 0 ? EPROTO : errno;
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
+    if (reply_fd >= 0) close(reply_fd);
     free_all();
-    return ErrnoStatus(e, "pidfd_open stub");
+    return ErrnoStatus(e, "stub reply pipe / pidfd_open");
   }
   uint64_t id;
   {
@@ -1200,7 +1369,7 @@ SystrapPlatform::NewAddressSpace() {
     id = next_id_++;
   }
   // Lock order: a Stub's threads_mu_ before watch_mu_ (Kill unwatches).
-  auto stub = std::make_shared<Stub>(this, pid, pidfd, *shared, id);
+  auto stub = std::make_shared<Stub>(this, pid, pidfd, reply_fd, *shared, id);
   stub->AdoptThread0(*thread0);
   {
     absl::MutexLock l(&watch_mu_);

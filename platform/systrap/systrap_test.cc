@@ -1,15 +1,18 @@
 #include "platform/systrap/systrap.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -42,6 +45,27 @@ std::set<pid_t> Children() {
   }
   closedir(d);
   return out;
+}
+
+// Open files of process `pid`: fd -> readlink target.
+std::map<int, std::string> Fds(pid_t pid) {
+  std::map<int, std::string> out;
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char buf[256] = {};
+    if (readlink((dir + "/" + e->d_name).c_str(), buf, sizeof(buf) - 1) > 0) {
+      out[atoi(e->d_name)] = buf;
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+const stub_params& Params(Platform& p) {
+  return *reinterpret_cast<const stub_params*>(p.MaxUserAddress());
 }
 
 class SystrapTest : public ::testing::Test {
@@ -318,6 +342,9 @@ TEST_F(SystrapTest, JumpIntoStubSyscallWithHostileRegisters) {
       // futex WAIT on an address outside the thread regions.
       {SYS_futex, kData, 0, 0, 0, 0},
       {SYS_arch_prctl, 0x1012 /*ARCH_SET_CPUID*/, 1, 0, 0, 0},
+      // A forged reply on the reply pipe: only the syscall thread may write.
+      {SYS_write, static_cast<uint64_t>(Params(*platform_).reply_fd),
+       platform_->MaxUserAddress() + STUB_REQUEST_OFF, 1, 0, 0},
   };
   for (const Case& c : cases) {
     auto as = platform_->NewAddressSpace();
@@ -381,6 +408,112 @@ TEST_F(SystrapTest, GarbledReplyPageNeverHangsTheSentry) {
   EXPECT_TRUE(reason == static_cast<int>(SwitchReason::kDead) ||
               reason == static_cast<int>(SwitchReason::kInterrupted))
       << "reason " << reason;
+}
+
+// The result page is writable from guest code. A guest thread that keeps
+// forging a plausible reply there ({seq of the pending request, ret = what
+// the call would return}, "syscall thread awake" so that it is not woken)
+// must not make the Sentry believe that an unmap or a protection downgrade
+// happened when it did not: the Sentry frees unmapped pages and shares
+// read-only pages copy-on-write, so a page the guest still reached would
+// leak or corrupt another process's memory. Replies come through a pipe
+// only the syscall thread can write to; this test fails with the old
+// result-page protocol (the victim's read of the unmapped page succeeds).
+TEST_F(SystrapTest, ForgedResultPageCannotFakeUnmapOrReprotect) {
+  const uint64_t req = platform_->MaxUserAddress() + STUB_REQUEST_OFF;
+  const uint64_t counter = kData + 0x100;
+  // rsi = request page, rdi = result page, rbx = counter; forever:
+  //   ret = sysno == munmap ? 0 : args[0]; res->ret = ret;
+  //   res->waiting = 0; res->seq = req->seq; ++*counter.
+  std::vector<uint8_t> forger = {0x48, 0xbe};
+  for (int i = 0; i < 8; ++i) forger.push_back((req >> (8 * i)) & 0xff);
+  for (uint8_t b : {0x48, 0x8d, 0xbe, 0x00, 0x10, 0x00, 0x00, 0x48, 0xbb}) {
+    forger.push_back(b);
+  }
+  for (int i = 0; i < 8; ++i) forger.push_back((counter >> (8 * i)) & 0xff);
+  for (uint8_t b : {0x48, 0x8b, 0x46, 0x08, 0x31, 0xc9, 0x48, 0x83, 0xf8,
+                    0x0b, 0x74, 0x04, 0x48, 0x8b, 0x4e, 0x10, 0x48, 0x89,
+                    0x4f, 0x08, 0xc7, 0x47, 0x04, 0x00, 0x00, 0x00, 0x00,
+                    0x8b, 0x06, 0x89, 0x07, 0x48, 0xff, 0x03, 0xeb, 0xdc}) {
+    forger.push_back(b);
+  }
+  MemoryFile& mf = platform_->memory_file();
+  ASSERT_TRUE(mf.Write(code_off_ + 0x800, forger.data(), forger.size()));
+  // The victim: at kCode, mov (%rdi),%rax; syscall. At kCode+16,
+  // mov %rax,(%rdi); syscall.
+  std::vector<uint8_t> victim(32, 0x90);
+  const uint8_t rd[] = {0x48, 0x8b, 0x07, 0x0f, 0x05};
+  const uint8_t wr[] = {0x48, 0x89, 0x07, 0x0f, 0x05};
+  std::copy(rd, rd + 5, victim.begin());
+  std::copy(wr, wr + 5, victim.begin() + 16);
+  Code(victim);
+
+  const uint64_t off = Alloc(kPage);
+  const uint64_t magic = 0x5a5a5a5a12345678;
+  ASSERT_TRUE(mf.Write(off, &magic, 8));
+  ASSERT_TRUE(as_->MapFile(kHole, off, kPage, PROT_READ | PROT_WRITE).ok());
+
+  auto fctx = platform_->NewContext();
+  ASSERT_TRUE(fctx.ok());
+  std::atomic<int> forger_reason{-1};
+  std::thread forger_thread([&] {
+    CpuState s = Start();
+    s.regs.rip = kCode + 0x800;
+    forger_reason = static_cast<int>((*fctx)->Switch(*as_, s).reason);
+  });
+  // Stops the forger however the test ends (ASSERTs return early).
+  struct StopForger {
+    Context* ctx;
+    std::thread* t;
+    ~StopForger() {
+      ctx->Interrupt();
+      t->join();
+    }
+  } stop{fctx->get(), &forger_thread};
+  // Wait until the forger runs.
+  uint64_t n = 0;
+  for (int i = 0; i < 2000 && n == 0; ++i) {
+    usleep(1000);
+    ASSERT_TRUE(mf.Read(data_off_ + 0x100, &n, 8));
+  }
+  ASSERT_NE(n, 0u) << "forger did not start";
+
+  for (int round = 0; round < 3; ++round) {
+    // Unmap: the victim's read must fault.
+    ASSERT_TRUE(as_->Unmap(kHole, kPage).ok()) << round;
+    CpuState s = Start();
+    s.regs.rdi = kHole;
+    SwitchResult r = ctx_->Switch(*as_, s);
+    ASSERT_EQ(r.reason, SwitchReason::kFault)
+        << "round " << round << ": the guest still reads the page the "
+        << "Sentry unmapped (reason " << static_cast<int>(r.reason) << ")";
+    EXPECT_EQ(r.signal.si_code, SEGV_MAPERR);
+
+    // Map writable, then downgrade to read-only as fork's copy-on-write
+    // does: the victim's write must fault and leave the page alone.
+    ASSERT_TRUE(as_->MapFile(kHole, off, kPage, PROT_READ | PROT_WRITE).ok());
+    ASSERT_TRUE(as_->MapFile(kHole, off, kPage, PROT_READ).ok());
+    s = Start();
+    s.regs.rip = kCode + 16;
+    s.regs.rdi = kHole;
+    s.regs.rax = 0xbad;
+    r = ctx_->Switch(*as_, s);
+    ASSERT_EQ(r.reason, SwitchReason::kFault)
+        << "round " << round << ": the guest wrote to a page the Sentry "
+        << "made read-only (reason " << static_cast<int>(r.reason) << ")";
+    EXPECT_EQ(r.signal.si_code, SEGV_ACCERR);
+    EXPECT_TRUE(r.access.write);
+    uint64_t v = 0;
+    ASSERT_TRUE(mf.Read(off, &v, 8));
+    EXPECT_EQ(v, magic);
+    ASSERT_TRUE(as_->MapFile(kHole, off, kPage, PROT_READ | PROT_WRITE).ok());
+  }
+  uint64_t n2 = 0;
+  ASSERT_TRUE(mf.Read(data_off_ + 0x100, &n2, 8));
+  EXPECT_GT(n2, n) << "the forger stopped forging";
+  (*fctx)->Interrupt();
+  for (int i = 0; i < 5000 && forger_reason.load() < 0; ++i) usleep(1000);
+  EXPECT_EQ(forger_reason.load(), static_cast<int>(SwitchReason::kInterrupted));
 }
 
 TEST_F(SystrapTest, InterruptSpinningGuest) {
@@ -732,27 +865,39 @@ TEST_F(SystrapTest, ConcurrentAddressSpaces) {
   EXPECT_EQ(ok.load(), kThreads);
 }
 
-TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFile) {
+// A stub holds exactly the memory file and the write end of its reply pipe
+// (at the number its process filter lets the syscall thread write to),
+// whose read end only the Sentry holds.
+TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFileAndItsReplyPipe) {
   Code({0x0f, 0x05});
   CpuState s = Start();
   ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
   pid_t pid = SystrapStubPid(*as_);
-  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  DIR* d = opendir(dir.c_str());
-  ASSERT_NE(d, nullptr) << dir << ": " << strerror(errno);
-  std::vector<std::string> targets;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    char buf[256] = {};
-    readlink((dir + "/" + e->d_name).c_str(), buf, sizeof(buf) - 1);
-    targets.push_back(std::string(e->d_name) + " -> " + buf);
+  std::map<int, std::string> fds = Fds(pid);
+  ASSERT_EQ(fds.size(), 2u) << ::testing::PrintToString(fds);
+  const int memfd = platform_->memory_file().fd();
+  const int reply = Params(*platform_).reply_fd;
+  ASSERT_NE(memfd, reply);
+  ASSERT_TRUE(fds.count(memfd)) << ::testing::PrintToString(fds);
+  EXPECT_NE(fds[memfd].find("memfd:sandbox-memory"), std::string::npos)
+      << fds[memfd];
+  ASSERT_TRUE(fds.count(reply)) << ::testing::PrintToString(fds);
+  const std::string pipe = fds[reply];
+  ASSERT_EQ(pipe.rfind("pipe:[", 0), 0u) << pipe;
+  // Write-only, packet mode.
+  std::ifstream info("/proc/" + std::to_string(pid) + "/fdinfo/" +
+                     std::to_string(reply));
+  std::string line;
+  unsigned flags = 0;
+  while (std::getline(info, line)) {
+    if (line.rfind("flags:", 0) == 0) flags = std::stoul(line.substr(6), 0, 8);
   }
-  closedir(d);
-  ASSERT_EQ(targets.size(), 1u) << ::testing::PrintToString(targets);
-  EXPECT_NE(targets[0].find("memfd:sandbox-memory"), std::string::npos)
-      << targets[0];
-  EXPECT_EQ(targets[0].substr(0, targets[0].find(' ')),
-            std::to_string(platform_->memory_file().fd()));
+  EXPECT_EQ(flags & O_ACCMODE, static_cast<unsigned>(O_WRONLY)) << flags;
+  EXPECT_NE(flags & O_DIRECT, 0u) << flags;
+  // The other end is ours, and the source stub holds no end of it.
+  int ours = 0;
+  for (const auto& [fd, target] : Fds(getpid())) ours += target == pipe;
+  EXPECT_EQ(ours, 1);
 }
 
 // The stub's address space holds the stub region and the guest's mappings,
@@ -800,6 +945,7 @@ TEST_F(SystrapTest, HundredAddressSpacesLeaveNothingBehind) {
   CpuState s = Start();
   ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
   std::set<pid_t> before = Children();
+  const size_t fds = Fds(getpid()).size();
   uint64_t bytes = platform_->memory_file().AllocatedBytes();
   for (int i = 0; i < 100; ++i) {
     auto as = platform_->NewAddressSpace();
@@ -821,6 +967,7 @@ TEST_F(SystrapTest, HundredAddressSpacesLeaveNothingBehind) {
     EXPECT_FALSE(Children().count(pid));
   }
   EXPECT_EQ(Children(), before);
+  EXPECT_EQ(Fds(getpid()).size(), fds);
   EXPECT_EQ(platform_->memory_file().AllocatedBytes(), bytes);
 }
 
