@@ -12,12 +12,15 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "platform/memory_file.h"
@@ -118,9 +121,14 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
   TakeSystrapTimings(*env.ctx);
   pid_t stub = SystrapStubPid(*env.as);
   uint64_t stub_cpu0 = ProcessCpuNs(stub), sentry_cpu0 = ThreadCpuNs();
+  std::vector<uint64_t> each;
+  each.reserve(1 << 20);
   auto t0 = std::chrono::steady_clock::now();
+  const uint64_t c0 = __rdtsc();
   for (auto _ : state) {
+    uint64_t a = __rdtsc();
     SwitchResult r = env.ctx->Switch(*env.as, s);
+    if (each.size() < each.capacity()) each.push_back(__rdtsc() - a);
     if (r.reason != SwitchReason::kSyscall) {
       state.SkipWithError("unexpected switch result");
       return;
@@ -128,6 +136,7 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
     s.regs.rax = 1;  // getppid() == 1 in the sandbox
   }
   auto t1 = std::chrono::steady_clock::now();
+  const uint64_t c1 = __rdtsc();
   state.counters["stub_cpu_ns"] =
       static_cast<double>(ProcessCpuNs(stub) - stub_cpu0) / state.iterations();
   state.counters["sentry_cpu_ns"] =
@@ -139,6 +148,21 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
   state.counters["guest_trap_ns"] = tm.guest_ns;
   state.counters["to_sentry_ns"] = tm.to_sentry_ns;
   state.counters["sentry_ns"] = tm.sentry_ns;
+  // Medians: what a machine loaded by other work does not distort (a round
+  // trip that waited for a CPU is a rare multi-millisecond outlier that
+  // dominates the means).
+  state.counters["to_stub_p50"] = tm.to_stub_p50_ns;
+  state.counters["guest_trap_p50"] = tm.guest_p50_ns;
+  state.counters["to_sentry_p50"] = tm.to_sentry_p50_ns;
+  state.counters["sentry_p50"] = tm.sentry_p50_ns;
+  if (!each.empty() && c1 > c0) {
+    const double k = std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                     static_cast<double>(c1 - c0);
+    std::sort(each.begin(), each.end());
+    state.counters["systrap_p10"] = each[each.size() / 10] * k;
+    state.counters["systrap_p50"] = each[each.size() / 2] * k;
+    state.counters["systrap_p90"] = each[each.size() * 9 / 10] * k;
+  }
   double native = NativeGetppidNs();
   state.counters["systrap_ns"] = ns;
   state.counters["native_ns"] = native;

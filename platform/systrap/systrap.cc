@@ -343,16 +343,30 @@ class SystrapContext final : public Context {
 
  public:
   // Round-trip statistics (TSC ticks), see SystrapTimings.
+  static constexpr int kHistBuckets = 128;
+  enum Phase { kToStub, kGuest, kToSentry, kSentry, kPhases };
   struct Ticks {
     uint64_t n = 0, to_stub = 0, guest = 0, to_sentry = 0, sentry = 0;
+    uint32_t hist[kPhases][kHistBuckets] = {};
   };
   Ticks TakeTicks() {
     Ticks t = ticks_;
     ticks_ = Ticks();
     return t;
   }
+  // Histogram bucket of a duration: 25 ns steps below 1 us, then 250 ns.
+  static int Bucket(uint64_t ticks) {
+    static const double per_ns = TscPerNs();
+    uint64_t ns = static_cast<uint64_t>(ticks / per_ns);
+    uint64_t b = ns < 1000 ? ns / 25 : 40 + (ns - 1000) / 250;
+    return static_cast<int>(std::min<uint64_t>(b, kHistBuckets - 1));
+  }
+  static double BucketMidNs(int b) {
+    return b < 40 ? b * 25 + 12.5 : 1000 + (b - 40) * 250 + 125;
+  }
 
  private:
+  void Record(Phase p, uint64_t ticks) { ticks_.hist[p][Bucket(ticks)]++; }
   Ticks ticks_;
   uint64_t last_back_ = 0;  // TSC when the last event was seen
 };
@@ -953,11 +967,15 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
       if (handoff <= resume && resume <= trap && trap <= back) {
         if (last_back_ != 0 && last_back_ <= handoff) {
           ticks_.sentry += handoff - last_back_;
+          Record(kSentry, handoff - last_back_);
         }
         ticks_.n++;
         ticks_.to_stub += resume - handoff;
         ticks_.guest += trap - resume;
         ticks_.to_sentry += back - trap;
+        Record(kToStub, resume - handoff);
+        Record(kGuest, trap - resume);
+        Record(kToSentry, back - trap);
       }
       last_back_ = back;
     }
@@ -1246,6 +1264,16 @@ int SystrapPlatform::RecvReplyFd() {
   cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&m) : nullptr;
   if (c == nullptr || c->cmsg_level != SOL_SOCKET ||
       c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
+    // Never leave a message queued: the next stub would get this one's
+    // pipe. (Whatever fd a truncated message carried is closed.)
+    if (c != nullptr && c->cmsg_level == SOL_SOCKET &&
+        c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+      close(fd);
+    }
+    while (recv(source_sock_, &byte, 1, MSG_DONTWAIT) > 0) {
+    }
     return -1;
   }
   int fd;
@@ -1408,6 +1436,19 @@ SystrapTimings TakeSystrapTimings(Context& ctx) {
   out.guest_ns = t.guest * k;
   out.to_sentry_ns = t.to_sentry * k;
   out.sentry_ns = t.sentry * k;
+  double* p50[] = {&out.to_stub_p50_ns, &out.guest_p50_ns,
+                   &out.to_sentry_p50_ns, &out.sentry_p50_ns};
+  for (int p = 0; p < SystrapContext::kPhases; ++p) {
+    uint64_t total = 0, seen = 0;
+    for (uint32_t c : t.hist[p]) total += c;
+    for (int b = 0; b < SystrapContext::kHistBuckets && total > 0; ++b) {
+      seen += t.hist[p][b];
+      if (2 * seen >= total) {
+        *p50[p] = SystrapContext::BucketMidNs(b);
+        break;
+      }
+    }
+  }
   return out;
 }
 
