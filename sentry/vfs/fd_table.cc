@@ -3,7 +3,25 @@
 #include <algorithm>
 #include <utility>
 
+#include "sentry/vfs/lock/file_locks.h"
+
 namespace sandbox::vfs {
+namespace {
+
+// Closing any descriptor of a file drops the POSIX locks that the closing
+// table (the lock owner) holds on it, as Linux's filp_close does. Called
+// with mu_ held: FileLocks::mu_ nests inside FdTable::mu_.
+void DropPosixLocks(const FdTable* table, const FileRef& f) {
+  if (f == nullptr) return;
+  if (lock::FileLocks* l = f->locks()) l->ReleasePosix(table);
+}
+
+}  // namespace
+
+FdTable::~FdTable() {
+  absl::MutexLock l(&mu_);
+  for (const Entry& e : entries_) DropPosixLocks(this, e.file);
+}
 
 std::shared_ptr<FdTable> FdTable::Fork() const {
   auto copy = std::make_shared<FdTable>();
@@ -36,6 +54,7 @@ KResult<FileRef> FdTable::InstallAt(int fd, FileRef file, bool cloexec,
   absl::MutexLock l(&mu_);
   if (static_cast<size_t>(fd) >= entries_.size()) entries_.resize(fd + 1);
   FileRef old = std::move(entries_[fd].file);
+  DropPosixLocks(this, old);
   entries_[fd] = Entry{std::move(file), cloexec};
   if (fd == first_free_hint_) first_free_hint_ = fd + 1;
   return old;
@@ -74,6 +93,7 @@ KResult<FileRef> FdTable::Remove(int fd) {
     return kEBADF;
   }
   FileRef old = std::move(entries_[fd].file);
+  DropPosixLocks(this, old);
   entries_[fd] = Entry{};
   first_free_hint_ = std::min(first_free_hint_, fd);
   return old;
@@ -84,6 +104,7 @@ std::vector<FileRef> FdTable::RemoveCloexec() {
   absl::MutexLock l(&mu_);
   for (size_t fd = 0; fd < entries_.size(); ++fd) {
     if (entries_[fd].file != nullptr && entries_[fd].cloexec) {
+      DropPosixLocks(this, entries_[fd].file);
       removed.push_back(std::move(entries_[fd].file));
       entries_[fd] = Entry{};
       first_free_hint_ = std::min<int>(first_free_hint_, fd);
@@ -96,6 +117,7 @@ std::vector<FileRef> FdTable::RemoveAll() {
   std::vector<FileRef> removed;
   absl::MutexLock l(&mu_);
   for (Entry& e : entries_) {
+    DropPosixLocks(this, e.file);
     if (e.file != nullptr) removed.push_back(std::move(e.file));
   }
   entries_.clear();

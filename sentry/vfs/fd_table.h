@@ -33,6 +33,8 @@ class FdTable {
   static constexpr uint64_t kNrOpen = 1 << 20;
 
   FdTable() = default;
+  // Drops this table's POSIX locks on the files it still holds.
+  ~FdTable();
   FdTable(const FdTable&) = delete;
   FdTable& operator=(const FdTable&) = delete;
 

@@ -20,6 +20,10 @@
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
 
+namespace sandbox::vfs::lock {
+class FileLocks;
+}  // namespace sandbox::vfs::lock
+
 namespace sandbox::vfs {
 
 // Guest memory as file operations see it (ioctl arguments). Implemented by
@@ -78,6 +82,12 @@ class FileDescription {
   virtual KResult<uint64_t> Ioctl(IoContext& ctx, uint32_t cmd, uint64_t arg);
   // Whether read/write may block (pipes, terminals, sockets).
   virtual bool MayBlock() const { return false; }
+  // The advisory locks (fcntl, flock) of the file's inode, or null if the
+  // file has none (ENOLCK). The FD table drops POSIX locks through it.
+  virtual lock::FileLocks* locks() { return nullptr; }
+  // Called by open(2) after the description is made and before it is
+  // installed: a FIFO waits here, interruptibly, for its peer (fifo_open).
+  virtual KResult<void> WaitOpen(IoContext& ctx) { return OkResult(); }
 
  private:
   static constexpr uint32_t kKeptFlags =

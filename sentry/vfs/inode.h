@@ -37,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
+#include "sentry/vfs/lock/file_locks.h"
 
 namespace sandbox::vfs {
 
@@ -133,6 +134,8 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // An O_TMPFILE inode opened without O_EXCL may get its first link with
   // linkat(AT_EMPTY_PATH) (Linux's I_LINKABLE); the first link clears it.
   bool linkable() const { return linkable_.load(std::memory_order_acquire); }
+  // Advisory locks (fcntl record/OFD locks, flock) on this file.
+  lock::FileLocks& locks() { return locks_; }
   void set_linkable(bool v) { linkable_.store(v, std::memory_order_release); }
 
   // --- Directory operations (default: ENOTDIR). ---
@@ -210,6 +213,7 @@ class Inode : public std::enable_shared_from_this<Inode> {
 
  private:
   std::atomic<bool> linkable_{false};
+  lock::FileLocks locks_;
 };
 
 }  // namespace sandbox::vfs

@@ -4,7 +4,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sentry/vfs/lock/file_locks.h"
+
 namespace sandbox::vfs {
+
+VfsFile::~VfsFile() { inode().locks().ReleaseDescription(this); }
+
+lock::FileLocks* VfsFile::locks() { return &inode().locks(); }
 
 KResult<int64_t> VfsFile::SeekLocked(int64_t offset, int whence, int64_t size) {
   int64_t base;

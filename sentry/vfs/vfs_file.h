@@ -37,6 +37,10 @@ class VfsFile : public FileDescription {
   Inode& inode() const { return vd_.dentry->inode(); }
 
   KResult<abi::Stat> Stat() override { return inode().Stat(); }
+  // The inode's advisory locks; the last close drops this description's
+  // OFD and flock locks.
+  lock::FileLocks* locks() override;
+  ~VfsFile() override;
 
   // getdents64: appends entries to `sink` from the current offset and
   // advances it past the entries taken. ENOTDIR for non-directories,
