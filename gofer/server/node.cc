@@ -19,13 +19,14 @@ int ValidateName(std::string_view name) {
   return 0;
 }
 
-int OpenBeneath(int dirfd, const std::string& name, int flags, mode_t mode) {
+int OpenBeneath(int dirfd, const std::string& name, int flags, mode_t mode,
+                bool cross_mounts) {
   // Callers validated name: one component, so the only lookup is its own.
   open_how how{};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOFOLLOW);
   how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                RESOLVE_NO_XDEV;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  if (!cross_mounts) how.resolve |= RESOLVE_NO_XDEV;
   // SAFETY: how is a fully initialized open_how of the size passed.
   long fd = syscall(SYS_openat2, dirfd, name.c_str(), &how, sizeof(how));
   if (fd >= 0) return static_cast<int>(fd);
@@ -34,6 +35,26 @@ int OpenBeneath(int dirfd, const std::string& name, int flags, mode_t mode) {
   // symlink either; only the mount check is lost.
   int r = openat(dirfd, name.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, mode);
   return r >= 0 ? r : -errno;
+}
+
+int OpenPathBeneath(int dirfd, std::string_view path, UniqueFd* out) {
+  int fd = OpenBeneath(dirfd, ".", O_PATH | O_DIRECTORY, 0);
+  if (fd < 0) return -fd;
+  UniqueFd cur(fd);
+  while (!path.empty()) {
+    size_t end = path.find('/');
+    std::string name(path.substr(0, end));
+    path = end == std::string_view::npos ? "" : path.substr(end + 1);
+    if (name.empty()) continue;
+    int err = ValidateName(name);
+    if (err != 0) return err;
+    fd = OpenBeneath(cur.get(), name, O_PATH | O_NOFOLLOW, 0,
+                     /*cross_mounts=*/true);
+    if (fd < 0) return -fd;
+    cur.reset(fd);
+  }
+  *out = std::move(cur);
+  return 0;
 }
 
 int NodeFromFd(UniqueFd fd, std::shared_ptr<Node>* out, struct stat* st) {

@@ -63,8 +63,17 @@ int ValidateName(std::string_view name);
 
 // Opens one component below dirfd without following symlinks or crossing
 // mounts (see above). flags must include O_PATH | O_NOFOLLOW or be an
-// ordinary open; O_CLOEXEC is added. Returns the fd or -errno.
-int OpenBeneath(int dirfd, const std::string& name, int flags, mode_t mode);
+// ordinary open; O_CLOEXEC is added. cross_mounts drops RESOLVE_NO_XDEV
+// (only set-up code uses it, to reach the directories it serves).
+// Returns the fd or -errno.
+int OpenBeneath(int dirfd, const std::string& name, int flags, mode_t mode,
+                bool cross_mounts = false);
+
+// Opens a relative path below dirfd as O_PATH, one OpenBeneath per
+// component (empty components skipped; "" is dirfd itself), crossing
+// mount points (set-up code only). Returns 0 or an errno (EINVAL for a
+// "." or ".." component).
+int OpenPathBeneath(int dirfd, std::string_view path, UniqueFd* out);
 
 // Walks name from dir into a new node. Returns 0 or an errno.
 int WalkOne(const std::shared_ptr<Node>& dir, const std::string& name,

@@ -1,0 +1,127 @@
+#include "gofer/confine.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "gofer/protocol/unique_fd.h"
+#include "gofer/server/node.h"
+
+namespace gofer {
+namespace {
+
+absl::Status Errno(const std::string& what) {
+  return absl::ErrnoToStatus(errno, what);
+}
+
+constexpr unsigned long kMountFlags = MS_NODEV | MS_NOSUID;
+
+// Opens target (a relative path) beneath root without following any
+// symlink or crossing a mount, one component at a time.
+absl::Status OpenTarget(int root, const std::string& target, UniqueFd* out) {
+  int err = OpenPathBeneath(root, target, out);
+  if (err != 0) {
+    return absl::ErrnoToStatus(err, absl::StrCat("open mount target ", target));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DropCapabilities() {
+  constexpr int kKeep[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+                           CAP_FOWNER, CAP_FSETID};
+  uint64_t keep = 0;
+  for (int c : kKeep) keep |= uint64_t{1} << c;
+  for (int c = 0; c <= 63; ++c) {
+    if (keep & (uint64_t{1} << c)) continue;
+    if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL &&
+        errno != EPERM) {
+      return Errno("PR_CAPBSET_DROP");
+    }
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 &&
+      errno != EINVAL) {
+    return Errno("PR_CAP_AMBIENT_CLEAR_ALL");
+  }
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capget, &hdr, data) != 0) return Errno("capget");
+  for (int i = 0; i < 2; ++i) {
+    uint32_t k = static_cast<uint32_t>(keep >> (32 * i));
+    data[i].effective &= k;
+    data[i].permitted &= k;
+    data[i].inheritable = 0;
+  }
+  if (syscall(SYS_capset, &hdr, data) != 0) return Errno("capset");
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return Errno("PR_SET_NO_NEW_PRIVS");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Confine(const ConfineOptions& options) {
+  if (options.root.empty() || options.root[0] != '/') {
+    return absl::InvalidArgumentError("root must be an absolute path");
+  }
+  if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET) != 0) {
+    return Errno("unshare(NEWNS|NEWIPC|NEWUTS|NEWNET)");
+  }
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+    return Errno("make / rslave");
+  }
+  // Non-recursive: the host's submounts below root do not come along.
+  if (mount(options.root.c_str(), options.root.c_str(), nullptr, MS_BIND,
+            nullptr) != 0) {
+    return Errno(absl::StrCat("bind ", options.root));
+  }
+  UniqueFd root(open(options.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) return Errno(absl::StrCat("open ", options.root));
+  for (const BindMount& m : options.submounts) {
+    UniqueFd target;
+    absl::Status s = OpenTarget(root.get(), m.target, &target);
+    if (!s.ok()) return s;
+    std::string where = absl::StrCat("/proc/self/fd/", target.get());
+    if (mount(m.source.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) !=
+        0) {
+      return Errno(absl::StrCat("bind ", m.source, " on ", m.target));
+    }
+  }
+  if (fchdir(root.get()) != 0) return Errno("fchdir root");
+  // nodev, nosuid (and ro) on every mount. Not noexec: the Sentry maps
+  // donated FDs of guest binaries PROT_EXEC.
+  auto remount = [](const std::string& path, bool ro) -> absl::Status {
+    unsigned long flags = MS_REMOUNT | MS_BIND | kMountFlags;
+    if (ro) flags |= MS_RDONLY;
+    if (mount(nullptr, path.c_str(), nullptr, flags, nullptr) != 0) {
+      return Errno(absl::StrCat("remount ", path));
+    }
+    return absl::OkStatus();
+  };
+  // Each submount is reached again the same symlink-free way; the path
+  // lookup now ends on the mount's root, which the remount applies to.
+  for (const BindMount& m : options.submounts) {
+    UniqueFd target;
+    absl::Status s = OpenTarget(root.get(), m.target, &target);
+    if (!s.ok()) return s;
+    s = remount(absl::StrCat("/proc/self/fd/", target.get()), m.read_only);
+    if (!s.ok()) return s;
+  }
+  absl::Status s = remount(".", options.root_read_only);
+  if (!s.ok()) return s;
+  // pivot_root(".", "."): stacks the old root on top of the new one; the
+  // detach below removes it.
+  if (syscall(SYS_pivot_root, ".", ".") != 0) return Errno("pivot_root");
+  if (umount2(".", MNT_DETACH) != 0) return Errno("detach old root");
+  if (chdir("/") != 0 || chroot("/") != 0) return Errno("chroot /");
+  return DropCapabilities();
+}
+
+}  // namespace gofer

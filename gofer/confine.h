@@ -1,0 +1,54 @@
+// Confinement of the Gofer process, applied before it serves anything.
+//
+// Steps, in order (each must succeed, else the Gofer exits):
+//   1. New mount, IPC, UTS and network namespaces (no network at all);
+//      mount propagation from the new namespace to the host cut (MS_SLAVE).
+//   2. The served root is bind-mounted onto itself NON-recursively, so
+//      host submounts below it (/proc, /sys, /dev when the root is "/")
+//      are not in the new tree; each chosen submount is then bound
+//      (non-recursively) onto a target opened beneath the root with no
+//      symlink followed. Every mount is nodev and nosuid; read-only ones
+//      are remounted MS_RDONLY.
+//   3. pivot_root into the root and detach the old root: nothing of the
+//      host is reachable by path any more.
+//   4. Only the capabilities file serving needs stay (CHOWN, DAC_OVERRIDE,
+//      DAC_READ_SEARCH, FOWNER, FSETID) in the effective and permitted
+//      sets; the bounding set is emptied of the rest, the ambient and
+//      inheritable sets cleared, and no_new_privs set.
+// The seccomp allowlist (seccomp.h) comes last, after the served
+// directories are opened.
+//
+// Preconditions: the process is single-threaded and has CAP_SYS_ADMIN (or
+// is root); otherwise Confine fails with a Status naming the step.
+#ifndef GOFER_CONFINE_H_
+#define GOFER_CONFINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace gofer {
+
+struct BindMount {
+  std::string source;  // Host path.
+  std::string target;  // Path below the root, e.g. "data/x"; must exist.
+  bool read_only = false;
+};
+
+struct ConfineOptions {
+  std::string root;  // Host directory that becomes "/".
+  bool root_read_only = false;
+  std::vector<BindMount> submounts;
+};
+
+absl::Status Confine(const ConfineOptions& options);
+
+// Step 4 alone (also used when the Gofer runs unconfined for tests):
+// keeps only the file-serving capabilities. Without CAP_SETPCAP the
+// bounding set cannot shrink; that is not an error.
+absl::Status DropCapabilities();
+
+}  // namespace gofer
+
+#endif  // GOFER_CONFINE_H_

@@ -1,0 +1,77 @@
+#include "gofer/gofer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gofer/seccomp.h"
+#include "gofer/server/node.h"
+#include "gofer/server/server.h"
+
+namespace gofer {
+
+absl::Status RunGofer(const GoferConfig& config) {
+  std::vector<UniqueFd> socks;
+  for (const ServedMount& m : config.mounts) socks.emplace_back(m.sock_fd);
+  if (config.mounts.empty()) {
+    return absl::InvalidArgumentError("no connection to serve");
+  }
+  UniqueFd base;
+  if (config.confine) {
+    absl::Status s =
+        Confine({config.root, config.root_read_only, config.submounts});
+    if (!s.ok()) return s;
+    base.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  } else {
+    base.reset(open(config.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (base.valid()) {
+      absl::Status s = DropCapabilities();
+      if (!s.ok()) return s;
+    }
+  }
+  if (!base.valid()) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("open root ", config.root));
+  }
+  std::vector<UniqueFd> roots;
+  for (const ServedMount& m : config.mounts) {
+    UniqueFd dir;
+    int err = OpenPathBeneath(base.get(), m.path, &dir);
+    struct stat st;
+    if (err == 0 && fstat(dir.get(), &st) != 0) err = errno;
+    if (err == 0 && !S_ISDIR(st.st_mode)) err = ENOTDIR;
+    if (err != 0) {
+      return absl::ErrnoToStatus(err,
+                                 absl::StrCat("open served path ", m.path));
+    }
+    roots.push_back(std::move(dir));
+  }
+  base.reset();
+  umask(0);  // Modes are exactly what the client asked (the server fixes
+             // them anyway; this saves a chmod per creation).
+  if (config.seccomp) {
+    absl::Status s = InstallSeccomp();
+    if (!s.ok()) return s;
+  }
+  std::vector<int> results(config.mounts.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < config.mounts.size(); ++i) {
+    ServerOptions opts;
+    opts.read_only = config.mounts[i].read_only;
+    threads.emplace_back([&results, i, opts, sock = socks[i].release(),
+                          root = roots[i].release()] {
+      results[i] = ServeConnection(UniqueFd(sock), UniqueFd(root), opts);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i] != 0) {
+      return absl::ErrnoToStatus(results[i],
+                                 absl::StrCat("connection ", i, " ended"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gofer

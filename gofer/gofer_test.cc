@@ -1,0 +1,339 @@
+// The Gofer binary end to end: unconfined under seccomp, confined (needs
+// CAP_SYS_ADMIN, else SKIP), and the seccomp filter and capability drop on
+// their own.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <functional>
+#include <set>
+
+#include "gofer/confine.h"
+#include "gofer/protocol/client.h"
+#include "gofer/seccomp.h"
+#include "gofer/server/node.h"
+#include "gofer/server/testing.h"
+
+namespace gofer {
+namespace {
+
+using testing::ReadAll;
+using testing::TempTree;
+using testing::WriteFile;
+
+// A running gofer binary with one client per --serve.
+struct Gofer {
+  pid_t pid = -1;
+  std::vector<std::unique_ptr<GoferClient>> clients;
+};
+
+// Starts the binary; serve_args are the PATH[:ro] parts of each --serve
+// (one socketpair each, the gofer's end at FD 10, 11, ...). pre_exec runs
+// in the child before exec (e.g. to set up mounts).
+Gofer Start(std::vector<std::string> args,
+            const std::vector<std::string>& serve_args,
+            const std::function<bool()>& pre_exec = nullptr) {
+  Gofer g;
+  std::vector<int> theirs;
+  for (size_t i = 0; i < serve_args.size(); ++i) {
+    int sv[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    g.clients.push_back(std::make_unique<GoferClient>(UniqueFd(sv[0])));
+    theirs.push_back(sv[1]);
+    args.push_back("--serve=" + std::to_string(10 + i) +
+                   (serve_args[i].empty() ? "" : ":" + serve_args[i]));
+  }
+  std::vector<char*> argv;
+  std::string bin = "gofer/gofer";
+  argv.push_back(bin.data());
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  g.pid = fork();
+  if (g.pid == 0) {
+    for (size_t i = 0; i < theirs.size(); ++i) {
+      if (dup2(theirs[i], 10 + static_cast<int>(i)) < 0) _exit(126);
+    }
+    if (pre_exec && !pre_exec()) _exit(77);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  for (int fd : theirs) close(fd);
+  return g;
+}
+
+// Closes the clients and returns the gofer's wait status.
+int Stop(Gofer& g) {
+  g.clients.clear();
+  int status = 0;
+  EXPECT_EQ(waitpid(g.pid, &status, 0), g.pid);
+  return status;
+}
+
+std::string ProcStatusField(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      size_t v = line.find_first_not_of(" \t", field.size() + 1);
+      return line.substr(v);
+    }
+  }
+  return "";
+}
+
+bool CanConfine() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    _exit(unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0
+              ? 0
+              : 1);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Uses every message once on a tree with f (a file) and d (a directory);
+// under seccomp a missing syscall kills the gofer and fails here.
+void ExerciseEveryMessage(GoferClient& c) {
+  AttachResp a;
+  ASSERT_EQ(c.Call(AttachReq{}, &a), 0);
+  Handle root = a.root.handle;
+  WalkResp w;
+  ASSERT_EQ(c.Call(WalkReq{root, {"d", "f"}}, &w), 0);
+  ASSERT_EQ(w.status, WalkStatus::kOk);
+  Handle d = w.inodes[0].handle, f = w.inodes[1].handle;
+  WalkStatResp ws;
+  ASSERT_EQ(c.Call(WalkStatReq{root, {"d", "f"}}, &ws), 0);
+  StatResp st;
+  ASSERT_EQ(c.Call(StatReq{f}, &st), 0);
+  Empty e;
+  UniqueFd fd;
+  ASSERT_EQ(c.Call(OpenReq{f, O_RDWR}, &e, &fd), 0);
+  EXPECT_EQ(ReadAll(fd.get()), "content");
+  InodeResp ir;
+  ASSERT_EQ(c.Call(CreateReq{d, "new", O_RDWR, 0600}, &ir, &fd), 0);
+  ASSERT_EQ(write(fd.get(), "n", 1), 1);
+  ASSERT_EQ(c.Call(MkdirReq{d, "sub", 0700}, &ir), 0);
+  ASSERT_EQ(c.Call(MknodReq{d, "fifo", S_IFIFO | 0600}, &ir), 0);
+  ASSERT_EQ(c.Call(OpenReq{ir.inode.handle, O_RDONLY}, &e, &fd), 0);
+  ASSERT_EQ(c.Call(SymlinkReq{d, "sl", "f"}, &ir), 0);
+  ReadlinkResp rl;
+  ASSERT_EQ(c.Call(ReadlinkReq{ir.inode.handle}, &rl), 0);
+  EXPECT_EQ(rl.target, "f");
+  ASSERT_EQ(c.Call(LinkReq{d, "hard", f}, &ir), 0);
+  ASSERT_EQ(c.Call(RenameReq{d, "hard", d, "hard2", RENAME_NOREPLACE}, &e), 0);
+  ASSERT_EQ(c.Call(UnlinkReq{d, "hard2", 0}, &e), 0);
+  ASSERT_EQ(c.Call(UnlinkReq{d, "sub", AT_REMOVEDIR}, &e), 0);
+  SetAttrReq sa;
+  sa.handle = f;
+  sa.mask = kSetMode | kSetSize | kSetUid | kSetGid | kSetAtimeNow | kSetMtime;
+  sa.mode = 0640;
+  sa.size = 4;
+  sa.uid = getuid();
+  sa.gid = getgid();
+  sa.mtime = {100, 0};
+  ASSERT_EQ(c.Call(sa, &e), 0);
+  GetdentsResp gd;
+  ASSERT_EQ(c.Call(GetdentsReq{d, 0, 100}, &gd), 0);
+  EXPECT_GE(gd.dirents.size(), 4u);
+  StatfsResp sf;
+  ASSERT_EQ(c.Call(StatfsReq{root}, &sf), 0);
+  ASSERT_EQ(c.Call(FsyncReq{f}, &e), 0);
+  int err = c.Call(SetXattrReq{f, "user.x", "v", 0}, &e);
+  ASSERT_TRUE(err == 0 || err == EOPNOTSUPP) << err;
+  GetXattrResp gx;
+  err = c.Call(GetXattrReq{f, "user.x", 10}, &gx);
+  ASSERT_TRUE(err == 0 || err == EOPNOTSUPP) << err;
+  ListXattrResp lx;
+  ASSERT_EQ(c.Call(ListXattrReq{f, 100}, &lx), 0);
+  err = c.Call(RemoveXattrReq{f, "user.x"}, &e);
+  ASSERT_TRUE(err == 0 || err == EOPNOTSUPP) << err;
+  ASSERT_EQ(c.Call(CloseReq{{d, f}}, &e), 0);
+  ASSERT_EQ(c.Call(WalkReq{root, {"etc", "passwd"}}, &w), 0);
+  EXPECT_EQ(w.status, WalkStatus::kSymlink);
+}
+
+class GoferBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directory(tree_.root() + "/d");
+    WriteFile(tree_.root() + "/d/f", "content");
+    ASSERT_EQ(symlink("/etc", (tree_.root() + "/etc").c_str()), 0);
+  }
+  TempTree tree_;
+};
+
+TEST_F(GoferBinaryTest, UnconfinedUnderSeccompServesEveryMessage) {
+  Gofer g = Start({"--root=" + tree_.root(), "--no-confine"}, {""});
+  ExerciseEveryMessage(*g.clients[0]);
+  EXPECT_EQ(ProcStatusField(g.pid, "Seccomp"), "2");
+  EXPECT_EQ(ProcStatusField(g.pid, "NoNewPrivs"), "1");
+  int status = Stop(g);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(GoferBinaryTest, ServesASubdirectoryReadOnly) {
+  Gofer g = Start({"--root=" + tree_.root(), "--no-confine"}, {"d:ro"});
+  GoferClient& c = *g.clients[0];
+  AttachResp a;
+  ASSERT_EQ(c.Call(AttachReq{}, &a), 0);
+  EXPECT_EQ(a.read_only, 1);
+  WalkResp w;
+  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"f"}}, &w), 0);
+  EXPECT_EQ(w.status, WalkStatus::kOk);
+  InodeResp ir;
+  EXPECT_EQ(c.Call(MkdirReq{a.root.handle, "x", 0755}, &ir), EROFS);
+  int status = Stop(g);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_F(GoferBinaryTest, RefusesBadServedPaths) {
+  for (const char* path : {"etc", "d/f", "../outside", "missing"}) {
+    Gofer g = Start({"--root=" + tree_.root(), "--no-confine"}, {path});
+    int status = Stop(g);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << path;
+  }
+}
+
+// Confined: the root is a non-recursive bind (a submount below it is not
+// served), a chosen submount is served on its own connection, and the
+// process runs with few capabilities under seccomp.
+TEST_F(GoferBinaryTest, ConfinedServesOnlyTheRootAndChosenMounts) {
+  if (!CanConfine()) {
+    GTEST_SKIP() << "SKIP: cannot create namespaces (needs CAP_SYS_ADMIN)";
+  }
+  std::filesystem::create_directory(tree_.root() + "/hostmnt");
+  std::filesystem::create_directory(tree_.root() + "/data");
+  std::filesystem::create_directory(tree_.outside() + "/vol");
+  WriteFile(tree_.outside() + "/vol/v", "volume");
+  std::string hostmnt = tree_.root() + "/hostmnt";
+  // In the child, before exec: a private mount namespace where a tmpfs is
+  // mounted below the root, as the host's /proc is below "/".
+  auto pre = [hostmnt] {
+    if (unshare(CLONE_NEWNS) != 0) return false;
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      return false;
+    }
+    if (mount("tmpfs", hostmnt.c_str(), "tmpfs", 0, nullptr) != 0) {
+      return false;
+    }
+    int fd = open((hostmnt + "/hidden").c_str(), O_CREAT | O_WRONLY, 0644);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+  };
+  Gofer g = Start(
+      {"--root=" + tree_.root(), "--bind=" + tree_.outside() + "/vol:data:ro"},
+      {"", "data"}, pre);
+  GoferClient& c = *g.clients[0];
+  AttachResp a;
+  ASSERT_EQ(c.Call(AttachReq{}, &a), 0) << "gofer failed to start";
+  WalkResp w;
+  // The host's submount did not come along: the bare directory is served.
+  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"hostmnt", "hidden"}}, &w), 0);
+  EXPECT_EQ(w.status, WalkStatus::kError);
+  EXPECT_EQ(w.error, static_cast<uint32_t>(ENOENT));
+  EXPECT_EQ(w.inodes.size(), 1u);
+  // The chosen submount is not entered from the root's connection...
+  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"data", "v"}}, &w), 0);
+  EXPECT_EQ(w.error, static_cast<uint32_t>(EXDEV));
+  ExerciseEveryMessage(c);
+  // ...but served on its own, read-only by its mount flags.
+  GoferClient& v = *g.clients[1];
+  AttachResp va;
+  ASSERT_EQ(v.Call(AttachReq{}, &va), 0);
+  EXPECT_EQ(va.read_only, 0);  // Not asked of the server: the host refuses.
+  ASSERT_EQ(v.Call(WalkReq{va.root.handle, {"v"}}, &w), 0);
+  ASSERT_EQ(w.status, WalkStatus::kOk);
+  Empty e;
+  UniqueFd fd;
+  ASSERT_EQ(v.Call(OpenReq{w.inodes[0].handle, O_RDONLY}, &e, &fd), 0);
+  EXPECT_EQ(ReadAll(fd.get()), "volume");
+  EXPECT_EQ(v.Call(OpenReq{w.inodes[0].handle, O_RDWR}, &e, &fd), EROFS);
+  InodeResp ir;
+  EXPECT_EQ(v.Call(MkdirReq{va.root.handle, "x", 0755}, &ir), EROFS);
+  StatfsResp sf;
+  ASSERT_EQ(v.Call(StatfsReq{va.root.handle}, &sf), 0);
+  EXPECT_NE(sf.flags & ST_RDONLY, 0u);
+  EXPECT_NE(sf.flags & ST_NODEV, 0u);
+  // The process: seccomp, no_new_privs, only the file-serving capabilities.
+  EXPECT_EQ(ProcStatusField(g.pid, "Seccomp"), "2");
+  EXPECT_EQ(ProcStatusField(g.pid, "NoNewPrivs"), "1");
+  uint64_t eff = std::stoull(ProcStatusField(g.pid, "CapEff"), nullptr, 16);
+  EXPECT_EQ(eff & ~uint64_t{0x1f}, 0u) << std::hex << eff;
+  // Its root is the served tree.
+  std::set<std::string> names;
+  for (auto& e : std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(g.pid) + "/root")) {
+    names.insert(e.path().filename());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"d", "etc", "hostmnt", "data"}));
+  int status = Stop(g);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(Seccomp, KillsForbiddenCallsAndAllowsServing) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!InstallSeccomp().ok()) _exit(1);
+    socket(AF_INET, SOCK_STREAM, 0);  // Not allowed: SIGSYS.
+    _exit(2);
+  }
+  int status;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGSYS);
+
+  pid = fork();
+  if (pid == 0) {
+    int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (!InstallSeccomp().ok()) _exit(1);
+    // openat without O_NOFOLLOW is refused; openat2 beneath a dir FD works.
+    int fd = OpenBeneath(dir, "etc", O_PATH | O_NOFOLLOW, 0);
+    _exit(fd >= 0 ? 0 : 3);
+  }
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  pid = fork();
+  if (pid == 0) {
+    if (!InstallSeccomp().ok()) _exit(1);
+    open("/etc/passwd", O_RDONLY);  // A path open that follows symlinks.
+    _exit(2);
+  }
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGSYS);
+}
+
+TEST(Capabilities, DropKeepsOnlyFileServing) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIP: not root, nothing to drop";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!DropCapabilities().ok()) _exit(1);
+    // CAP_SYS_ADMIN is gone: unshare fails; CAP_CHOWN stays.
+    if (unshare(CLONE_NEWNS) == 0) _exit(2);
+    std::string eff = ProcStatusField(getpid(), "CapEff");
+    uint64_t v = std::stoull(eff, nullptr, 16);
+    _exit(v == 0 || (v & ~uint64_t{0x1f}) != 0 ? 3 : 0);
+  }
+  int status;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace gofer
