@@ -53,6 +53,15 @@ class MappingSpace {
   // Called with the Mappable's AddMapping/RemoveMapping locks held; takes
   // MemoryManager::active_mu_ only.
   virtual void Invalidate(uintptr_t addr, uint64_t length) = 0;
+
+  // Like Invalidate, and private copies of those pages (MAP_PRIVATE pages
+  // already written) are dropped too: the file was truncated, so these
+  // addresses now lie beyond its end and must SIGBUS, as Linux's
+  // unmap_mapping_range(even_cows=1) makes them. Same locking as
+  // Invalidate. Default: Invalidate.
+  virtual void InvalidateEvenPrivate(uintptr_t addr, uint64_t length) {
+    Invalidate(addr, length);
+  }
 };
 
 class Mappable {
@@ -64,6 +73,29 @@ class Mappable {
   // write-back accounting). Called with MemoryManager::mapping_mu_ held.
   virtual void AddMapping(MappingSpace* space, uintptr_t addr, uint64_t offset,
                           uint64_t length, bool writable) = 0;
+  // mmap(2) is about to make a new mapping of this Mappable (`shared`:
+  // MAP_SHARED; `prot`: the requested PROT_*; `max_prot`: what the open
+  // file allows). Returns the mapping's max prot, possibly narrowed, or an
+  // error refusing the mapping. A memfd sealed against writes refuses a
+  // shared mapping with PROT_WRITE (EPERM) and takes PROT_WRITE out of a
+  // shared read-only one's max prot (mprotect then gives EACCES), like
+  // Linux's memfd_check_seals_mmap. Called with MemoryManager::mapping_mu_
+  // held, before any old mapping in the range is replaced. Default: no
+  // restriction.
+  virtual KResult<int> CheckNewMapping(bool shared, int prot, int max_prot) {
+    (void)shared;
+    (void)prot;
+    return max_prot;
+  }
+  // AddMapping for a new mmap, which may still be refused atomically with
+  // recording it: a shared writable mapping of a file on which F_SEAL_WRITE
+  // was set since CheckNewMapping (EPERM). Default: AddMapping.
+  virtual KResult<void> AddNewMapping(MappingSpace* space, uintptr_t addr,
+                                      uint64_t offset, uint64_t length,
+                                      bool writable) {
+    AddMapping(space, addr, offset, length, writable);
+    return OkResult();
+  }
   // Undoes one AddMapping (of the same or a sub-range after splitting).
   virtual void RemoveMapping(MappingSpace* space, uintptr_t addr,
                              uint64_t offset, uint64_t length,
@@ -79,6 +111,15 @@ class Mappable {
       uint64_t required_offset, uint64_t required_length,
       uint64_t optional_offset, uint64_t optional_length,
       platform::AccessType access) = 0;
+
+  // mincore(2) of pages not mapped in the asking space: sets vec[i] to 1 if
+  // page `offset/page + i` is resident in this Mappable (a file's page
+  // cache), for i < pages. Default: leaves vec as is (not resident).
+  virtual void Residency(uint64_t offset, uint64_t pages, uint8_t* vec) {
+    (void)offset;
+    (void)pages;
+    (void)vec;
+  }
 };
 
 }  // namespace sandbox::mm

@@ -19,10 +19,11 @@ namespace sandbox::mm {
 class MappingSet {
  public:
   // Records that [addr, addr+length) of `space` maps the Mappable's
-  // [offset, offset+length).
+  // [offset, offset+length); `writable`: a shared mapping that may be
+  // written (Linux's VM_SHARED|VM_MAYWRITE, counted in i_mmap_writable).
   void Add(MappingSpace* space, uintptr_t addr, uint64_t offset,
-           uint64_t length) {
-    mappings_.push_back({space, addr, offset, length});
+           uint64_t length, bool writable = false) {
+    mappings_.push_back({space, addr, offset, length, writable});
   }
 
   // Forgets [addr, addr+length) of `space`, which may be part of a recorded
@@ -37,26 +38,39 @@ class MappingSet {
         continue;
       }
       if (m.addr < addr) {
-        out.push_back({m.space, m.addr, m.offset, addr - m.addr});
+        out.push_back({m.space, m.addr, m.offset, addr - m.addr, m.writable});
       }
       if (end < m_end) {
-        out.push_back({m.space, end, m.offset + (end - m.addr), m_end - end});
+        out.push_back(
+            {m.space, end, m.offset + (end - m.addr), m_end - end, m.writable});
       }
     }
     mappings_ = std::move(out);
   }
 
   // Invalidates, in every space, the addresses that map any of the
-  // Mappable's [offset, end).
-  void Invalidate(uint64_t offset, uint64_t end) const {
+  // Mappable's [offset, end). `even_private`: private copies too
+  // (truncation; see MappingSpace::InvalidateEvenPrivate).
+  void Invalidate(uint64_t offset, uint64_t end,
+                  bool even_private = false) const {
     for (const Mapping& m : mappings_) {
       const uint64_t s = std::max(offset, m.offset);
       const uint64_t e = std::min(end, m.offset + m.length);
-      if (s < e) m.space->Invalidate(m.addr + (s - m.offset), e - s);
+      if (s >= e) continue;
+      if (even_private) {
+        m.space->InvalidateEvenPrivate(m.addr + (s - m.offset), e - s);
+      } else {
+        m.space->Invalidate(m.addr + (s - m.offset), e - s);
+      }
     }
   }
 
   bool empty() const { return mappings_.empty(); }
+  // Whether any shared writable mapping is recorded (F_SEAL_WRITE: EBUSY).
+  bool AnyWritable() const {
+    return std::any_of(mappings_.begin(), mappings_.end(),
+                       [](const Mapping& m) { return m.writable; });
+  }
 
  private:
   struct Mapping {
@@ -64,6 +78,7 @@ class MappingSet {
     uintptr_t addr;
     uint64_t offset;
     uint64_t length;
+    bool writable;
   };
   std::vector<Mapping> mappings_;
 };

@@ -244,7 +244,8 @@ static bool Mergeable(uintptr_t a_start, const auto& a, uintptr_t b_start,
   if (a.prot != b.prot || a.max_prot != b.max_prot || a.shared != b.shared ||
       a.grows_down != b.grows_down || a.name != b.name ||
       a.mappable != b.mappable || a.anon_shared != b.anon_shared ||
-      a.dont_fork != b.dont_fork || a.wipe_on_fork != b.wipe_on_fork) {
+      a.dont_fork != b.dont_fork || a.wipe_on_fork != b.wipe_on_fork ||
+      a.locked != b.locked) {
     return false;
   }
   // Shared anonymous memory is one object per mmap: never merge it.
@@ -305,6 +306,37 @@ bool MemoryManager::GrowDownLocked(uintptr_t addr) {
 
 // ---- Syscalls. ----
 
+// do_mmap()'s checks of the file, after the address is chosen. Returns the
+// mapping's max prot (VM_MAY* bits).
+KResult<int> MemoryManager::CheckFileMapping(const MmapOpts& o, size_t length,
+                                             bool shared, int max_prot) {
+  const MmapOpts::FileAccess& f = *o.file;
+  const int prot = o.prot & kProtRWX;
+  // file_mmap_ok(): regular files reach MAX_LFS_FILESIZE (INT64_MAX).
+  constexpr uint64_t kMaxFileSize = INT64_MAX;
+  if (length > kMaxFileSize || o.offset > kMaxFileSize - length) {
+    return kEOVERFLOW;
+  }
+  if (shared) {
+    // MAP_SHARED silently drops unknown flags; MAP_SHARED_VALIDATE refuses
+    // them (no file here supports MAP_SYNC).
+    const int checked =
+        (o.flags & MAP_TYPE) == MAP_SHARED ? o.flags & kLegacyMapMask : o.flags;
+    if (checked & ~(kLegacyMapMask | MAP_SHARED_VALIDATE)) return kEOPNOTSUPP;
+    if ((prot & PROT_WRITE) && !f.writable) return kEACCES;
+    if (!f.writable) max_prot &= ~PROT_WRITE;
+  }
+  if (!f.readable) return kEACCES;
+  if (f.noexec) {
+    if (prot & PROT_EXEC) return kEPERM;
+    max_prot &= ~PROT_EXEC;
+  }
+  if (o.mappable == nullptr) return kENODEV;
+  if (o.flags & MAP_GROWSDOWN) return kEINVAL;
+  if (prot & ~max_prot) return kEACCES;
+  return max_prot;
+}
+
 KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
   if (!IsPageAligned(o.offset)) return kEINVAL;
   if (o.length == 0) return kEINVAL;
@@ -314,9 +346,11 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
   if (o.length > UINT64_MAX - kPageSize + 1) return kENOMEM;
   const size_t length = PageRoundUp(o.length);
   if (o.mappable && o.offset + length < o.offset) return kEOVERFLOW;
-  if (flags & MAP_HUGETLB) return kENOMEM;  // no huge page pool
+  // No huge page pool: hugetlb_file_setup() fails. (A file that is not on
+  // hugetlbfs with MAP_HUGETLB is EINVAL, decided by the syscall layer.)
+  if (!o.file && (flags & MAP_HUGETLB)) return kENOMEM;
 
-  const bool anonymous = o.mappable == nullptr;
+  const bool anonymous = !o.file && o.mappable == nullptr;
   bool shared = false;
   switch (flags & MAP_TYPE) {
     case MAP_PRIVATE:
@@ -327,7 +361,10 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
       break;
     case MAP_SHARED_VALIDATE:
       if (anonymous) return kEINVAL;
-      if (flags & ~(kLegacyMapMask | MAP_SHARED_VALIDATE)) return kEOPNOTSUPP;
+      // Files: EOPNOTSUPP after placement (below), as do_mmap orders it.
+      if (!o.file && (flags & ~(kLegacyMapMask | MAP_SHARED_VALIDATE))) {
+        return kEOPNOTSUPP;
+      }
       shared = true;
       break;
     default:
@@ -335,8 +372,8 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
   }
 
   const int prot = o.prot & kProtRWX;
-  const int max_prot = o.max_prot & kProtRWX;
-  if (prot & ~max_prot) return kEACCES;  // e.g. PROT_WRITE on a read-only fd
+  int max_prot = o.max_prot & kProtRWX;
+  if (!o.file && (prot & ~max_prot)) return kEACCES;
 
   uintptr_t addr;
   {
@@ -359,9 +396,19 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
     if ((o.flags & MAP_FIXED_NOREPLACE) && !RangeFreeLocked(addr, end)) {
       return kEEXIST;
     }
+    if (o.file) {
+      TRY(max_prot, CheckFileMapping(o, length, shared, max_prot));
+    }
     if (VmaCountAfterLocked(addr, end, true) > kMaxMapCount) return kENOMEM;
     if (!MayExpandLocked(length - (fixed ? MappedInLocked(addr, end) : 0))) {
       return kENOMEM;
+    }
+    if (o.mappable) {
+      // The Mappable's own rules (memfd seals) come last, as its ->mmap
+      // does, and before an old mapping in the range is replaced.
+      TRY(max_prot, o.mappable->CheckNewMapping(shared, prot, max_prot));
+      max_prot &= kProtRWX;
+      if (prot & ~max_prot) return kEPERM;  // a Mappable's narrowing
     }
     if (fixed) UnmapLocked(addr, end);
 
@@ -379,9 +426,16 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
       vma.anon_shared = true;
     }
     vma.name = o.name;
-    if (vma.mappable) {
+    vma.locked = (flags & MAP_LOCKED) != 0;
+    if (vma.anon_shared) {
       vma.mappable->AddMapping(this, addr, vma.offset, length,
-                               shared && (max_prot & PROT_WRITE));
+                               max_prot & PROT_WRITE);
+    } else if (vma.mappable) {
+      // Refused only if F_SEAL_WRITE raced in since CheckNewMapping; a
+      // MAP_FIXED range stays unmapped then, as Linux before 6.12 leaves it
+      // when ->mmap fails.
+      TRY_VOID(vma.mappable->AddNewMapping(this, addr, vma.offset, length,
+                                           shared && (max_prot & PROT_WRITE)));
     }
     InsertVmaLocked(addr, std::move(vma));
   }
@@ -532,6 +586,7 @@ std::vector<VmaInfo> MemoryManager::Vmas() {
     info.anonymous = vma.mappable == nullptr || vma.anon_shared;
     info.dont_fork = vma.dont_fork;
     info.wipe_on_fork = vma.wipe_on_fork;
+    info.locked = vma.locked;
     info.offset = vma.offset;
     info.name = vma.name;
     if (info.name.empty() && info.anonymous && !vma.shared &&

@@ -35,6 +35,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,22 @@ struct MmapOpts {
   int max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
   // Name for /proc/pid/maps ("[heap]", "[stack]", a path). Optional.
   std::string name;
+  // mmap(2) of an open file (not MAP_ANONYMOUS): what the file description
+  // allows. With `file` set, Mmap applies do_mmap's file checks after
+  // placing the mapping, in Linux's order: EOVERFLOW (offset + length past
+  // the largest file offset), EOPNOTSUPP (MAP_SHARED_VALIDATE with unknown
+  // flags), EACCES (MAP_SHARED with PROT_WRITE and no write access; no read
+  // access), EPERM (PROT_EXEC on a noexec mount), ENODEV (`mappable` null:
+  // the file has no mmap), EINVAL (MAP_GROWSDOWN), then the Mappable's
+  // CheckNewMapping (memfd seals). The mapping's max prot is Linux's VM_MAY*
+  // (no PROT_WRITE for MAP_SHARED of a read-only description, no PROT_EXEC
+  // on a noexec mount), intersected with `max_prot`.
+  struct FileAccess {
+    bool readable = false;  // FMODE_READ
+    bool writable = false;  // FMODE_WRITE
+    bool noexec = false;    // the file's mount is noexec
+  };
+  std::optional<FileAccess> file;
 };
 
 // One VMA as /proc/pid/maps shows it.
@@ -80,6 +97,7 @@ struct VmaInfo {
   std::string name;
   bool dont_fork = false;     // MADV_DONTFORK
   bool wipe_on_fork = false;  // MADV_WIPEONFORK
+  bool locked = false;        // MAP_LOCKED (VM_LOCKED)
 };
 
 class MemoryManager : public MappingSpace {
@@ -196,6 +214,20 @@ class MemoryManager : public MappingSpace {
   KResult<uintptr_t> Mremap(uintptr_t old_addr, size_t old_size,
                             size_t new_size, int flags, uintptr_t new_addr);
 
+  // msync(2). Nothing needs writing back (a Mappable's pages are the file's
+  // own page cache), so this is Linux's validation and walk: EINVAL
+  // (unknown flags, MS_ASYNC with MS_SYNC, unaligned address), ENOMEM (part
+  // of the range is unmapped, or the range wraps), EBUSY (MS_INVALIDATE
+  // over a MAP_LOCKED mapping; there is no mlock(2) yet, so MAP_LOCKED is
+  // the only way a mapping is locked).
+  KResult<void> Msync(uintptr_t addr, size_t length, int flags);
+  // One step of mincore(2) (do_mincore): fills vec with the residency (1 or
+  // 0) of up to `max_pages` pages from `addr` (page-aligned), within the
+  // VMA containing addr only, and returns how many it filled. ENOMEM if no
+  // VMA contains addr. A page is resident if this mm has it backed, or, for
+  // a file or shared mapping, if its Mappable holds it (Residency).
+  KResult<size_t> Mincore(uintptr_t addr, size_t max_pages, uint8_t* vec);
+
   // ---- Resource limits (prlimit). ----
   // RLIMIT_AS: mmap, mremap, brk and stack growth fail with ENOMEM (brk:
   // returns the old break) past this many bytes of VMAs. RLIMIT_DATA:
@@ -226,6 +258,7 @@ class MemoryManager : public MappingSpace {
 
   // MappingSpace.
   void Invalidate(uintptr_t addr, uint64_t length) override;
+  void InvalidateEvenPrivate(uintptr_t addr, uint64_t length) override;
 
   // Limits (Linux defaults).
   static constexpr size_t kMaxMapCount = 65530;  // vm.max_map_count
@@ -243,6 +276,7 @@ class MemoryManager : public MappingSpace {
     std::string name;
     bool dont_fork = false;
     bool wipe_on_fork = false;
+    bool locked = false;  // MAP_LOCKED; not inherited by fork
   };
   struct Pma {
     uintptr_t end = 0;
@@ -259,6 +293,11 @@ class MemoryManager : public MappingSpace {
   MemoryManager(std::unique_ptr<platform::AddressSpace> as,
                 platform::MemoryFile& mf, const Layout& layout,
                 std::shared_ptr<PageRefs> refs);
+
+  // do_mmap()'s checks of an open file for Mmap (see MmapOpts::file):
+  // returns the mapping's max prot.
+  static KResult<int> CheckFileMapping(const MmapOpts& o, size_t length,
+                                       bool shared, int max_prot);
 
   // ---- VMA helpers (mapping_mu_). ----
   // The VMA containing addr, or end().

@@ -39,7 +39,8 @@ KResult<std::unique_ptr<MemoryManager>> MemoryManager::Fork(
     child->data_limit_ = data_limit_;
     for (const auto& [start, vma] : vmas_) {
       if (vma.dont_fork) continue;
-      child->vmas_.emplace(start, vma);
+      // Memory locks are not inherited (mlock(2)).
+      child->vmas_.emplace(start, vma).first->second.locked = false;
       child->mapped_bytes_ += vma.end - start;
       if (vma.mappable) {
         mappings.push_back({vma.mappable, start, vma.offset, vma.end - start,

@@ -472,4 +472,15 @@ void MemoryManager::Invalidate(uintptr_t addr, uint64_t length) {
   DropPmasLocked(start, end, /*owned_too=*/false);
 }
 
+void MemoryManager::InvalidateEvenPrivate(uintptr_t addr, uint64_t length) {
+  if (length == 0) return;
+  const uintptr_t start = PageRoundDown(addr);
+  const uintptr_t end =
+      addr + length < addr ? layout_.max_addr : PageRoundUp(addr + length);
+  // Only VMAs that map a Mappable hear of it (MappingSet), so private
+  // anonymous memory is never dropped here.
+  absl::MutexLock al(&active_mu_);
+  DropPmasLocked(start, end, /*owned_too=*/true);
+}
+
 }  // namespace sandbox::mm

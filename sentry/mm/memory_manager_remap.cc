@@ -236,6 +236,16 @@ void MemoryManager::MoveLocked(uintptr_t old_addr, size_t old_len,
   InsertVmaLocked(new_addr, std::move(nv));
 }
 
+// vma_to_resize(): the file offset of the resized mapping's end must not
+// wrap (Linux checks the page offset; mmap's EOVERFLOW check keeps offsets
+// within INT64_MAX, so this is defence in depth for the byte offsets here).
+static bool OffsetOverflows(uintptr_t vma_start, const auto& vma,
+                            uintptr_t addr, size_t new_len) {
+  if (!vma.mappable) return false;
+  const uint64_t off = vma.offset + (addr - vma_start);
+  return off + new_len < off;
+}
+
 KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
                                          size_t new_size, int flags,
                                          uintptr_t new_addr) {
@@ -272,6 +282,9 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
     if (vit == vmas_.end() || old_len > vit->second.end - old_addr) {
       return kEFAULT;
     }
+    if (OffsetOverflows(vit->first, vit->second, old_addr, new_len)) {
+      return kEINVAL;
+    }
     if (fixed) {
       UnmapLocked(new_addr, new_addr + new_len);
       if (old_len > new_len) {
@@ -298,6 +311,10 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
   if (vit == vmas_.end() || old_len > vit->second.end - old_addr) {
     return kEFAULT;
   }
+  if (new_len > old_len &&
+      OffsetOverflows(vit->first, vit->second, old_addr, new_len)) {
+    return kEINVAL;
+  }
   if (new_len <= old_len) {
     if (new_len < old_len) UnmapLocked(old_addr + new_len, old_addr + old_len);
     return old_addr;
@@ -316,12 +333,15 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
                                : next->first);
     if (gap_ok) {
       Vma& vma = vit->second;
+      // vma_to_resize(): the check comes before anything changes.
+      if (!MayExpandLocked(grow)) return kENOMEM;
       if (vma.mappable) {
+        // Cannot be refused: the mapping exists already (a shared writable
+        // one keeps F_SEAL_WRITE off its file).
         vma.mappable->AddMapping(this, old_end,
                                  vma.offset + (old_end - vit->first), grow,
                                  vma.shared && (vma.max_prot & PROT_WRITE));
       }
-      if (!MayExpandLocked(grow)) return kENOMEM;
       vma.end = old_end + grow;
       mapped_bytes_ += grow;
       MergeAroundLocked(vit->first);

@@ -978,6 +978,212 @@ TEST_F(MemoryManagerTest, PrivateMappableIsCopiedOnWrite) {
   EXPECT_EQ(c, 'P');
 }
 
+// A FakeMappable that refuses shared writable mappings like a write-sealed
+// memfd, and records what it was asked.
+class SealedMappable : public FakeMappable {
+ public:
+  using FakeMappable::FakeMappable;
+  KResult<int> CheckNewMapping(bool shared, int prot, int max_prot) override {
+    ++checks_;
+    if (!sealed_ || !shared) return max_prot;
+    if (prot & PROT_WRITE) return kEPERM;
+    return max_prot & ~PROT_WRITE;
+  }
+  KResult<void> AddNewMapping(MappingSpace* space, uintptr_t addr,
+                              uint64_t offset, uint64_t length,
+                              bool writable) override {
+    if (refuse_add_) return kEPERM;
+    last_writable_ = writable;
+    AddMapping(space, addr, offset, length, writable);
+    return OkResult();
+  }
+  void Residency(uint64_t offset, uint64_t pages, uint8_t* vec) override {
+    for (uint64_t i = 0; i < pages; ++i) {
+      if ((offset / 4096 + i) % 2 == 0) vec[i] = 1;  // even pages cached
+    }
+  }
+  bool sealed_ = false;
+  bool refuse_add_ = false;
+  bool last_writable_ = false;
+  int checks_ = 0;
+};
+
+MmapOpts FileOpts(std::shared_ptr<Mappable> m, int prot, int flags,
+                  bool readable = true, bool writable = true,
+                  uint64_t offset = 0, size_t len = 4 * 4096) {
+  MmapOpts o;
+  o.addr = kBase;
+  o.length = len;
+  o.prot = prot;
+  o.flags = flags | MAP_FIXED;
+  o.offset = offset;
+  o.mappable = std::move(m);
+  o.file = MmapOpts::FileAccess{.readable = readable, .writable = writable};
+  return o;
+}
+
+TEST_F(MemoryManagerTest, FileMappingChecksTheDescription) {
+  auto file = std::make_shared<SealedMappable>(platform_.memory_file(), 4);
+  // No read access: EACCES, private or shared.
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(file, PROT_READ, MAP_PRIVATE, false)),
+               kEACCES);
+  // Shared writable mapping of a read-only description: EACCES.
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(file, kRW, MAP_SHARED, true, false)),
+               kEACCES);
+  // ...but a private one is fine (copy on write), and may become writable.
+  ASSERT_TRUE(mm_->Mmap(FileOpts(file, kRW, MAP_PRIVATE, true, false)).ok());
+  EXPECT_TRUE(mm_->Mprotect(kBase, 4096, PROT_READ).ok());
+  EXPECT_TRUE(mm_->Mprotect(kBase, 4096, kRW).ok());
+  // A shared read-only mapping of a read-only description can never write.
+  ASSERT_TRUE(
+      mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED, true, false)).ok());
+  EXPECT_ERRNO(mm_->Mprotect(kBase, 4096, kRW), kEACCES);
+  EXPECT_FALSE(file->last_writable_);
+  // With write access it may, and it counts as a writable mapping.
+  ASSERT_TRUE(mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED)).ok());
+  EXPECT_TRUE(mm_->Mprotect(kBase, 4096, kRW).ok());
+  EXPECT_TRUE(file->last_writable_);
+  // A file without mmap, growsdown, unknown validated flags, offsets.
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(nullptr, PROT_READ, MAP_SHARED)), kENODEV);
+  EXPECT_ERRNO(
+      mm_->Mmap(FileOpts(file, PROT_READ, MAP_PRIVATE | MAP_GROWSDOWN)),
+      kEINVAL);
+  EXPECT_ERRNO(
+      mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED_VALIDATE | 0x80000)),
+      kEOPNOTSUPP);  // MAP_SYNC
+  EXPECT_TRUE(mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED | 0x80000)).ok());
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED, true, true,
+                                  uint64_t{INT64_MAX} - 4095)),
+               kEOVERFLOW);
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED, true, true,
+                                  uint64_t{0} - 4096)),
+               kEOVERFLOW);
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED, true, true, 1)),
+               kEINVAL);
+  // noexec mounts: PROT_EXEC is EPERM, and mprotect cannot add it.
+  MmapOpts o = FileOpts(file, PROT_READ | PROT_EXEC, MAP_PRIVATE);
+  o.file->noexec = true;
+  EXPECT_ERRNO(mm_->Mmap(o), kEPERM);
+  o.prot = PROT_READ;
+  ASSERT_TRUE(mm_->Mmap(o).ok());
+  EXPECT_ERRNO(mm_->Mprotect(kBase, 4096, PROT_READ | PROT_EXEC), kEACCES);
+}
+
+TEST_F(MemoryManagerTest, FileMappingErrorsComeAfterPlacement) {
+  auto file = std::make_shared<SealedMappable>(platform_.memory_file(), 4);
+  FixedOk(kBase, 4096);
+  // MAP_FIXED_NOREPLACE over a mapping is EEXIST before the file is asked.
+  MmapOpts o = FileOpts(file, kRW, MAP_SHARED, true, false);
+  o.flags = MAP_SHARED | MAP_FIXED_NOREPLACE;
+  EXPECT_ERRNO(mm_->Mmap(o), kEEXIST);
+}
+
+TEST_F(MemoryManagerTest, MappableMayRefuseOrNarrowANewMapping) {
+  auto file = std::make_shared<SealedMappable>(platform_.memory_file(), 4);
+  file->sealed_ = true;
+  FixedOk(kBase, 4 * 4096);  // something to replace
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(file, kRW, MAP_SHARED)), kEPERM);
+  // The refusal came before the old mapping was replaced.
+  EXPECT_EQ(ProtAt(kBase), kRW);
+  EXPECT_TRUE(mm_->Vmas()[0].anonymous);
+  // A shared read-only mapping is allowed but may not gain PROT_WRITE, and
+  // is not a writable mapping.
+  ASSERT_TRUE(mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED)).ok());
+  EXPECT_FALSE(file->last_writable_);
+  EXPECT_ERRNO(mm_->Mprotect(kBase, 4096, kRW), kEACCES);
+  // Private mappings are not restricted.
+  ASSERT_TRUE(mm_->Mmap(FileOpts(file, kRW, MAP_PRIVATE)).ok());
+  // A refusal at AddNewMapping (a seal raced in) leaves the range unmapped.
+  file->sealed_ = false;
+  file->refuse_add_ = true;
+  EXPECT_ERRNO(mm_->Mmap(FileOpts(file, kRW, MAP_SHARED)), kEPERM);
+  EXPECT_EQ(ProtAt(kBase), -1);
+}
+
+TEST_F(MemoryManagerTest, TruncationDropsPrivateCopiesToo) {
+  auto file = std::make_shared<FakeMappable>(platform_.memory_file(), 4);
+  ASSERT_TRUE(mm_->Mmap({.addr = kBase,
+                         .length = 4 * 4096,
+                         .prot = kRW,
+                         .flags = MAP_PRIVATE | MAP_FIXED,
+                         .mappable = file})
+                  .ok());
+  ASSERT_TRUE(mm_->CopyOut(kBase + 4096, "P", 1).ok());  // a private copy
+  const uint64_t backed = mm_->BackedBytes();
+  ASSERT_GT(backed, 0u);
+  file->space_->Invalidate(kBase, 4 * 4096);
+  EXPECT_EQ(mm_->BackedBytes(), backed);  // hole punch: copies stay
+  file->space_->InvalidateEvenPrivate(kBase, 4 * 4096);
+  EXPECT_EQ(mm_->BackedBytes(), 0u);  // truncate: gone
+  char c = 0;
+  ASSERT_TRUE(mm_->CopyIn(kBase + 4096, &c, 1).ok());
+  EXPECT_EQ(c, 0);  // the file's page again
+}
+
+TEST_F(MemoryManagerTest, MsyncErrors) {
+  FixedOk(kBase, 2 * 4096);
+  FixedOk(kBase + 3 * 4096, 4096);
+  EXPECT_TRUE(mm_->Msync(kBase, 2 * 4096, MS_SYNC).ok());
+  EXPECT_TRUE(mm_->Msync(kBase, 1, MS_ASYNC | MS_INVALIDATE).ok());
+  EXPECT_TRUE(mm_->Msync(kBase, 0, MS_SYNC).ok());
+  EXPECT_ERRNO(mm_->Msync(kBase, 4096, MS_SYNC | MS_ASYNC), kEINVAL);
+  EXPECT_ERRNO(mm_->Msync(kBase, 4096, 8), kEINVAL);
+  EXPECT_ERRNO(mm_->Msync(kBase + 1, 4096, MS_SYNC), kEINVAL);
+  // A hole: ENOMEM (after syncing what is mapped).
+  EXPECT_ERRNO(mm_->Msync(kBase, 4 * 4096, MS_SYNC), kENOMEM);
+  EXPECT_ERRNO(mm_->Msync(kBase, 4 * 4096, MS_ASYNC), kENOMEM);
+  EXPECT_ERRNO(mm_->Msync(kBase + 2 * 4096, 4096, MS_SYNC), kENOMEM);
+  // Wrapping: ENOMEM; a length that rounds to 0 succeeds, as in Linux.
+  EXPECT_ERRNO(mm_->Msync(kBase, UINT64_MAX - kBase, MS_SYNC), kENOMEM);
+  EXPECT_TRUE(mm_->Msync(kBase, UINT64_MAX, MS_SYNC).ok());
+  // MS_INVALIDATE on a locked mapping.
+  FixedOk(kBase + 8 * 4096, 4096, kRW, kAnonPrivate | MAP_LOCKED);
+  EXPECT_ERRNO(mm_->Msync(kBase + 8 * 4096, 4096, MS_INVALIDATE), kEBUSY);
+  EXPECT_TRUE(mm_->Msync(kBase + 8 * 4096, 4096, MS_SYNC).ok());
+}
+
+TEST_F(MemoryManagerTest, MincoreReportsBackedAndCachedPages) {
+  FixedOk(kBase, 4 * 4096);
+  ASSERT_TRUE(mm_->CopyOut(kBase + 4096, "x", 1).ok());
+  uint8_t vec[8];
+  memset(vec, 7, sizeof(vec));
+  auto n = mm_->Mincore(kBase, 8, vec);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 4u);  // stops at the VMA's end
+  // The fault window backed the whole VMA.
+  EXPECT_THAT(std::vector<uint8_t>(vec, vec + 4), ::testing::Each(1));
+  FixedOk(kBase + 8 * 4096, 4 * 4096);  // untouched
+  ASSERT_TRUE(mm_->Mincore(kBase + 8 * 4096, 4, vec).ok());
+  EXPECT_THAT(std::vector<uint8_t>(vec, vec + 4), ::testing::Each(0));
+  EXPECT_ERRNO(mm_->Mincore(kBase + 4 * 4096, 1, vec), kENOMEM);
+  // A file mapping: the file's cached pages count, mapped or not.
+  auto file = std::make_shared<SealedMappable>(platform_.memory_file(), 4);
+  MmapOpts o = FileOpts(file, PROT_READ, MAP_SHARED);
+  o.addr = kBase + 16 * 4096;
+  o.offset = 4096;
+  ASSERT_TRUE(mm_->Mmap(o).ok());
+  ASSERT_TRUE(mm_->Mincore(kBase + 16 * 4096, 3, vec).ok());
+  EXPECT_EQ(vec[0], 0);  // file page 1
+  EXPECT_EQ(vec[1], 1);  // file page 2
+  EXPECT_EQ(vec[2], 0);
+}
+
+TEST_F(MemoryManagerTest, MremapGrowthChecksTheLimitBeforeMapping) {
+  auto file = std::make_shared<FakeMappable>(platform_.memory_file(), 4);
+  ASSERT_TRUE(mm_->Mmap({.addr = kBase,
+                         .length = 4096,
+                         .prot = PROT_READ,
+                         .flags = MAP_SHARED | MAP_FIXED,
+                         .mappable = file})
+                  .ok());
+  mm_->SetAddressSpaceLimit(mm_->MappedBytes());
+  EXPECT_ERRNO(mm_->Mremap(kBase, 4096, 2 * 4096, 0, 0), kENOMEM);
+  EXPECT_EQ(file->mapped_, 4096u);  // nothing was added to the Mappable
+  mm_->SetAddressSpaceLimit(UINT64_MAX);
+  ASSERT_TRUE(mm_->Mremap(kBase, 4096, 2 * 4096, 0, 0).ok());
+  EXPECT_EQ(file->mapped_, 2 * 4096u);
+}
+
 TEST_F(MemoryManagerTest, MapsText) {
   mm_->SetBrkStart(0x600000);
   mm_->Brk(0x602000);
