@@ -1,6 +1,7 @@
 #include "gofer/gofer.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <thread>
@@ -48,6 +49,13 @@ absl::Status RunGofer(const GoferConfig& config) {
     roots.push_back(std::move(dir));
   }
   base.reset();
+  // Each handle holds one or two host FDs: allow as many as the hard limit.
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
+      nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   umask(0);  // Modes are exactly what the client asked (the server fixes
              // them anyway; this saves a chmod per creation).
   if (config.seccomp) {
