@@ -51,6 +51,15 @@ class VfsFile : public FileDescription {
   // cannot be mapped (ENODEV).
   virtual std::shared_ptr<mm::Mappable> GetMappable() { return nullptr; }
 
+  // fcntl F_GET_SEALS / F_ADD_SEALS (memfd sealing), after the syscall's
+  // checks (F_ADD_SEALS: writable description, known bits). EINVAL for a
+  // file that cannot be sealed (Linux: neither shmem nor hugetlbfs).
+  virtual KResult<uint32_t> GetSeals() { return kEINVAL; }
+  virtual KResult<void> AddSeals(uint32_t seals) {
+    (void)seals;
+    return kEINVAL;
+  }
+
  protected:
   // Generic lseek for a file whose size is `size` (SEEK_SET/CUR/END):
   // EINVAL for a negative result or an unknown whence.

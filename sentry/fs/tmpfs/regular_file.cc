@@ -8,12 +8,24 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace sandbox::fs::tmpfs {
 namespace {
 
 constexpr uint64_t kPage = abi::kPageSize;
 constexpr uint64_t kMaxFileSize = std::numeric_limits<int64_t>::max();
+
+// F_SEAL_* (linux/fcntl.h; F_SEAL_EXEC is Linux 6.3+).
+constexpr uint32_t kSealSeal = 0x0001;
+constexpr uint32_t kSealShrink = 0x0002;
+constexpr uint32_t kSealGrow = 0x0004;
+constexpr uint32_t kSealWrite = 0x0008;
+constexpr uint32_t kSealFutureWrite = 0x0010;
+constexpr uint32_t kSealExec = 0x0020;
+constexpr uint32_t kAllSeals = kSealSeal | kSealShrink | kSealGrow |
+                               kSealWrite | kSealFutureWrite | kSealExec;
+constexpr uint32_t kWriteSeals = kSealWrite | kSealFutureWrite;
 
 }  // namespace
 
@@ -79,6 +91,8 @@ KResult<size_t> RegularFile::WriteAt(absl::Span<const uint8_t> src,
   if (append) *offset = attrs_.size;
   if (src.empty()) return size_t{0};
   if (*offset >= kMaxFileSize) return kEFBIG;
+  const uint32_t seals = seals_.load(std::memory_order_acquire);
+  if (seals & kWriteSeals) return kEPERM;  // shmem_write_begin()
   size_t n = static_cast<size_t>(
       std::min<uint64_t>(src.size(), kMaxFileSize - *offset));
   size_t done = 0;
@@ -87,6 +101,12 @@ KResult<size_t> RegularFile::WriteAt(absl::Span<const uint8_t> src,
     uint64_t in_page = pos % kPage;
     size_t chunk =
         static_cast<size_t>(std::min<uint64_t>(kPage - in_page, n - done));
+    // F_SEAL_GROW: Linux refuses the first page-sized step that would
+    // extend the file, so the write is short (or EPERM) there.
+    if ((seals & kSealGrow) && pos + chunk > attrs_.size) {
+      if (done > 0) break;
+      return kEPERM;
+    }
     KResult<uint64_t> page = PageLocked(pos / kPage);
     if (!page.ok()) {
       if (done > 0) break;
@@ -112,6 +132,11 @@ KResult<void> RegularFile::Truncate(uint64_t size) {
   {
     absl::MutexLock l(&mu_);
     old_size = attrs_.size;
+    const uint32_t seals = seals_.load(std::memory_order_acquire);
+    if ((size < old_size && (seals & kSealShrink)) ||
+        (size > old_size && (seals & kSealGrow))) {
+      return kEPERM;  // shmem_setattr()
+    }
     if (size < old_size) {
       for (auto it = pages_.lower_bound((size + kPage - 1) / kPage);
            it != pages_.end(); it = pages_.erase(it)) {
@@ -127,9 +152,13 @@ KResult<void> RegularFile::Truncate(uint64_t size) {
     }
     attrs_.size = size;
   }
-  if (!doomed.empty()) {
+  if (size < old_size) {
+    // truncate_pagecache(): every mapping of the pages past the new end is
+    // zapped, private copies included (even when no file page is freed:
+    // a private copy may outlive a punched hole), so they SIGBUS.
     InvalidateAndFree((size + kPage - 1) / kPage * kPage,
-                      (old_size + kPage - 1) / kPage * kPage, doomed);
+                      (old_size + kPage - 1) / kPage * kPage, doomed,
+                      /*even_private=*/true);
   }
   return OkResult();
 }
@@ -142,8 +171,9 @@ void RegularFile::ZeroInPageLocked(uint64_t from, uint64_t to) {
 }
 
 void RegularFile::InvalidateAndFree(uint64_t offset, uint64_t end,
-                                    const std::vector<uint64_t>& pages) {
-  mappings_.Invalidate(offset, end);
+                                    const std::vector<uint64_t>& pages,
+                                    bool even_private) {
+  if (offset < end) mappings_.Invalidate(offset, end, even_private);
   for (uint64_t off : pages) tmpfs().memory_file().Free(off, kPage);
   tmpfs().ReleasePages(pages.size());
 }
@@ -155,6 +185,8 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
   const uint64_t end = offset + len;
   if (mode & FALLOC_FL_PUNCH_HOLE) {
     absl::MutexLock ml(&mappings_mu_);
+    // shmem_fallocate(): a write-sealed file keeps its data.
+    if (seals_.load(std::memory_order_acquire) & kWriteSeals) return kEPERM;
     std::vector<uint64_t> doomed;
     const uint64_t first = (offset + kPage - 1) / kPage;  // whole pages
     const uint64_t last = end / kPage;                    // exclusive
@@ -176,6 +208,10 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
     return OkResult();
   }
   absl::MutexLock l(&mu_);
+  if ((seals_.load(std::memory_order_acquire) & kSealGrow) &&
+      end > attrs_.size) {
+    return kEPERM;  // even with FALLOC_FL_KEEP_SIZE, as shmem_fallocate()
+  }
   for (uint64_t i = offset / kPage; i * kPage < end; ++i) {
     TRY_VOID(PageLocked(i));
   }
@@ -185,9 +221,65 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
 }
 
 void RegularFile::AddMapping(mm::MappingSpace* space, uintptr_t addr,
-                             uint64_t offset, uint64_t length, bool) {
+                             uint64_t offset, uint64_t length, bool writable) {
   absl::MutexLock l(&mappings_mu_);
-  mappings_.Add(space, addr, offset, length);
+  mappings_.Add(space, addr, offset, length, writable);
+}
+
+KResult<void> RegularFile::AddNewMapping(mm::MappingSpace* space,
+                                         uintptr_t addr, uint64_t offset,
+                                         uint64_t length, bool writable) {
+  absl::MutexLock l(&mappings_mu_);
+  if (writable && (seals_.load(std::memory_order_acquire) & kWriteSeals)) {
+    return kEPERM;
+  }
+  mappings_.Add(space, addr, offset, length, writable);
+  return OkResult();
+}
+
+KResult<int> RegularFile::CheckNewMapping(bool shared, int prot, int max_prot) {
+  if (!shared || !(seals_.load(std::memory_order_acquire) & kWriteSeals)) {
+    return max_prot;
+  }
+  if (prot & PROT_WRITE) return kEPERM;
+  return max_prot & ~PROT_WRITE;
+}
+
+KResult<void> RegularFile::AddSeals(uint32_t seals) {
+  if (seals & ~kAllSeals) return kEINVAL;
+  // Both locks: no mapping is added and no write runs meanwhile.
+  absl::MutexLock ml(&mappings_mu_);
+  absl::MutexLock l(&mu_);
+  const uint32_t cur = seals_.load(std::memory_order_relaxed);
+  if (cur & kSealSeal) return kEPERM;
+  // mapping_deny_writable(): no shared writable mapping may exist. (Linux
+  // also waits for pinned pages; nothing pins pages here.)
+  if ((seals & kSealWrite) && !(cur & kSealWrite) && mappings_.AnyWritable()) {
+    return kEBUSY;
+  }
+  // F_SEAL_EXEC implies the write seals, making W^X from the start (and,
+  // as in Linux, without the EBUSY check above).
+  if ((seals & kSealExec) && (attrs_.mode & 0111)) {
+    seals |= kSealShrink | kSealGrow | kSealWrite | kSealFutureWrite;
+  }
+  seals_.store(cur | seals, std::memory_order_release);
+  return OkResult();
+}
+
+void RegularFile::InitMemfd(std::string name, uint32_t seals) {
+  memfd_name_ = std::move(name);
+  absl::MutexLock ml(&mappings_mu_);
+  absl::MutexLock l(&mu_);
+  seals_.store(seals, std::memory_order_release);
+}
+
+void RegularFile::Residency(uint64_t offset, uint64_t pages, uint8_t* vec) {
+  absl::ReaderMutexLock l(&mu_);
+  const uint64_t first = offset / kPage;
+  for (auto it = pages_.lower_bound(first);
+       it != pages_.end() && it->first - first < pages; ++it) {
+    vec[it->first - first] = 1;
+  }
 }
 
 void RegularFile::RemoveMapping(mm::MappingSpace* space, uintptr_t addr,

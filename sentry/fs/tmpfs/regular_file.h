@@ -25,7 +25,9 @@
 
 #include <stdint.h>
 
+#include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/btree_map.h"
@@ -71,6 +73,36 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
       uint64_t required_offset, uint64_t required_length,
       uint64_t optional_offset, uint64_t optional_length,
       platform::AccessType access) override ABSL_LOCKS_EXCLUDED(mu_);
+  void Residency(uint64_t offset, uint64_t pages, uint8_t* vec) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Write seals: a new shared writable mapping is EPERM, a shared read-only
+  // one may never gain PROT_WRITE (memfd_check_seals_mmap).
+  KResult<int> CheckNewMapping(bool shared, int prot, int max_prot) override;
+  // AddMapping, but EPERM for a writable one if the file is write-sealed
+  // (checked under mappings_mu_, atomically with AddSeals' EBUSY check).
+  KResult<void> AddNewMapping(mm::MappingSpace* space, uintptr_t addr,
+                              uint64_t offset, uint64_t length,
+                              bool writable) override
+      ABSL_LOCKS_EXCLUDED(mappings_mu_);
+
+  // ---- Seals (fcntl F_ADD_SEALS / F_GET_SEALS) and memfd. ----
+  // Every tmpfs file is sealable in principle, as Linux's shmem files are,
+  // but starts with F_SEAL_SEAL (no seal may be added); memfd_create with
+  // MFD_ALLOW_SEALING (or MFD_NOEXEC_SEAL) starts without it. Seals are
+  // enforced by WriteAt (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE, F_SEAL_GROW),
+  // Truncate (SHRINK, GROW), Allocate (WRITE for hole punching, GROW) and
+  // mmap (CheckNewMapping).
+  uint32_t seals() const { return seals_.load(std::memory_order_acquire); }
+  // F_ADD_SEALS (the caller checked the description is writable): EINVAL
+  // for unknown bits, EPERM if F_SEAL_SEAL is set, EBUSY for F_SEAL_WRITE
+  // while a shared writable mapping exists. F_SEAL_EXEC on a file with an
+  // exec bit implies the write, shrink and grow seals (Linux 6.3+).
+  KResult<void> AddSeals(uint32_t seals) ABSL_LOCKS_EXCLUDED(mappings_mu_, mu_);
+  // memfd_create: the initial seals and the name ("memfd:NAME") the file is
+  // known by. Called before the file is shared with anyone.
+  void InitMemfd(std::string name, uint32_t seals);
+  // "memfd:NAME" for a memfd, empty otherwise. Immutable after InitMemfd.
+  const std::string& memfd_name() const { return memfd_name_; }
 
  protected:
   KResult<void> Truncate(uint64_t size) override
@@ -84,9 +116,11 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
  private:
   Filesystem& tmpfs() const { return static_cast<Filesystem&>(fs()); }
   // Every mapping drops [offset, end) (page-aligned), then `pages` (taken
-  // out of pages_ already) are freed.
+  // out of pages_ already) are freed. `even_private`: private copies of
+  // those pages are dropped too (truncation: they now lie past the end).
   void InvalidateAndFree(uint64_t offset, uint64_t end,
-                         const std::vector<uint64_t>& pages)
+                         const std::vector<uint64_t>& pages,
+                         bool even_private = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mappings_mu_);
   // Zeroes [from, to), which lies within one page, if that page exists.
   void ZeroInPageLocked(uint64_t from, uint64_t to)
@@ -99,6 +133,12 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
 
   absl::Mutex mappings_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mm::MappingSet mappings_ ABSL_GUARDED_BY(mappings_mu_);
+
+  // F_SEAL_* bits. Changed only with mappings_mu_ and mu_ both held (so
+  // AddSeals' EBUSY check is atomic with mapping and with writes); read
+  // under either lock, or without one where a stale value is harmless.
+  std::atomic<uint32_t> seals_{0x0001 /* F_SEAL_SEAL */};
+  std::string memfd_name_;
 };
 
 // An open tmpfs regular file: offset, O_APPEND, lseek incl. SEEK_DATA and
@@ -118,6 +158,11 @@ class RegularFileDescription final : public vfs::VfsFile {
                          int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   std::shared_ptr<mm::Mappable> GetMappable() override { return file_; }
+  KResult<uint32_t> GetSeals() override { return file_->seals(); }
+  KResult<void> AddSeals(uint32_t seals) override {
+    return file_->AddSeals(seals);
+  }
+  const std::shared_ptr<RegularFile>& file() const { return file_; }
 
  private:
   const std::shared_ptr<RegularFile> file_;
