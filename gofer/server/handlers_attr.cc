@@ -26,11 +26,17 @@ timespec ToHost(const Timespec& t, bool set, bool now) {
   return {static_cast<time_t>(t.sec), static_cast<long>(t.nsec)};
 }
 
-// 0, or the errno for an xattr name: ERANGE (empty or too long),
-// EOPNOTSUPP (not user.*), EINVAL (embedded NUL).
-int ValidateXattrName(const std::string& name) {
+// 0, or the errno for an xattr name as copied in: ERANGE (empty or too
+// long), EINVAL (embedded NUL).
+int CheckXattrName(const std::string& name) {
   if (name.empty() || name.size() > kMaxXattrNameLen) return ERANGE;
   if (name.find('\0') != std::string::npos) return EINVAL;
+  return 0;
+}
+
+// 0, or EOPNOTSUPP for a name outside user.* (checked by Linux after the
+// writable-mount check).
+int CheckXattrNamespace(const std::string& name) {
   if (name.size() <= kUserPrefix.size() ||
       std::string_view(name).substr(0, kUserPrefix.size()) != kUserPrefix) {
     return EOPNOTSUPP;
@@ -63,8 +69,10 @@ int Session::SetAttr(const SetAttrReq& req, Empty*) {
   if ((req.mask & kSetSize) && req.size > static_cast<uint64_t>(INT64_MAX)) {
     return EINVAL;
   }
-  if ((req.mask & kSetMode) && node->type == S_IFLNK) return EOPNOTSUPP;
+  // As Linux: truncate's type checks come before the writable-mount check,
+  // chmod's symlink check after it.
   if (options_.read_only) return EROFS;
+  if ((req.mask & kSetMode) && node->type == S_IFLNK) return EOPNOTSUPP;
 
   if (req.mask & kSetSize) {
     int fd = ReopenNode(*node, O_WRONLY);
@@ -100,7 +108,8 @@ int Session::SetAttr(const SetAttrReq& req, Empty*) {
 int Session::GetXattr(const GetXattrReq& req, GetXattrResp* resp) {
   std::shared_ptr<Node> node = Find(req.handle);
   if (node == nullptr) return EBADF;
-  int err = ValidateXattrName(req.name);
+  int err = CheckXattrName(req.name);
+  if (err == 0) err = CheckXattrNamespace(req.name);
   if (err != 0) return err;
   UniqueFd fd;
   if ((err = XattrFd(*node, &fd)) != 0) return err;
@@ -122,13 +131,14 @@ int Session::GetXattr(const GetXattrReq& req, GetXattrResp* resp) {
 int Session::SetXattr(const SetXattrReq& req, Empty*) {
   std::shared_ptr<Node> node = Find(req.handle);
   if (node == nullptr) return EBADF;
-  int err = ValidateXattrName(req.name);
-  if (err != 0) return err;
-  if (req.value.size() > kMaxXattrValueLen) return E2BIG;
   if ((req.flags & ~static_cast<uint32_t>(XATTR_CREATE | XATTR_REPLACE)) != 0) {
     return EINVAL;
   }
+  int err = CheckXattrName(req.name);
+  if (err != 0) return err;
+  if (req.value.size() > kMaxXattrValueLen) return E2BIG;
   if (options_.read_only) return EROFS;
+  if ((err = CheckXattrNamespace(req.name)) != 0) return err;
   UniqueFd fd;
   if ((err = XattrFd(*node, &fd)) != 0) return err;
   if (fsetxattr(fd.get(), req.name.c_str(), req.value.data(), req.value.size(),
@@ -171,9 +181,10 @@ int Session::ListXattr(const ListXattrReq& req, ListXattrResp* resp) {
 int Session::RemoveXattr(const RemoveXattrReq& req, Empty*) {
   std::shared_ptr<Node> node = Find(req.handle);
   if (node == nullptr) return EBADF;
-  int err = ValidateXattrName(req.name);
+  int err = CheckXattrName(req.name);
   if (err != 0) return err;
   if (options_.read_only) return EROFS;
+  if ((err = CheckXattrNamespace(req.name)) != 0) return err;
   UniqueFd fd;
   if ((err = XattrFd(*node, &fd)) != 0) return err;
   if (fremovexattr(fd.get(), req.name.c_str()) != 0) return errno;

@@ -151,8 +151,15 @@ int Session::Link(const LinkReq& req, InodeResp* resp) {
   if (err != 0) return err;
   std::shared_ptr<Node> target = Find(req.target);
   if (target == nullptr) return EBADF;
-  if (target->IsDir()) return EPERM;
+  // As Linux: the new name is checked (EEXIST, EROFS) before the target's
+  // type.
   if (options_.read_only) return CreateRofsError(*dir, req.name);
+  if (target->IsDir()) {
+    struct stat st;
+    return fstatat(dir->get(), req.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
+               ? EEXIST
+               : EPERM;
+  }
   if (nodes_.size() >= options_.max_handles) return EMFILE;
   struct stat tst;
   if (fstat(target->get(), &tst) != 0) return errno;

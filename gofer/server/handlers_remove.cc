@@ -16,13 +16,8 @@ int Session::Unlink(const UnlinkReq& req, Empty*) {
   if (err == 0) err = ValidateName(req.name);
   if (err != 0) return err;
   if (req.flags != 0 && req.flags != AT_REMOVEDIR) return EINVAL;
-  if (options_.read_only) {
-    struct stat st;
-    if (fstatat(dir->get(), req.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return errno;
-    }
-    return EROFS;
-  }
+  // Linux checks for a writable mount before looking the name up.
+  if (options_.read_only) return EROFS;
   if (unlinkat(dir->get(), req.name.c_str(), static_cast<int>(req.flags)) !=
       0) {
     return errno;

@@ -198,6 +198,7 @@ TEST_F(ServerTest, MkdirMknodSymlinkLink) {
   EXPECT_EQ(st.st_nlink, 2u);
   Handle a = h_.MustWalk({"a"});
   EXPECT_EQ(h_.client().Call(LinkReq{h_.root(), "hd", a}, &r), EPERM);
+  EXPECT_EQ(h_.client().Call(LinkReq{h_.root(), "hard", a}, &r), EEXIST);
   EXPECT_EQ(h_.client().Call(LinkReq{h_.root(), "hard", c}, &r), EEXIST);
 }
 
@@ -462,7 +463,7 @@ TEST(ServerReadOnly, RefusesEveryChange) {
   EXPECT_EQ(h.client().Call(SymlinkReq{h.root(), "s", "f"}, &r), EROFS);
   EXPECT_EQ(h.client().Call(LinkReq{h.root(), "l", f}, &r), EROFS);
   EXPECT_EQ(h.client().Call(UnlinkReq{h.root(), "f", 0}, &e), EROFS);
-  EXPECT_EQ(h.client().Call(UnlinkReq{h.root(), "gone", 0}, &e), ENOENT);
+  EXPECT_EQ(h.client().Call(UnlinkReq{h.root(), "gone", 0}, &e), EROFS);
   EXPECT_EQ(h.client().Call(RenameReq{h.root(), "f", h.root(), "g", 0}, &e),
             EROFS);
   SetAttrReq sa;
@@ -471,6 +472,11 @@ TEST(ServerReadOnly, RefusesEveryChange) {
   EXPECT_EQ(h.client().Call(sa, &e), EROFS);
   EXPECT_EQ(h.client().Call(SetXattrReq{f, "user.a", "b", 0}, &e), EROFS);
   EXPECT_EQ(h.client().Call(RemoveXattrReq{f, "user.a"}, &e), EROFS);
+  EXPECT_EQ(h.client().Call(SetXattrReq{f, "trusted.a", "b", 0}, &e), EROFS);
+  EXPECT_EQ(h.client().Call(SetXattrReq{f, "", "b", 0}, &e), ERANGE);
+  EXPECT_EQ(h.client().Call(LinkReq{h.root(), "f", h.root()}, &r), EEXIST);
+  EXPECT_EQ(h.client().Call(MknodReq{h.root(), "c", S_IFCHR | 0644}, &r),
+            EPERM);
   StatfsResp sf;
   ASSERT_EQ(h.client().Call(StatfsReq{h.root()}, &sf), 0);
   EXPECT_NE(sf.flags & ST_RDONLY, 0u);
