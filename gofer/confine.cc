@@ -33,6 +33,32 @@ absl::Status OpenTarget(int root, const std::string& target, UniqueFd* out) {
   return absl::OkStatus();
 }
 
+// Writes content to a /proc/self file (uid_map, gid_map, setgroups).
+absl::Status WriteProcFile(const char* path, const std::string& content) {
+  UniqueFd fd(open(path, O_WRONLY | O_CLOEXEC));
+  if (!fd.valid() || write(fd.get(), content.data(), content.size()) !=
+                         static_cast<ssize_t>(content.size())) {
+    return Errno(absl::StrCat("write ", path));
+  }
+  return absl::OkStatus();
+}
+
+// Step 0: a user namespace in which the caller's uid and gid are 0.
+absl::Status EnterUserNamespace() {
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  // A process that changed its uid is not dumpable, and its /proc/self
+  // files then belong to root: make it dumpable to write its own maps.
+  if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return Errno("PR_SET_DUMPABLE");
+  if (unshare(CLONE_NEWUSER) != 0) return Errno("unshare(NEWUSER)");
+  absl::Status s = WriteProcFile("/proc/self/setgroups", "deny");
+  if (s.ok())
+    s = WriteProcFile("/proc/self/uid_map", absl::StrCat("0 ", uid, " 1"));
+  if (s.ok())
+    s = WriteProcFile("/proc/self/gid_map", absl::StrCat("0 ", gid, " 1"));
+  return s;
+}
+
 }  // namespace
 
 absl::Status DropCapabilities() {
@@ -70,6 +96,10 @@ absl::Status DropCapabilities() {
 absl::Status Confine(const ConfineOptions& options) {
   if (options.root.empty() || options.root[0] != '/') {
     return absl::InvalidArgumentError("root must be an absolute path");
+  }
+  if (options.user_namespace) {
+    absl::Status s = EnterUserNamespace();
+    if (!s.ok()) return s;
   }
   if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET) != 0) {
     return Errno("unshare(NEWNS|NEWIPC|NEWUTS|NEWNET)");

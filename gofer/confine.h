@@ -1,6 +1,8 @@
 // Confinement of the Gofer process, applied before it serves anything.
 //
 // Steps, in order (each must succeed, else the Gofer exits):
+//   0. Optionally (user_namespace, for a Gofer started without root) a new
+//      user namespace first, mapping only the caller's uid and gid to 0.
 //   1. New mount, IPC, UTS and network namespaces (no network at all);
 //      mount propagation from the new namespace to the host cut (MS_SLAVE).
 //   2. The served root is bind-mounted onto itself NON-recursively, so
@@ -19,7 +21,8 @@
 // directories are opened.
 //
 // Preconditions: the process is single-threaded and has CAP_SYS_ADMIN (or
-// is root); otherwise Confine fails with a Status naming the step.
+// is root), or asks for a user namespace where the host allows
+// unprivileged ones; otherwise Confine fails with a Status naming the step.
 #ifndef GOFER_CONFINE_H_
 #define GOFER_CONFINE_H_
 
@@ -40,6 +43,9 @@ struct ConfineOptions {
   std::string root;  // Host directory that becomes "/".
   bool root_read_only = false;
   std::vector<BindMount> submounts;
+  // Step 0. In it the Gofer can reach only what the caller's uid can, and
+  // can chown only to the caller's uid and gid (others are EINVAL).
+  bool user_namespace = false;
 };
 
 absl::Status Confine(const ConfineOptions& options);

@@ -21,8 +21,8 @@ absl::Status RunGofer(const GoferConfig& config) {
   }
   UniqueFd base;
   if (config.confine) {
-    absl::Status s =
-        Confine({config.root, config.root_read_only, config.submounts});
+    absl::Status s = Confine({config.root, config.root_read_only,
+                              config.submounts, config.user_namespace});
     if (!s.ok()) return s;
     base.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   } else {

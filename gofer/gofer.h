@@ -25,7 +25,8 @@ struct ServedMount {
 
 struct GoferConfig {
   std::string root;     // Host directory: "/" of the Gofer once confined.
-  bool confine = true;  // confine.h; needs CAP_SYS_ADMIN.
+  bool confine = true;  // confine.h; needs CAP_SYS_ADMIN or user_namespace.
+  bool user_namespace = false;  // ConfineOptions::user_namespace.
   bool root_read_only = false;
   std::vector<BindMount> submounts;
   bool seccomp = true;  // seccomp.h.

@@ -1,7 +1,10 @@
 // The Gofer binary end to end: unconfined under seccomp, confined (needs
 // CAP_SYS_ADMIN, else SKIP), and the seccomp filter and capability drop on
 // their own.
+#include "gofer/gofer.h"
+
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -278,6 +281,100 @@ TEST_F(GoferBinaryTest, ConfinedServesOnlyTheRootAndChosenMounts) {
     names.insert(e.path().filename());
   }
   EXPECT_EQ(names, (std::set<std::string>{"d", "etc", "hostmnt", "data"}));
+  int status = Stop(g);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Runs as uid/gid 65534 (after setting up as root): can it make a user
+// namespace?
+bool DropToNobody() {
+  return setgroups(0, nullptr) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+         setresuid(65534, 65534, 65534) == 0;
+}
+
+// Why uid 65534 cannot make a user namespace here, or "" if it can.
+std::string WhyNoUnprivilegedUserNamespace() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!DropToNobody()) _exit(1);
+    _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 2);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status)) return "probe crashed";
+  switch (WEXITSTATUS(status)) {
+    case 0:
+      return "";
+    case 1:
+      return "cannot switch to uid 65534 (not mapped in this sandbox)";
+    default:
+      return "unprivileged user namespaces are not allowed here";
+  }
+}
+
+// A Gofer started without privileges confines itself in a user namespace.
+// RunGofer runs in a forked child (the binary and its libraries may not be
+// readable by uid 65534).
+TEST_F(GoferBinaryTest, ConfinedInAUserNamespaceWithoutRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIP: needs root to set up as nobody";
+  std::string why = WhyNoUnprivilegedUserNamespace();
+  if (!why.empty()) GTEST_SKIP() << "SKIP: " << why;
+  // uid 65534 must reach the tree: open up the test's own directories, and
+  // skip if a directory above them is closed (never chmod those).
+  for (std::string p = std::filesystem::path(tree_.base()).parent_path();
+       p != "/"; p = std::filesystem::path(p).parent_path()) {
+    struct stat st;
+    ASSERT_EQ(stat(p.c_str(), &st), 0);
+    if ((st.st_mode & 0001) == 0) {
+      GTEST_SKIP() << "SKIP: " << p << " is not searchable by uid 65534";
+    }
+  }
+  for (const std::string& p : {tree_.base(), tree_.root()}) {
+    ASSERT_EQ(chmod(p.c_str(), 0755), 0);
+  }
+  ASSERT_EQ(chmod((tree_.root() + "/d").c_str(), 0777), 0);
+  ASSERT_EQ(chown((tree_.root() + "/d/f").c_str(), 65534, 65534), 0);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  Gofer g;
+  g.clients.push_back(std::make_unique<GoferClient>(UniqueFd(sv[0])));
+  g.pid = fork();
+  if (g.pid == 0) {
+    g.clients.clear();
+    if (!DropToNobody()) _exit(3);
+    GoferConfig config;
+    config.root = tree_.root();
+    config.user_namespace = true;
+    config.mounts.push_back({sv[1], "", false});
+    absl::Status s = RunGofer(config);
+    if (!s.ok()) std::fprintf(stderr, "gofer: %s\n", s.ToString().c_str());
+    _exit(s.ok() ? 0 : 1);
+  }
+  close(sv[1]);
+  GoferClient& c = *g.clients[0];
+  AttachResp a;
+  ASSERT_EQ(c.Call(AttachReq{}, &a), 0) << "gofer failed to start";
+  WalkResp w;
+  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"d", "f"}}, &w), 0);
+  ASSERT_EQ(w.status, WalkStatus::kOk);
+  Empty e;
+  UniqueFd fd;
+  ASSERT_EQ(c.Call(OpenReq{w.inodes[1].handle, O_RDWR}, &e, &fd), 0);
+  EXPECT_EQ(ReadAll(fd.get()), "content");
+  InodeResp ir;
+  ASSERT_EQ(
+      c.Call(CreateReq{w.inodes[0].handle, "n", O_RDWR, 0640, 0, 0}, &ir, &fd),
+      0);
+  struct stat st;
+  ASSERT_EQ(stat((tree_.root() + "/d/n").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);  // uid 0 inside is nobody outside.
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  // Chown to an unmapped id fails; the half-made file is removed.
+  EXPECT_EQ(c.Call(MkdirReq{w.inodes[0].handle, "m", 0755, 1000, 1000}, &ir),
+            EINVAL);
+  EXPECT_FALSE(std::filesystem::exists(tree_.root() + "/d/m"));
+  EXPECT_EQ(ProcStatusField(g.pid, "Seccomp"), "2");
   int status = Stop(g);
   ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);

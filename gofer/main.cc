@@ -2,7 +2,7 @@
 // RunGofer itself).
 //
 //   gofer --root=DIR --serve=FD[:PATH][:ro] ... [--bind=SRC:TARGET[:ro]] ...
-//         [--root-ro] [--no-confine] [--no-seccomp]
+//         [--root-ro] [--userns] [--no-confine] [--no-seccomp]
 //
 // --serve gives one connection: the inherited socket FD, the directory it
 // serves (relative to the root; default the root) and ":ro" to refuse
@@ -30,8 +30,8 @@ bool TakeRo(std::vector<std::string>* parts) {
 int Usage(const char* msg) {
   std::fprintf(stderr,
                "gofer: %s\nusage: gofer --root=DIR --serve=FD[:PATH][:ro]... "
-               "[--bind=SRC:TARGET[:ro]]... [--root-ro] [--no-confine] "
-               "[--no-seccomp]\n",
+               "[--bind=SRC:TARGET[:ro]]... [--root-ro] [--userns] "
+               "[--no-confine] [--no-seccomp]\n",
                msg);
   return 2;
 }
@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
       config.root = std::string(arg);
     } else if (arg == "--root-ro") {
       config.root_read_only = true;
+    } else if (arg == "--userns") {
+      config.user_namespace = true;
     } else if (arg == "--no-confine") {
       config.confine = false;
     } else if (arg == "--no-seccomp") {
