@@ -155,6 +155,15 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
   state.counters["guest_trap_p50"] = tm.guest_p50_ns;
   state.counters["to_sentry_p50"] = tm.to_sentry_p50_ns;
   state.counters["sentry_p50"] = tm.sentry_p50_ns;
+  // Per round trip: how the Sentry waited for the stub.
+  if (tm.handoffs > 0) {
+    const double n = static_cast<double>(tm.handoffs);
+    state.counters["timed"] = tm.round_trips / n;
+    state.counters["spin_hit"] = tm.spin_hits / n;
+    state.counters["spin_miss"] = (tm.spins - tm.spin_hits) / n;
+    state.counters["same_cpu"] = tm.same_cpu / n;
+    state.counters["sleeps"] = tm.sentry_sleeps / n;
+  }
   if (!each.empty() && c1 > c0) {
     const double k = std::chrono::duration<double, std::nano>(t1 - t0).count() /
                      static_cast<double>(c1 - c0);

@@ -184,7 +184,9 @@ struct stub_slot {
   uint32_t xsave_len;      /* bytes of xsave[] the stub filled */
   uint32_t signo;
   int32_t fault_code;
-  uint32_t pad;
+  /* CPU the Sentry thread handed off from (sched_getcpu): the stub does
+   * not spin when it runs there itself (the Sentry cannot run meanwhile). */
+  uint32_t sentry_cpu;
   uint64_t fault_addr;
   uint64_t fault_err; /* page-fault error code (REG_ERR) */
   uint64_t trapno;
@@ -196,9 +198,13 @@ struct stub_slot {
   /* TSC at the handler's entry and just before returning to the guest
    * (statistics only). */
   uint64_t tsc_trap, tsc_resume;
+  /* CPU the stub thread trapped on (the same reasoning, Sentry side), or
+   * ~0 if unknown. Hints only. */
+  uint32_t stub_cpu;
+  uint32_t pad1;
   struct stub_regs regs;
   uint8_t siginfo[128];
-  uint8_t pad2[1024 - 104 - 27 * 8 - 128];
+  uint8_t pad2[1024 - 112 - 27 * 8 - 128];
   uint8_t xsave[]; /* 64-byte aligned XSAVE image */
 };
 

@@ -321,7 +321,8 @@ class SystrapContext final : public Context {
  private:
   void Unbind();
   // Waits for the stub to hand the slot back. False if the stub died.
-  bool WaitForStub(StubThread* t, bool spin);
+  // `cpu` is the CPU this thread handed off from.
+  bool WaitForStub(StubThread* t, bool spin, int cpu);
   SwitchResult Dead();
 
   SystrapPlatform* const plat_;
@@ -347,6 +348,9 @@ class SystrapContext final : public Context {
   enum Phase { kToStub, kGuest, kToSentry, kSentry, kPhases };
   struct Ticks {
     uint64_t n = 0, to_stub = 0, guest = 0, to_sentry = 0, sentry = 0;
+    // Waits for the stub: spins begun, spins that saw the event, spins
+    // skipped because the stub last ran on this CPU, futex sleeps.
+    uint64_t handoffs = 0, spins = 0, spin_hits = 0, same_cpu = 0, sleeps = 0;
     uint32_t hist[kPhases][kHistBuckets] = {};
   };
   Ticks TakeTicks() {
@@ -834,9 +838,16 @@ void SystrapContext::Pin(StubThread* t, int cpu) {
   if (sched_setaffinity(t->tid, sizeof(set), &set) == 0) t->pinned_cpu = cpu;
 }
 
-bool SystrapContext::WaitForStub(StubThread* t, bool spin) {
+bool SystrapContext::WaitForStub(StubThread* t, bool spin, int cpu) {
   stub_slot* s = t->slot;
+  // A stub thread that last trapped on this CPU cannot run while we spin
+  // here (the value is guest-writable: a lie only costs the guest time).
+  if (spin && cpu >= 0 && Load(&s->stub_cpu) == static_cast<uint32_t>(cpu)) {
+    spin = false;
+    ticks_.same_cpu++;
+  }
   if (spin) {
+    ticks_.spins++;
     uint64_t end = __rdtsc() + plat_->spin_ticks();
     bool done = false;
     while (!(done = Load(&s->state) == STUB_SLOT_SENTRY)) {
@@ -844,6 +855,7 @@ bool SystrapContext::WaitForStub(StubThread* t, bool spin) {
       _mm_pause();
     }
     if (done) {
+      ticks_.spin_hits++;
       backoff_len_ = 1;
     } else {
       backoff_left_ = backoff_len_;
@@ -864,6 +876,7 @@ bool SystrapContext::WaitForStub(StubThread* t, bool spin) {
     if (v == STUB_SLOT_SENTRY) break;
     if (stub_->dead()) return false;
     if (!interrupt_.load() || plat_->opts().interrupt_kill_ms <= 0) {
+      ticks_.sleeps++;
       Futex(&s->state, FUTEX_WAIT, v);
       continue;
     }
@@ -951,13 +964,16 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
       spin = plat_->MaySpin();
     }
     s->spin = spin ? plat_->stub_spin_iters() : 0;
+    const int cpu = sched_getcpu();
+    s->sentry_cpu = static_cast<uint32_t>(cpu);
     // When one side must sleep, keep both on one CPU: a futex wake-up
     // across CPUs costs tens of microseconds in a VM, on one CPU a couple.
-    if (plat_->opts().pin) Pin(t, spin ? -1 : sched_getcpu());
+    if (plat_->opts().pin) Pin(t, spin ? -1 : cpu);
     uint64_t handoff = __rdtsc();
+    ticks_.handoffs++;
     Store(&s->state, STUB_SLOT_STUB);
     if (Load(&s->stub_waiting)) FutexWake(&s->state);
-    if (!WaitForStub(t, spin)) {
+    if (!WaitForStub(t, spin, cpu)) {
       result.reason = SwitchReason::kDead;
       break;
     }
@@ -1429,6 +1445,11 @@ SystrapTimings TakeSystrapTimings(Context& ctx) {
   auto* c = dynamic_cast<SystrapContext*>(&ctx);
   if (c == nullptr) return out;
   SystrapContext::Ticks t = c->TakeTicks();
+  out.handoffs = t.handoffs;
+  out.spins = t.spins;
+  out.spin_hits = t.spin_hits;
+  out.same_cpu = t.same_cpu;
+  out.sentry_sleeps = t.sleeps;
   if (t.n == 0) return out;
   double k = 1.0 / TscPerNs() / t.n;
   out.round_trips = t.n;

@@ -67,15 +67,22 @@ SystrapFeatures ProbeSystrapFeatures();
 // machine does not distort (statistics; the stub's timestamps come from
 // guest-writable memory and are only plausible, never trusted).
 struct SystrapTimings {
-  uint64_t round_trips = 0;
-  double to_stub_ns = 0;    // Sentry hands off -> stub about to sigreturn
-  double guest_ns = 0;      // sigreturn, guest code, trap, signal delivery
-  double to_sentry_ns = 0;  // handler entry -> Sentry sees the event
-  double sentry_ns = 0;     // Sentry sees the event -> next handoff
+  uint64_t round_trips = 0;  // with timestamps in order (see handoffs)
+  double to_stub_ns = 0;     // Sentry hands off -> stub about to sigreturn
+  double guest_ns = 0;       // sigreturn, guest code, trap, signal delivery
+  double to_sentry_ns = 0;   // handler entry -> Sentry sees the event
+  double sentry_ns = 0;      // Sentry sees the event -> next handoff
   double to_stub_p50_ns = 0;
   double guest_p50_ns = 0;
   double to_sentry_p50_ns = 0;
   double sentry_p50_ns = 0;
+  // How the Sentry waited for the stub, over all `handoffs` (round trips;
+  // `round_trips` above counts only those whose timestamps were in order,
+  // which the phase split needs): spins begun, spins that saw the event,
+  // spins skipped because the stub thread last ran on the Sentry thread's
+  // CPU, futex sleeps.
+  uint64_t handoffs = 0, spins = 0, spin_hits = 0, same_cpu = 0,
+           sentry_sleeps = 0;
 };
 SystrapTimings TakeSystrapTimings(Context& ctx);
 
