@@ -5,10 +5,12 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gofer/protocol/unique_fd.h"
@@ -107,23 +109,60 @@ absl::Status Confine(const ConfineOptions& options) {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
     return Errno("make / rslave");
   }
-  // Non-recursive: the host's submounts below root do not come along.
-  if (mount(options.root.c_str(), options.root.c_str(), nullptr, MS_BIND,
-            nullptr) != 0) {
-    return Errno(absl::StrCat("bind ", options.root));
-  }
-  UniqueFd root(open(options.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root.valid()) return Errno(absl::StrCat("open ", options.root));
+  // Everything named by the (trusted) configuration is opened now, before
+  // the staging mount below may hide it.
+  UniqueFd host_root(
+      open(options.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_root.valid()) return Errno(absl::StrCat("open ", options.root));
+  std::vector<UniqueFd> sources;
   for (const BindMount& m : options.submounts) {
+    sources.emplace_back(open(m.source.c_str(), O_PATH | O_CLOEXEC));
+    if (!sources.back().valid()) return Errno(absl::StrCat("open ", m.source));
+  }
+  // A private tmpfs to build the new root in (pivot_root needs the new
+  // root to be a mount point other than the current root, which a bind of
+  // "/" onto itself is not). It is detached with the old root.
+  const char* staging = nullptr;
+  for (const char* dir : {"/tmp", "/mnt", "/run", "/var"}) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+      staging = dir;
+      break;
+    }
+  }
+  if (staging == nullptr) return absl::NotFoundError("no staging directory");
+  if (mount("gofer-staging", staging, "tmpfs", kMountFlags | MS_NOEXEC,
+            "size=16k,mode=0700") != 0) {
+    return Errno(absl::StrCat("mount staging tmpfs on ", staging));
+  }
+  std::string new_root = absl::StrCat(staging, "/root");
+  if (mkdir(new_root.c_str(), 0700) != 0) return Errno("mkdir staging root");
+  // Non-recursive: the host's submounts below root do not come along.
+  std::string from = absl::StrCat("/proc/self/fd/", host_root.get());
+  if (mount(from.c_str(), new_root.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    // EINVAL: submounts locked by a less privileged user namespace, which
+    // may not be uncovered. Bind them too; they stay unreachable, since no
+    // walk crosses a mount point (RESOLVE_NO_XDEV, node.h).
+    if (errno != EINVAL || mount(from.c_str(), new_root.c_str(), nullptr,
+                                 MS_BIND | MS_REC, nullptr) != 0) {
+      return Errno(absl::StrCat("bind ", options.root));
+    }
+  }
+  host_root.reset();
+  UniqueFd root(open(new_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) return Errno(absl::StrCat("open ", new_root));
+  for (size_t i = 0; i < options.submounts.size(); ++i) {
+    const BindMount& m = options.submounts[i];
     UniqueFd target;
     absl::Status s = OpenTarget(root.get(), m.target, &target);
     if (!s.ok()) return s;
+    std::string from = absl::StrCat("/proc/self/fd/", sources[i].get());
     std::string where = absl::StrCat("/proc/self/fd/", target.get());
-    if (mount(m.source.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) !=
-        0) {
+    if (mount(from.c_str(), where.c_str(), nullptr, MS_BIND, nullptr) != 0) {
       return Errno(absl::StrCat("bind ", m.source, " on ", m.target));
     }
   }
+  sources.clear();
   if (fchdir(root.get()) != 0) return Errno("fchdir root");
   // nodev, nosuid (and ro) on every mount. Not noexec: the Sentry maps
   // donated FDs of guest binaries PROT_EXEC.

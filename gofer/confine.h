@@ -5,14 +5,18 @@
 //      user namespace first, mapping only the caller's uid and gid to 0.
 //   1. New mount, IPC, UTS and network namespaces (no network at all);
 //      mount propagation from the new namespace to the host cut (MS_SLAVE).
-//   2. The served root is bind-mounted onto itself NON-recursively, so
-//      host submounts below it (/proc, /sys, /dev when the root is "/")
-//      are not in the new tree; each chosen submount is then bound
+//   2. The served root is bind-mounted NON-recursively onto a directory of
+//      a private staging tmpfs (mounted over /tmp, or /mnt, /run, /var, in
+//      the new namespace only), so host submounts below the root (/proc,
+//      /sys, /dev when the root is "/") are not in the new tree (unless a
+//      user namespace locked them there: then they are bound too, and stay
+//      unreachable because no walk crosses a mount point); each
+//      chosen submount is then bound
 //      (non-recursively) onto a target opened beneath the root with no
 //      symlink followed. Every mount is nodev and nosuid; read-only ones
 //      are remounted MS_RDONLY.
-//   3. pivot_root into the root and detach the old root: nothing of the
-//      host is reachable by path any more.
+//   3. pivot_root into the new root and detach the old one (the staging
+//      tmpfs with it): nothing of the host is reachable by path any more.
 //   4. Only the capabilities file serving needs stay (CHOWN, DAC_OVERRIDE,
 //      DAC_READ_SEARCH, FOWNER, FSETID) in the effective and permitted
 //      sets; the bounding set is emptied of the rest, the ambient and

@@ -286,6 +286,41 @@ TEST_F(GoferBinaryTest, ConfinedServesOnlyTheRootAndChosenMounts) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// runsc do over the host root: "/" is served, but not the host's /proc,
+// /sys or /dev (submounts of "/" are left out by the non-recursive bind).
+TEST(GoferHostRoot, ConfinedOverTheHostRootHidesProcSysDev) {
+  if (!CanConfine()) {
+    GTEST_SKIP() << "SKIP: cannot create namespaces (needs CAP_SYS_ADMIN)";
+  }
+  Gofer g = Start({"--root=/", "--root-ro"}, {"ro"});
+  GoferClient& c = *g.clients[0];
+  AttachResp a;
+  ASSERT_EQ(c.Call(AttachReq{}, &a), 0) << "gofer failed to start";
+  WalkResp w;
+  for (const char* top : {"proc", "sys"}) {
+    ASSERT_EQ(c.Call(WalkReq{a.root.handle, {top}}, &w), 0);
+    if (w.status != WalkStatus::kOk) continue;  // No such directory at all.
+    GetdentsResp gd;
+    ASSERT_EQ(c.Call(GetdentsReq{w.inodes[0].handle, 0, 100}, &gd), 0);
+    EXPECT_TRUE(gd.dirents.empty())
+        << "/" << top << " has " << gd.dirents[0].name;
+  }
+  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"dev", "null"}}, &w), 0);
+  if (w.status == WalkStatus::kOk) {
+    // Only a device node on the root file system itself: never opened.
+    Empty e;
+    UniqueFd fd;
+    EXPECT_EQ(c.Call(OpenReq{w.inodes[1].handle, O_RDONLY}, &e, &fd), EACCES);
+  }
+  StatfsResp sf;
+  ASSERT_EQ(c.Call(StatfsReq{a.root.handle}, &sf), 0);
+  EXPECT_NE(sf.flags & ST_NODEV, 0u);
+  EXPECT_NE(sf.flags & ST_RDONLY, 0u);
+  int status = Stop(g);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 // Runs as uid/gid 65534 (after setting up as root): can it make a user
 // namespace?
 bool DropToNobody() {
