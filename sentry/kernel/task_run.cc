@@ -107,7 +107,7 @@ Task::Step Task::HandleSyscall() {
 }
 
 Task::Step Task::HandleFault(const platform::SwitchResult& r) {
-  const int sig = r.signal.si_signo;
+  int sig = r.signal.si_signo;
   const bool memory_fault = (sig == SIGSEGV || sig == SIGBUS) &&
                             r.signal.si_code > 0 &&
                             r.signal.si_code != SI_KERNEL;
@@ -118,6 +118,9 @@ Task::Step Task::HandleFault(const platform::SwitchResult& r) {
     if (res.error() == kENOMEM) {
       LogWarning("task %d: out of memory resolving a fault at %#x", tid_, addr);
     }
+    // A file or shared-memory page past the end of its object: SIGBUS
+    // (BUS_ADRERR), whatever the host reported for the unmapped page.
+    if (res.error() == kEIO) sig = SIGBUS;
   }
   // Signal delivery comes with the signals issue: until then every
   // synchronous fault takes its default action, which ends the process
