@@ -35,7 +35,9 @@ int Session::Create(const CreateReq& req, InodeResp* resp, UniqueFd* fd) {
   std::shared_ptr<Node> dir;
   int err = CheckCreate(FindDir(req.dir, &dir), req.name);
   if (err != 0) return err;
-  constexpr uint32_t kAllowed = kClientOpenFlags & ~O_DIRECTORY;
+  // O_CREAT and O_EXCL are implied, and accepted.
+  constexpr uint32_t kAllowed =
+      (kClientOpenFlags & ~O_DIRECTORY) | O_CREAT | O_EXCL;
   if ((req.flags & ~kAllowed) != 0 || (req.flags & O_ACCMODE) == O_ACCMODE) {
     return EINVAL;
   }

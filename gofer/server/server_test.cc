@@ -138,6 +138,12 @@ TEST_F(ServerTest, CreateSetsExactModeAndDonatesFd) {
   EXPECT_EQ(st.st_size, 1);
   EXPECT_EQ(r.inode.stat.ino, st.st_ino);
   Handle created = r.inode.handle;
+  InodeResp r2;
+  UniqueFd fd2;
+  ASSERT_EQ(h_.client().Call(
+                CreateReq{h_.root(), "new2", O_WRONLY | O_CREAT | O_EXCL, 0600},
+                &r2, &fd2),
+            0);
   EXPECT_EQ(
       h_.client().Call(CreateReq{h_.root(), "new", O_RDWR, 0664}, &r, &fd),
       EEXIST);
