@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <thread>
@@ -18,6 +19,16 @@ absl::Status RunGofer(const GoferConfig& config) {
   for (const ServedMount& m : config.mounts) socks.emplace_back(m.sock_fd);
   if (config.mounts.empty()) {
     return absl::InvalidArgumentError("no connection to serve");
+  }
+  for (const ServedMount& m : config.mounts) {
+    int domain = 0, type = 0;
+    socklen_t len = sizeof(int);
+    if (getsockopt(m.sock_fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 ||
+        getsockopt(m.sock_fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        domain != AF_UNIX || type != SOCK_STREAM) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FD ", m.sock_fd, " is not a connected AF_UNIX SOCK_STREAM socket"));
+    }
   }
   UniqueFd base;
   if (config.confine) {

@@ -200,6 +200,20 @@ TEST_F(GoferBinaryTest, ServesASubdirectoryReadOnly) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+TEST_F(GoferBinaryTest, RefusesFdsThatAreNotStreamSockets) {
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  GoferConfig config;
+  config.root = tree_.root();
+  config.confine = false;
+  config.seccomp = false;
+  config.mounts.push_back({pipefd[0], "", false});  // RunGofer closes it.
+  absl::Status s = RunGofer(config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  close(pipefd[1]);
+  EXPECT_EQ(fcntl(pipefd[0], F_GETFD), -1);  // Owned and closed.
+}
+
 TEST_F(GoferBinaryTest, RefusesBadServedPaths) {
   for (const char* path : {"etc", "d/f", "../outside", "missing"}) {
     Gofer g = Start({"--root=" + tree_.root(), "--no-confine"}, {path});

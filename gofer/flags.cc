@@ -1,0 +1,71 @@
+#include "gofer/flags.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+
+namespace gofer {
+namespace {
+
+// Removes a trailing "ro" part; true if there was one.
+bool TakeRo(std::vector<std::string>* parts) {
+  if (parts->size() > 1 && parts->back() == "ro") {
+    parts->pop_back();
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<GoferConfig> ParseGoferFlags(
+    const std::vector<std::string>& args) {
+  GoferConfig config;
+  for (const std::string& a : args) {
+    absl::string_view arg = a;
+    if (absl::ConsumePrefix(&arg, "--root=")) {
+      config.root = std::string(arg);
+    } else if (arg == "--root-ro") {
+      config.root_read_only = true;
+    } else if (arg == "--userns") {
+      config.user_namespace = true;
+    } else if (arg == "--no-confine") {
+      config.confine = false;
+    } else if (arg == "--no-seccomp") {
+      config.seccomp = false;
+    } else if (absl::ConsumePrefix(&arg, "--serve=")) {
+      std::vector<std::string> parts = absl::StrSplit(arg, ':');
+      ServedMount m;
+      m.read_only = TakeRo(&parts);
+      if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &m.sock_fd) ||
+          m.sock_fd < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("bad flag ", a));
+      }
+      if (parts.size() == 2) m.path = parts[1];
+      config.mounts.push_back(m);
+    } else if (absl::ConsumePrefix(&arg, "--bind=")) {
+      std::vector<std::string> parts = absl::StrSplit(arg, ':');
+      BindMount b;
+      b.read_only = TakeRo(&parts);
+      if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("bad flag ", a));
+      }
+      b.source = parts[0];
+      b.target = parts[1];
+      config.submounts.push_back(b);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", a));
+    }
+  }
+  if (config.root.empty() || config.root[0] != '/') {
+    return absl::InvalidArgumentError("--root=ABSOLUTE_DIR is required");
+  }
+  if (config.mounts.empty()) {
+    return absl::InvalidArgumentError("at least one --serve=FD is required");
+  }
+  return config;
+}
+
+}  // namespace gofer

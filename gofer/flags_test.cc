@@ -1,0 +1,48 @@
+#include "gofer/flags.h"
+
+#include "gtest/gtest.h"
+
+namespace gofer {
+namespace {
+
+TEST(Flags, ParsesEverything) {
+  auto c = ParseGoferFlags({"--root=/srv", "--serve=3", "--serve=4:data/x:ro",
+                            "--bind=/vol:data:ro", "--bind=/b:c", "--root-ro",
+                            "--userns"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->root, "/srv");
+  ASSERT_EQ(c->mounts.size(), 2u);
+  EXPECT_EQ(c->mounts[0].sock_fd, 3);
+  EXPECT_EQ(c->mounts[0].path, "");
+  EXPECT_FALSE(c->mounts[0].read_only);
+  EXPECT_EQ(c->mounts[1].path, "data/x");
+  EXPECT_TRUE(c->mounts[1].read_only);
+  ASSERT_EQ(c->submounts.size(), 2u);
+  EXPECT_EQ(c->submounts[0].source, "/vol");
+  EXPECT_TRUE(c->submounts[0].read_only);
+  EXPECT_FALSE(c->submounts[1].read_only);
+  EXPECT_TRUE(c->root_read_only);
+  EXPECT_TRUE(c->user_namespace);
+  EXPECT_TRUE(c->confine);
+  EXPECT_TRUE(c->seccomp);
+}
+
+TEST(Flags, RejectsBadInput) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"--serve=3"},                // No root.
+           {"--root=rel", "--serve=3"},  // Relative root.
+           {"--root=/r"},                // Nothing served.
+           {"--root=/r", "--serve=-1"},
+           {"--root=/r", "--serve=x"},
+           {"--root=/r", "--serve=3:a:b"},
+           {"--root=/r", "--serve=3", "--bind=/a"},
+           {"--root=/r", "--serve=3", "--bind=:b"},
+           {"--root=/r", "--serve=3", "--frobnicate"},
+       }) {
+    EXPECT_FALSE(ParseGoferFlags(args).ok()) << args.back();
+  }
+}
+
+}  // namespace
+}  // namespace gofer
