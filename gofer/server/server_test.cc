@@ -174,6 +174,10 @@ TEST_F(ServerTest, MkdirMknodSymlinkLink) {
   ASSERT_EQ(h_.client().Call(OpenReq{r.inode.handle, O_RDONLY}, &e, &fd), 0);
   EXPECT_NE(fcntl(fd.get(), F_GETFL) & O_NONBLOCK, 0);
   EXPECT_EQ(h_.client().Call(OpenReq{r.inode.handle, O_WRONLY}, &e, &fd), 0);
+  // With no reader left, a write-only open fails at once instead of blocking.
+  fd.reset();
+  UniqueFd w;
+  EXPECT_EQ(h_.client().Call(OpenReq{r.inode.handle, O_WRONLY}, &e, &w), ENXIO);
   ASSERT_EQ(h_.client().Call(MknodReq{h_.root(), "sock", S_IFSOCK | 0600}, &r),
             0);
   EXPECT_TRUE(S_ISSOCK(r.inode.stat.mode));
