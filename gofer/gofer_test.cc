@@ -270,6 +270,10 @@ TEST_F(GoferBinaryTest, ConfinedServesOnlyTheRootAndChosenMounts) {
   AttachResp va;
   ASSERT_EQ(v.Call(AttachReq{}, &va), 0);
   EXPECT_EQ(va.read_only, 0);  // Not asked of the server: the host refuses.
+  GetdentsResp gd;             // The root of a mount lists fine.
+  ASSERT_EQ(v.Call(GetdentsReq{va.root.handle, 0, 10}, &gd), 0);
+  ASSERT_EQ(gd.dirents.size(), 1u);
+  EXPECT_EQ(gd.dirents[0].name, "v");
   ASSERT_EQ(v.Call(WalkReq{va.root.handle, {"v"}}, &w), 0);
   ASSERT_EQ(w.status, WalkStatus::kOk);
   Empty e;
