@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -55,7 +56,9 @@ Gofer Start(std::vector<std::string> args,
                    (serve_args[i].empty() ? "" : ":" + serve_args[i]));
   }
   std::vector<char*> argv;
-  std::string bin = "gofer/gofer";
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  std::string bin = srcdir ? std::string(srcdir) + "/sandbox/gofer/gofer"
+                           : "gofer/gofer";  // Run from the runfiles tree.
   argv.push_back(bin.data());
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
