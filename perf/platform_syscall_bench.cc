@@ -6,10 +6,12 @@
 // Run: bazel run -c opt //perf:platform_syscall_bench
 #include <dirent.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -192,10 +194,12 @@ BENCHMARK(BM_SystrapSyscallFutex)->UseRealTime();
 
 // loop: mov (%rdi),%rax; add $4096,%rdi; jmp loop. Each iteration is one
 // fault on a fresh page that the Sentry resolves with MapFile.
-void BM_SystrapPageFault(benchmark::State& state) {
+void PageFault(benchmark::State& state, bool pin) {
   Env env;
-  if (!env.Init(true, {0x48, 0x8b, 0x07, 0x48, 0x81, 0xc7, 0x00, 0x10, 0x00,
-                       0x00, 0xeb, 0xf4})) {
+  if (!env.Init(true,
+                {0x48, 0x8b, 0x07, 0x48, 0x81, 0xc7, 0x00, 0x10, 0x00, 0x00,
+                 0xeb, 0xf4},
+                pin)) {
     state.SkipWithError("systrap platform unavailable");
     return;
   }
@@ -204,8 +208,15 @@ void BM_SystrapPageFault(benchmark::State& state) {
   CpuState s = env.Start();
   s.regs.rdi = kFaultArea;
   int mapped = 0;
+  std::vector<uint64_t> each, map;
+  each.reserve(1 << 20);
+  map.reserve(1 << 20);
+  auto t0 = std::chrono::steady_clock::now();
+  const uint64_t c0 = __rdtsc();
   for (auto _ : state) {
+    uint64_t a = __rdtsc();
     SwitchResult r = env.ctx->Switch(*env.as, s);
+    uint64_t m = __rdtsc();
     if (r.reason != SwitchReason::kFault) {
       state.SkipWithError("expected a fault");
       return;
@@ -217,6 +228,11 @@ void BM_SystrapPageFault(benchmark::State& state) {
       state.SkipWithError("MapFile failed");
       return;
     }
+    if (each.size() < each.capacity()) {
+      uint64_t now = __rdtsc();
+      each.push_back(now - a);
+      map.push_back(now - m);
+    }
     if (++mapped == kFaultPages) {
       state.PauseTiming();
       env.as->Unmap(kFaultArea, kFaultPages * kPage);
@@ -226,8 +242,24 @@ void BM_SystrapPageFault(benchmark::State& state) {
       state.ResumeTiming();
     }
   }
+  auto t1 = std::chrono::steady_clock::now();
+  const uint64_t c1 = __rdtsc();
+  if (!each.empty() && c1 > c0) {
+    const double k = std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                     static_cast<double>(c1 - c0);
+    std::sort(each.begin(), each.end());
+    state.counters["p10"] = each[each.size() / 10] * k;
+    state.counters["p50"] = each[each.size() / 2] * k;
+    std::sort(map.begin(), map.end());
+    state.counters["mapfile_p50"] = map[map.size() / 2] * k;
+  }
+}
+void BM_SystrapPageFault(benchmark::State& state) { PageFault(state, true); }
+void BM_SystrapPageFaultNoPin(benchmark::State& state) {
+  PageFault(state, false);
 }
 BENCHMARK(BM_SystrapPageFault)->UseRealTime();
+BENCHMARK(BM_SystrapPageFaultNoPin)->UseRealTime();
 
 // Creating an address space (a stub process), running one syscall in it
 // (which creates its first guest thread) and destroying it.
@@ -281,46 +313,113 @@ void BM_InProcessSigsysTrap(benchmark::State& state) {
 }
 BENCHMARK(BM_InProcessSigsysTrap);
 
-// A handoff there and back between two threads through a futex word, with
-// spinning (the fast path) or sleeping (FUTEX_WAIT/WAKE) waits.
-void Handoff(benchmark::State& state, bool spin) {
-  std::atomic<uint32_t> word{0};
-  std::atomic<bool> stop{false};
+// A handoff there and back through a futex word in a shared mapping, with
+// spinning (the fast path) or sleeping (FUTEX_WAIT/WAKE) waits, between two
+// threads or two processes (a fork: what separates the Sentry from a stub),
+// optionally both pinned to CPU 0. Reports the median and p10 round trip,
+// which a machine loaded by other work distorts far less than the mean.
+void Handoff(benchmark::State& state, bool spin, bool process, bool one_cpu) {
+  void* mem = mmap(nullptr, kPage, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    state.SkipWithError("mmap");
+    return;
+  }
+  auto* word = static_cast<std::atomic<uint32_t>*>(mem);
+  word->store(0);
+  auto pin0 = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+  };
+  cpu_set_t old;
+  sched_getaffinity(0, sizeof(old), &old);
   auto wait_for = [&](uint32_t v) {
-    while (word.load() != v && !stop.load()) {
+    for (uint32_t cur; (cur = word->load()) != v && cur != 3;) {
       if (spin) {
         __builtin_ia32_pause();
       } else {
-        uint32_t cur = word.load();
-        if (cur != v) {
-          syscall(SYS_futex, &word, FUTEX_WAIT, cur, nullptr, nullptr, 0);
-        }
+        syscall(SYS_futex, word, FUTEX_WAIT, cur, nullptr, nullptr, 0);
       }
     }
   };
   auto set = [&](uint32_t v) {
-    word.store(v);
-    if (!spin) syscall(SYS_futex, &word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+    word->store(v);
+    if (!spin) syscall(SYS_futex, word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
   };
-  std::thread peer([&] {
+  auto peer = [&] {
+    if (one_cpu) pin0();
     for (;;) {
       wait_for(1);
-      if (stop.load()) return;
+      if (word->load() == 3) return;
       set(2);
     }
-  });
+  };
+  std::thread thread;
+  pid_t child = -1;
+  if (process) {
+    child = fork();
+    if (child == 0) {
+      peer();
+      _exit(0);
+    }
+  } else {
+    thread = std::thread(peer);
+  }
+  if (one_cpu) pin0();
+  std::vector<uint64_t> each;
+  each.reserve(1 << 20);
+  auto t0 = std::chrono::steady_clock::now();
+  const uint64_t c0 = __rdtsc();
   for (auto _ : state) {
+    uint64_t a = __rdtsc();
     set(1);
     wait_for(2);
+    if (each.size() < each.capacity()) each.push_back(__rdtsc() - a);
   }
-  stop.store(true);
-  set(1);
-  peer.join();
+  auto t1 = std::chrono::steady_clock::now();
+  const uint64_t c1 = __rdtsc();
+  set(3);
+  if (process) {
+    waitpid(child, nullptr, 0);
+  } else {
+    thread.join();
+  }
+  sched_setaffinity(0, sizeof(old), &old);
+  munmap(mem, kPage);
+  if (!each.empty() && c1 > c0) {
+    const double k = std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                     static_cast<double>(c1 - c0);
+    std::sort(each.begin(), each.end());
+    state.counters["p10"] = each[each.size() / 10] * k;
+    state.counters["p50"] = each[each.size() / 2] * k;
+  }
 }
-void BM_HandoffSpin(benchmark::State& state) { Handoff(state, true); }
-void BM_HandoffFutex(benchmark::State& state) { Handoff(state, false); }
+void BM_HandoffSpin(benchmark::State& state) {
+  Handoff(state, true, false, false);
+}
+void BM_HandoffFutex(benchmark::State& state) {
+  Handoff(state, false, false, false);
+}
+void BM_HandoffSpinProcess(benchmark::State& state) {
+  Handoff(state, true, true, false);
+}
+void BM_HandoffFutexProcess(benchmark::State& state) {
+  Handoff(state, false, true, false);
+}
+void BM_HandoffFutexOneCpu(benchmark::State& state) {
+  Handoff(state, false, false, true);
+}
+void BM_HandoffFutexProcessOneCpu(benchmark::State& state) {
+  Handoff(state, false, true, true);
+}
 BENCHMARK(BM_HandoffSpin)->UseRealTime();
 BENCHMARK(BM_HandoffFutex)->UseRealTime();
+BENCHMARK(BM_HandoffSpinProcess)->UseRealTime();
+BENCHMARK(BM_HandoffFutexProcess)->UseRealTime();
+BENCHMARK(BM_HandoffFutexOneCpu)->UseRealTime();
+BENCHMARK(BM_HandoffFutexProcessOneCpu)->UseRealTime();
 
 }  // namespace
 }  // namespace sandbox::platform

@@ -47,6 +47,9 @@ _Static_assert(STUB_SOURCE_STACK_OFF == 0x11000 &&
                "asm constants");
 _Static_assert(offsetof(struct stub_request, ss_sp) == STUB_REQ_SS_OFF,
                "asm offset");
+_Static_assert(offsetof(struct stub_request, sentry_cpu) == STUB_REQ_CPU_OFF &&
+                   STUB_REQ_CPU_OFF == 4,
+               "asm offset");
 _Static_assert(sizeof(struct stub_slot) == STUB_SLOT_HEADER, "slot header");
 
 extern char __start_sandbox_stub[] __attribute__((visibility("hidden")));
@@ -567,6 +570,13 @@ __asm__(
     "  mov (%r12), %eax\n"
     "  cmp %eax, %r14d\n"
     "  jne 2f\n"
+    "  mov $0x7b, %ecx\n" /* on the Sentry thread's CPU: do not spin */
+    "  lsl %ecx, %ecx\n"  /* (cur_cpu() below) */
+    "  jnz 11f\n"
+    "  and $0xfff, %ecx\n"
+    "  cmp 4(%r12), %ecx\n" /* req->sentry_cpu */
+    "  je 12f\n"
+    "11:\n"
     "  mov $200, %ecx\n" /* spin a little: requests come in bursts */
     "6:\n"
     "  pause\n"
@@ -575,6 +585,7 @@ __asm__(
     "  jne 2f\n"
     "  dec %ecx\n"
     "  jnz 6b\n"
+    "12:\n"
     "  mov $1, %eax\n" /* res->waiting = 1, a full barrier */
     "  xchg %eax, 4(%r13)\n"
     "  mov (%r12), %eax\n"

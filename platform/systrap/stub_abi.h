@@ -118,8 +118,9 @@ struct stub_source_ctl {
 
 /* Request page (read-only in the stub): Sentry -> syscall thread. */
 struct stub_request {
-  uint32_t seq; /* futex: Sentry increments per request */
-  uint32_t pad;
+  uint32_t seq;        /* futex: Sentry increments per request */
+  uint32_t sentry_cpu; /* CPU of the requesting Sentry thread, ~0 unknown:
+                          the syscall thread does not spin there */
   uint64_t sysno;
   uint64_t args[6];
   /* For a thread clone: the new thread's sigaltstack (stack_t layout). */
@@ -129,6 +130,7 @@ struct stub_request {
   uint64_t ss_size;
 };
 #define STUB_REQ_SEQ_OFF 0
+#define STUB_REQ_CPU_OFF 4
 #define STUB_REQ_SYSNO_OFF 8
 #define STUB_REQ_ARGS_OFF 16
 #define STUB_REQ_SS_OFF 64
