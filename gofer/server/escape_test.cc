@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -515,6 +516,78 @@ TEST_F(EscapeTest, HostileClientSendsEveryMessageWithRandomFields) {
     EXPECT_EQ(h.client().Call(StatReq{a.root.handle}, &s), 0);
   }
   EXPECT_EQ(OpenFdCount(), fds_before) << "FDs leaked";
+}
+
+// Raw byte streams (valid headers with random payloads and fields, or
+// plain garbage) straight onto the socket: the server answers what it can
+// frame, every answer is a well-formed reply, and it ends at the garbage
+// or at end of stream without crashing.
+TEST_F(EscapeTest, RandomByteStreamsNeverCrashTheServer) {
+  std::mt19937_64 rng(777);
+  for (int round = 0; round < 200; ++round) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    UniqueFd client(sv[0]);
+    std::thread server([fd = sv[1], root = tree_.root()] {
+      ServeConnection(UniqueFd(fd),
+                      UniqueFd(open(root.c_str(), O_PATH | O_CLOEXEC)), {});
+    });
+    std::string stream;
+    for (int n = static_cast<int>(rng() % 8); n > 0; --n) {
+      std::string payload(rng() % 64, '\0');
+      for (char& c : payload) c = static_cast<char>(rng());
+      Header h;
+      h.type = static_cast<uint16_t>(rng() % 24);
+      h.request_id = rng();
+      h.payload_len = static_cast<uint32_t>(payload.size());
+      switch (rng() % 8) {
+        case 0:
+          h.version = static_cast<uint16_t>(rng());
+          break;
+        case 1:
+          h.flags = static_cast<uint16_t>(rng());
+          break;
+        case 2:
+          h.num_fds = static_cast<uint16_t>(rng() % 3);
+          break;
+        case 3:
+          h.error = static_cast<uint32_t>(rng());
+          break;
+        case 4:
+          h.payload_len = static_cast<uint32_t>(rng());
+          break;
+        case 5:
+          h.magic = static_cast<uint32_t>(rng());
+          break;
+        default:
+          break;
+      }
+      stream += EncodeHeader(h) + payload;
+    }
+    if (rng() % 2) stream.resize(rng() % (stream.size() + 1));
+    // The server may close early (bad magic): EPIPE then, never SIGPIPE.
+    ssize_t sent =
+        send(client.get(), stream.data(), stream.size(), MSG_NOSIGNAL);
+    ASSERT_TRUE(sent == static_cast<ssize_t>(stream.size()) ||
+                (sent < 0 && errno == EPIPE));
+    shutdown(client.get(), SHUT_WR);
+    for (;;) {
+      Message m;
+      int err = RecvMessage(client.get(), &m);
+      if (err == ECONNRESET) break;
+      ASSERT_EQ(err, 0) << "round " << round;
+      EXPECT_EQ(m.header_error, 0);
+      EXPECT_EQ(m.header.flags, kFlagReply);
+      if (m.header.error != 0) {
+        EXPECT_TRUE(m.payload.empty());
+        EXPECT_TRUE(m.fds.empty());
+      } else {  // A random request that happened to be valid.
+        EXPECT_GE(m.header.type, 1);
+        EXPECT_LE(m.header.type, kMaxMessageType);
+      }
+    }
+    server.join();
+  }
 }
 
 }  // namespace
