@@ -27,8 +27,9 @@ struct ServerOptions {
   // Refuse every modification with EROFS (enforced here, not only by the
   // host mount).
   bool read_only = false;
-  // At most this many live handles; each holds one host FD. Walks or
-  // creations beyond it fail with EMFILE.
+  // At most this many live handles; each holds one host FD (two for a
+  // directory that was listed). Walks or creations beyond it fail with
+  // EMFILE.
   size_t max_handles = 16384;
 };
 
