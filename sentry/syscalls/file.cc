@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/syscalls/lock.h"
+#include "sentry/syscalls/pipe.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
@@ -247,6 +249,16 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
     case F_SETFL:
       f->SetStatusFlags(static_cast<uint32_t>(arg));
       return uint64_t{0};
+    case F_GETPIPE_SZ:
+    case F_SETPIPE_SZ:
+      return FcntlPipe(t, *f, cmd, arg);
+    case F_GETLK:
+    case F_SETLK:
+    case F_SETLKW:
+    case F_OFD_GETLK:
+    case F_OFD_SETLK:
+    case F_OFD_SETLKW:
+      return FcntlLock(t, *f, cmd, arg);
     default:
       return kEINVAL;
   }
@@ -360,7 +372,9 @@ void RegisterFileSyscalls(SyscallTable& t) {
   t.Full<&Dup3>(nr::dup3);
   t.Partial<&Fcntl>(nr::fcntl,
                     "F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, "
-                    "F_SETFL; other commands EINVAL");
+                    "F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, "
+                    "F_OFD_SETLK, F_OFD_SETLKW, F_GETPIPE_SZ, F_SETPIPE_SZ; "
+                    "other commands EINVAL");
   t.Full<&Fstat>(nr::fstat);
   t.Partial<&Newfstatat>(nr::newfstatat,
                          "AT_EMPTY_PATH on an FD; paths ENOENT until the VFS");

@@ -25,6 +25,8 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterRandomSyscalls(*t);
   RegisterFutexSyscalls(*t);
   RegisterCloneSyscalls(*t);
+  RegisterPipeSyscalls(*t);
+  RegisterLockSyscalls(*t);
   return t;
 }
 

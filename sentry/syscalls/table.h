@@ -175,6 +175,8 @@ void RegisterSignalSyscalls(SyscallTable& t);
 void RegisterRandomSyscalls(SyscallTable& t);
 void RegisterFutexSyscalls(SyscallTable& t);
 void RegisterCloneSyscalls(SyscallTable& t);
+void RegisterPipeSyscalls(SyscallTable& t);
+void RegisterLockSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 

@@ -4,6 +4,7 @@
 
 #include "sentry/fs/tmpfs/directory.h"
 #include "sentry/fs/tmpfs/inode.h"
+#include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 
 namespace sandbox::fs::tmpfs {
@@ -25,7 +26,20 @@ class Symlink final : public TmpfsInode {
   const std::string target_;  // immutable
 };
 
-// FIFOs, sockets, device nodes: attributes only until their drivers exist.
+// A FIFO: every opener shares the inode's pipe (sentry/fs/pipe).
+class FifoInode final : public TmpfsInode {
+ public:
+  using TmpfsInode::TmpfsInode;
+  KResult<std::shared_ptr<vfs::VfsFile>> Open(const vfs::VirtualDentry& vd,
+                                              uint32_t flags) override {
+    return fifo_.Open(vd, flags);
+  }
+
+ private:
+  pipe::FifoState fifo_;
+};
+
+// Sockets, device nodes: attributes only until their drivers exist.
 class SpecialInode final : public TmpfsInode {
  public:
   using TmpfsInode::TmpfsInode;
@@ -63,6 +77,8 @@ KResult<std::shared_ptr<vfs::Inode>> Filesystem::NewInode(
       return std::shared_ptr<vfs::Inode>(
           std::make_shared<Symlink>(*this, ino, attrs, symlink_target));
     case S_IFIFO:
+      return std::shared_ptr<vfs::Inode>(
+          std::make_shared<FifoInode>(*this, ino, attrs));
     case S_IFSOCK:
     case S_IFCHR:
     case S_IFBLK:
