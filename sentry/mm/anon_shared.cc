@@ -101,6 +101,22 @@ void AnonSharedMappable::Punch(uint64_t offset, uint64_t length) {
   }
 }
 
+void AnonSharedMappable::Residency(uint64_t offset, uint64_t pages,
+                                   uint8_t* vec) {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t end = pages > (UINT64_MAX - offset) / kPage
+                           ? UINT64_MAX
+                           : offset + pages * kPage;
+  absl::MutexLock l(&translate_mu_);
+  auto it = runs_.upper_bound(offset);
+  if (it != runs_.begin() && std::prev(it)->second.end > offset) --it;
+  for (; it != runs_.end() && it->first < end; ++it) {
+    const uint64_t s = std::max(it->first, offset);
+    const uint64_t e = std::min(it->second.end, end);
+    for (uint64_t p = s; p < e; p += kPage) vec[(p - offset) / kPage] = 1;
+  }
+}
+
 uint64_t AnonSharedMappable::AllocatedBytes() {
   absl::MutexLock l(&translate_mu_);
   uint64_t n = 0;

@@ -42,6 +42,12 @@ class AnonSharedMappable : public Mappable {
   // MADV_REMOVE / fallocate(PUNCH_HOLE): frees [offset, offset+length) and
   // makes every mapping drop it (it reads as zeros afterwards).
   void Punch(uint64_t offset, uint64_t length);
+  KResult<void> PunchHole(uint64_t offset, uint64_t length) override {
+    Punch(offset, length);
+    return OkResult();
+  }
+  // Pages allocated are resident.
+  void Residency(uint64_t offset, uint64_t pages, uint8_t* vec) override;
 
   uint64_t size() const { return size_; }
   // Bytes allocated (for tests).

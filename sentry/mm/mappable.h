@@ -112,6 +112,18 @@ class Mappable {
       uint64_t optional_offset, uint64_t optional_length,
       platform::AccessType access) = 0;
 
+  // madvise(MADV_REMOVE), which Linux turns into fallocate(PUNCH_HOLE |
+  // KEEP_SIZE) of the mapped object: frees [offset, offset+length) (page-
+  // aligned) for every mapping; it reads as zeros afterwards. The object's
+  // own errors apply (EPERM for a write-sealed memfd). Called with
+  // MemoryManager::mapping_mu_ held (shared) and no other mm lock.
+  // Default: EOPNOTSUPP (an object without hole punching).
+  virtual KResult<void> PunchHole(uint64_t offset, uint64_t length) {
+    (void)offset;
+    (void)length;
+    return kEOPNOTSUPP;
+  }
+
   // mincore(2) of pages not mapped in the asking space: sets vec[i] to 1 if
   // page `offset/page + i` is resident in this Mappable (a file's page
   // cache), for i < pages. Default: leaves vec as is (not resident).

@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "sentry/mm/anon_shared.h"
 #include "sentry/mm/memory_manager.h"
 
 #ifndef MADV_SOFT_OFFLINE
@@ -165,13 +164,16 @@ KResult<void> MemoryManager::Madvise(uintptr_t addr, size_t length,
           }
           break;
         case Kind::kRemove:
-          if (!vma.shared) return kEINVAL;
-          if (!vma.anon_shared) return kEOPNOTSUPP;
-          if (!(vma.prot & PROT_WRITE)) return kEACCES;
-          // Frees the pages for every mapping of the shared memory (takes
-          // the active_mu_ of each, ours included).
-          static_cast<AnonSharedMappable*>(vma.mappable.get())
-              ->Punch(vma.offset + (s - it->first), e - s);
+          // madvise_remove(): locked or fileless (private anonymous)
+          // mappings are EINVAL; the mapping must be shared and may-write
+          // (VM_SHARED|VM_MAYWRITE: PROT_WRITE itself is not needed).
+          if (vma.locked || !vma.mappable) return kEINVAL;
+          if (!vma.shared || !(vma.max_prot & PROT_WRITE)) return kEACCES;
+          // Frees the pages for every mapping of the object (takes the
+          // Mappable's locks, then the active_mu_ of each mm, ours
+          // included).
+          TRY_VOID(
+              vma.mappable->PunchHole(vma.offset + (s - it->first), e - s));
           break;
       }
     }

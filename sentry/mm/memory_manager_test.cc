@@ -1168,6 +1168,36 @@ TEST_F(MemoryManagerTest, MincoreReportsBackedAndCachedPages) {
   EXPECT_EQ(vec[2], 0);
 }
 
+TEST_F(MemoryManagerTest, MadviseRemoveOnFileMappings) {
+  auto file = std::make_shared<SealedMappable>(platform_.memory_file(), 4);
+  // A private file mapping: EACCES (not shared may-write).
+  ASSERT_TRUE(mm_->Mmap(FileOpts(file, kRW, MAP_PRIVATE)).ok());
+  EXPECT_ERRNO(mm_->Madvise(kBase, 4096, MADV_REMOVE), kEACCES);
+  // Shared, but of a read-only description: EACCES.
+  ASSERT_TRUE(
+      mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED, true, false)).ok());
+  EXPECT_ERRNO(mm_->Madvise(kBase, 4096, MADV_REMOVE), kEACCES);
+  // Shared may-write, even without PROT_WRITE: the object decides; this
+  // one cannot punch holes.
+  ASSERT_TRUE(mm_->Mmap(FileOpts(file, PROT_READ, MAP_SHARED)).ok());
+  EXPECT_ERRNO(mm_->Madvise(kBase, 4096, MADV_REMOVE), kEOPNOTSUPP);
+  // A locked mapping: EINVAL.
+  FixedOk(kBase + 8 * 4096, 4096, kRW, MAP_SHARED | MAP_ANONYMOUS | MAP_LOCKED);
+  EXPECT_ERRNO(mm_->Madvise(kBase + 8 * 4096, 4096, MADV_REMOVE), kEINVAL);
+}
+
+TEST_F(MemoryManagerTest, MincoreOfSharedAnonymousMemorySeesOtherMappings) {
+  FixedOk(kBase, 2 * 4096, kRW, MAP_SHARED | MAP_ANONYMOUS);
+  ASSERT_TRUE(mm_->CopyOut(kBase + 4096, "x", 1).ok());
+  auto child = mm_->Fork(platform_);
+  ASSERT_TRUE(child.ok());
+  uint8_t vec[2] = {7, 7};
+  // The child has nothing backed itself, but the object has the page(s)
+  // the parent touched.
+  ASSERT_TRUE((*child)->Mincore(kBase, 2, vec).ok());
+  EXPECT_EQ(vec[1], 1);
+}
+
 TEST_F(MemoryManagerTest, MremapGrowthChecksTheLimitBeforeMapping) {
   auto file = std::make_shared<FakeMappable>(platform_.memory_file(), 4);
   ASSERT_TRUE(mm_->Mmap({.addr = kBase,

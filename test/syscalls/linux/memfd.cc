@@ -369,6 +369,47 @@ TEST(MemfdTest, TruncatedSharedMappingIsSigbusPastTheEnd) {
   EXPECT_EQ(m.ptr()[PageSize()], 0);
 }
 
+TEST(MemfdTest, MadviseRemovePunchesAHole) {
+  FileDescriptor fd = NewMemfd();
+  ASSERT_THAT(ftruncate(fd.get(), 2 * PageSize()), SyscallSucceeds());
+  Map m(2 * PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd.get());
+  ASSERT_TRUE(m.ok());
+  m.ptr()[0] = 'a';
+  m.ptr()[PageSize()] = 'b';
+  ASSERT_THAT(madvise(m.ptr(), PageSize(), MADV_REMOVE), SyscallSucceeds());
+  EXPECT_EQ(m.ptr()[0], 0);
+  EXPECT_EQ(m.ptr()[PageSize()], 'b');
+  char c = 1;
+  ASSERT_THAT(pread(fd.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(c, 0);
+  struct stat st;
+  ASSERT_THAT(fstat(fd.get(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_size, static_cast<off_t>(2 * PageSize()));
+  // A private mapping cannot remove the file's pages.
+  Map priv(PageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get());
+  ASSERT_TRUE(priv.ok());
+  EXPECT_THAT(madvise(priv.ptr(), PageSize(), MADV_REMOVE),
+              SyscallFailsWithErrno(EACCES));
+  // A write-sealed file keeps its data.
+  ASSERT_THAT(fcntl(fd.get(), F_ADD_SEALS, F_SEAL_FUTURE_WRITE),
+              SyscallSucceeds());
+  EXPECT_THAT(madvise(m.ptr() + PageSize(), PageSize(), MADV_REMOVE),
+              SyscallFailsWithErrno(EPERM));
+  EXPECT_EQ(m.ptr()[PageSize()], 'b');
+}
+
+TEST(MemfdTest, MincoreSeesThePageCache) {
+  FileDescriptor fd = NewMemfd();
+  ASSERT_THAT(ftruncate(fd.get(), 2 * PageSize()), SyscallSucceeds());
+  ASSERT_THAT(pwrite(fd.get(), "x", 1, 0), SyscallSucceedsWithValue(1));
+  Map m(2 * PageSize(), PROT_READ, MAP_SHARED, fd.get());
+  ASSERT_TRUE(m.ok());
+  unsigned char vec[2] = {7, 7};
+  ASSERT_THAT(mincore(m.ptr(), 2 * PageSize(), vec), SyscallSucceeds());
+  EXPECT_EQ(vec[0] & 1, 1);  // written by pwrite, never touched here
+  EXPECT_EQ(vec[1] & 1, 0);  // a hole
+}
+
 TEST(MemfdTest, ForkedChildSharesTheMemfdMapping) {
   FileDescriptor fd = NewMemfd();
   ASSERT_THAT(ftruncate(fd.get(), PageSize()), SyscallSucceeds());
