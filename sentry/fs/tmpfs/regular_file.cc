@@ -273,6 +273,10 @@ void RegularFile::InitMemfd(std::string name, uint32_t seals) {
   seals_.store(seals, std::memory_order_release);
 }
 
+KResult<void> RegularFile::PunchHole(uint64_t offset, uint64_t length) {
+  return Allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+}
+
 void RegularFile::Residency(uint64_t offset, uint64_t pages, uint8_t* vec) {
   absl::ReaderMutexLock l(&mu_);
   const uint64_t first = offset / kPage;

@@ -75,6 +75,9 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
       platform::AccessType access) override ABSL_LOCKS_EXCLUDED(mu_);
   void Residency(uint64_t offset, uint64_t pages, uint8_t* vec) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  // MADV_REMOVE: fallocate(PUNCH_HOLE | KEEP_SIZE), seals and all.
+  KResult<void> PunchHole(uint64_t offset, uint64_t length) override
+      ABSL_LOCKS_EXCLUDED(mu_, mappings_mu_);
   // Write seals: a new shared writable mapping is EPERM, a shared read-only
   // one may never gain PROT_WRITE (memfd_check_seals_mmap).
   KResult<int> CheckNewMapping(bool shared, int prot, int max_prot) override;
