@@ -149,6 +149,18 @@ TEST_F(EscapeTest, DotDotIsNeverAName) {
       h.client().Call(
           LinkReq{h.root(), "../outside/l", h.MustWalk({"d", "secret"})}, &ir),
       EINVAL);
+  // Names with '/' or NUL are refused whole, never cut at the separator.
+  UniqueFd fd;
+  EXPECT_EQ(
+      h.client().Call(CreateReq{h.root(), std::string("x\0y", 3), O_RDWR, 0644},
+                      &ir, &fd),
+      EINVAL);
+  EXPECT_EQ(h.client().Call(SymlinkReq{h.root(), "d/evil", "/etc"}, &ir),
+            EINVAL);
+  EXPECT_EQ(h.client().Call(MkdirReq{h.root(), "d/../../outside/m", 0755}, &ir),
+            EINVAL);
+  EXPECT_FALSE(std::filesystem::exists(Root("x")));
+  EXPECT_FALSE(std::filesystem::exists(Root("d/evil")));
   // A symlink whose target climbs out is only data: stored, never followed.
   ASSERT_EQ(
       h.client().Call(SymlinkReq{d, "climb", "../../outside/secret"}, &ir), 0);
