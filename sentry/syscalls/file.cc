@@ -16,6 +16,7 @@
 #include "sentry/syscalls/lock.h"
 #include "sentry/syscalls/pipe.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -259,6 +260,24 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
     case F_OFD_SETLK:
     case F_OFD_SETLKW:
       return FcntlLock(t, *f, cmd, arg);
+    case F_ADD_SEALS: {
+      // memfd_add_seals(): a writable description first, then known bits,
+      // then whether the file can be sealed at all.
+      if (!f->writable()) return kEPERM;
+      constexpr uint32_t kAllSeals = 0x3f;  // F_SEAL_SEAL .. F_SEAL_EXEC
+      const uint32_t seals = static_cast<uint32_t>(arg);
+      if (seals & ~kAllSeals) return kEINVAL;
+      auto* vf = dynamic_cast<vfs::VfsFile*>(f.get());
+      if (vf == nullptr) return kEINVAL;
+      TRY_VOID(vf->AddSeals(seals));
+      return uint64_t{0};
+    }
+    case F_GET_SEALS: {
+      auto* vf = dynamic_cast<vfs::VfsFile*>(f.get());
+      if (vf == nullptr) return kEINVAL;
+      TRY(uint32_t seals, vf->GetSeals());
+      return uint64_t{seals};
+    }
     default:
       return kEINVAL;
   }
@@ -372,9 +391,9 @@ void RegisterFileSyscalls(SyscallTable& t) {
   t.Full<&Dup3>(nr::dup3);
   t.Partial<&Fcntl>(nr::fcntl,
                     "F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, "
-                    "F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, "
-                    "F_OFD_SETLK, F_OFD_SETLKW, F_GETPIPE_SZ, F_SETPIPE_SZ; "
-                    "other commands EINVAL");
+                    "F_SETFL, F_ADD_SEALS, F_GET_SEALS, F_GETLK, F_SETLK, "
+                    "F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, "
+                    "F_GETPIPE_SZ, F_SETPIPE_SZ; other commands EINVAL");
   t.Full<&Fstat>(nr::fstat);
   t.Partial<&Newfstatat>(nr::newfstatat,
                          "AT_EMPTY_PATH on an FD; paths ENOENT until the VFS");

@@ -1,9 +1,14 @@
 // Memory syscalls: argument decoding only; the MemoryManager does the rest.
+#include <fcntl.h>
 #include <sys/mman.h>
+
+#include <algorithm>
+#include <vector>
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -13,21 +18,34 @@ SyscallResult Brk(Task& t, UserAddr addr) {
   return static_cast<uint64_t>(t.mm().Brk(addr.addr));
 }
 
-// mmap(2).
+// mmap(2). A file mapping maps the file's Mappable (its page cache: tmpfs
+// and memfd pages in the memory file); the MemoryManager checks the access
+// the description allows (MmapOpts::file), the file's seals and the rest.
 SyscallResult Mmap(Task& t, UserAddr addr, uint64_t length, Flags prot,
                    Flags flags, Fd fd, uint64_t offset) {
-  if (!(flags.v & MAP_ANONYMOUS)) {
-    // File mappings come with the VFS (a Mappable per file); until then
-    // no file can be mapped, as for a file without an mmap operation.
-    TRY(vfs::FileRef f, t.fd_table().Get(fd.fd, nullptr));
-    return kENODEV;
-  }
   mm::MmapOpts opts;
   opts.addr = addr.addr;
   opts.length = length;
   opts.prot = static_cast<int>(prot.v);
   opts.flags = static_cast<int>(flags.v);
   opts.offset = offset;
+  // Keeps the description open while it is being mapped.
+  vfs::FileRef f;
+  if (!(flags.v & MAP_ANONYMOUS)) {
+    // ksys_mmap_pgoff(): fget() (an O_PATH description is EBADF), then
+    // MAP_HUGETLB is EINVAL for a file not on hugetlbfs (there is none).
+    TRY(f, t.fd_table().Get(fd.fd, nullptr));
+    if (f->status_flags() & O_PATH) return kEBADF;
+    if (flags.v & MAP_HUGETLB) return kEINVAL;
+    mm::MmapOpts::FileAccess access;
+    access.readable = f->readable();
+    access.writable = f->writable();
+    if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
+      access.noexec = vf->vd().mount->flags() & vfs::kMountNoExec;
+      opts.mappable = vf->GetMappable();
+    }
+    opts.file = access;
+  }
   TRY(uintptr_t a, t.mm().Mmap(opts));
   return static_cast<uint64_t>(a);
 }
@@ -58,13 +76,55 @@ SyscallResult Mremap(Task& t, UserAddr old_addr, uint64_t old_size,
   return static_cast<uint64_t>(a);
 }
 
+// msync(2): the mapped pages are the files' own (tmpfs, memfd, shared
+// memory), so this validates and walks the range as Linux does.
+SyscallResult Msync(Task& t, UserAddr addr, uint64_t length, int32_t flags) {
+  TRY_VOID(t.mm().Msync(addr.addr, length, flags));
+  return uint64_t{0};
+}
+
+// mincore(2), in steps of at most a page of results, as Linux does; the
+// results of the steps before a failure stay written.
+SyscallResult Mincore(Task& t, UserAddr start, uint64_t length, UserAddr vec) {
+  constexpr uint64_t kPage = 4096;
+  // access_ok() on x86-64: [addr, addr+len) below TASK_SIZE_MAX.
+  constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
+  auto range_ok = [&](uint64_t a, uint64_t n) {
+    return n <= kTaskSizeMax && a <= kTaskSizeMax - n;
+  };
+  uint64_t addr = start.addr;
+  if (addr % kPage != 0) return kEINVAL;
+  if (!range_ok(addr, length)) return kENOMEM;
+  uint64_t pages = length / kPage + (length % kPage != 0 ? 1 : 0);
+  uint64_t out = vec.addr;
+  if (!range_ok(out, pages)) return kEFAULT;
+  std::vector<uint8_t> tmp(kPage);
+  while (pages > 0) {
+    TRY(size_t n,
+        t.mm().Mincore(addr, std::min<uint64_t>(pages, kPage), tmp.data()));
+    TRY_VOID(t.CopyOutFull(out, tmp.data(), n));
+    pages -= n;
+    out += n;
+    addr += n * kPage;
+  }
+  return uint64_t{0};
+}
+
 }  // namespace
 
 void RegisterMmSyscalls(SyscallTable& t) {
   using namespace abi;  // NOLINT: nr::
   t.Full<&Brk>(nr::brk).hex_result = true;
-  t.Partial<&Mmap>(nr::mmap, "anonymous mappings; files ENODEV until the VFS")
+  t.Partial<&Mmap>(nr::mmap,
+                   "anonymous and file mappings (tmpfs, memfd); other files "
+                   "ENODEV; no MAP_HUGETLB pool")
       .hex_result = true;
+  t.Partial<&Msync>(nr::msync,
+                    "validation only: nothing needs writing back; EBUSY only "
+                    "for MAP_LOCKED (no mlock)");
+  t.Partial<&Mincore>(nr::mincore,
+                      "residency of backed pages and of the file's pages; "
+                      "no permission-based all-ones rule");
   t.Full<&Munmap>(nr::munmap);
   t.Full<&Mprotect>(nr::mprotect);
   t.Partial<&Madvise>(nr::madvise,

@@ -18,6 +18,7 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   auto t = std::make_unique<SyscallTable>();
   RegisterFileSyscalls(*t);
   RegisterMmSyscalls(*t);
+  RegisterMemfdSyscalls(*t);
   RegisterProcessSyscalls(*t);
   RegisterIdentitySyscalls(*t);
   RegisterTimeSyscalls(*t);

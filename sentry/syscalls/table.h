@@ -168,6 +168,7 @@ class SyscallTable final : public kernel::SyscallDispatcher {
 // Family registration (one file each).
 void RegisterFileSyscalls(SyscallTable& t);
 void RegisterMmSyscalls(SyscallTable& t);
+void RegisterMemfdSyscalls(SyscallTable& t);
 void RegisterProcessSyscalls(SyscallTable& t);
 void RegisterIdentitySyscalls(SyscallTable& t);
 void RegisterTimeSyscalls(SyscallTable& t);
