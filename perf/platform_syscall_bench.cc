@@ -316,9 +316,11 @@ BENCHMARK(BM_InProcessSigsysTrap);
 // A handoff there and back through a futex word in a shared mapping, with
 // spinning (the fast path) or sleeping (FUTEX_WAIT/WAKE) waits, between two
 // threads or two processes (a fork: what separates the Sentry from a stub),
-// optionally both pinned to CPU 0. Reports the median and p10 round trip,
-// which a machine loaded by other work distorts far less than the mean.
-void Handoff(benchmark::State& state, bool spin, bool process, bool one_cpu) {
+// placed by the scheduler, both pinned to CPU 0, or pinned to CPUs 0 and 1.
+// Reports the median and p10 round trip, which a machine loaded by other
+// work distorts far less than the mean.
+enum class Place { kFree, kOneCpu, kTwoCpus };
+void Handoff(benchmark::State& state, bool spin, bool process, Place place) {
   void* mem = mmap(nullptr, kPage, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
@@ -327,10 +329,10 @@ void Handoff(benchmark::State& state, bool spin, bool process, bool one_cpu) {
   }
   auto* word = static_cast<std::atomic<uint32_t>*>(mem);
   word->store(0);
-  auto pin0 = [] {
+  auto pin = [](int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(0, &set);
+    CPU_SET(cpu, &set);
     sched_setaffinity(0, sizeof(set), &set);
   };
   cpu_set_t old;
@@ -349,7 +351,7 @@ void Handoff(benchmark::State& state, bool spin, bool process, bool one_cpu) {
     if (!spin) syscall(SYS_futex, word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
   };
   auto peer = [&] {
-    if (one_cpu) pin0();
+    if (place != Place::kFree) pin(place == Place::kTwoCpus ? 1 : 0);
     for (;;) {
       wait_for(1);
       if (word->load() == 3) return;
@@ -367,7 +369,7 @@ void Handoff(benchmark::State& state, bool spin, bool process, bool one_cpu) {
   } else {
     thread = std::thread(peer);
   }
-  if (one_cpu) pin0();
+  if (place != Place::kFree) pin(0);
   std::vector<uint64_t> each;
   each.reserve(1 << 20);
   auto t0 = std::chrono::steady_clock::now();
@@ -397,29 +399,103 @@ void Handoff(benchmark::State& state, bool spin, bool process, bool one_cpu) {
   }
 }
 void BM_HandoffSpin(benchmark::State& state) {
-  Handoff(state, true, false, false);
+  Handoff(state, true, false, Place::kFree);
 }
 void BM_HandoffFutex(benchmark::State& state) {
-  Handoff(state, false, false, false);
+  Handoff(state, false, false, Place::kFree);
 }
 void BM_HandoffSpinProcess(benchmark::State& state) {
-  Handoff(state, true, true, false);
+  Handoff(state, true, true, Place::kFree);
+}
+void BM_HandoffSpinProcessTwoCpus(benchmark::State& state) {
+  Handoff(state, true, true, Place::kTwoCpus);
 }
 void BM_HandoffFutexProcess(benchmark::State& state) {
-  Handoff(state, false, true, false);
+  Handoff(state, false, true, Place::kFree);
 }
 void BM_HandoffFutexOneCpu(benchmark::State& state) {
-  Handoff(state, false, false, true);
+  Handoff(state, false, false, Place::kOneCpu);
 }
 void BM_HandoffFutexProcessOneCpu(benchmark::State& state) {
-  Handoff(state, false, true, true);
+  Handoff(state, false, true, Place::kOneCpu);
+}
+void BM_HandoffFutexProcessTwoCpus(benchmark::State& state) {
+  Handoff(state, false, true, Place::kTwoCpus);
 }
 BENCHMARK(BM_HandoffSpin)->UseRealTime();
 BENCHMARK(BM_HandoffFutex)->UseRealTime();
 BENCHMARK(BM_HandoffSpinProcess)->UseRealTime();
+BENCHMARK(BM_HandoffSpinProcessTwoCpus)->UseRealTime();
 BENCHMARK(BM_HandoffFutexProcess)->UseRealTime();
 BENCHMARK(BM_HandoffFutexOneCpu)->UseRealTime();
 BENCHMARK(BM_HandoffFutexProcessOneCpu)->UseRealTime();
+BENCHMARK(BM_HandoffFutexProcessTwoCpus)->UseRealTime();
+
+// What the stub's syscall thread and the host do on the page-fault path, in
+// one process: mmap of one memory-file page (MAP_SHARED|MAP_FIXED), the
+// first touch (the host's page fault), and replacing the touched mapping
+// (its unmap), as medians.
+void BM_HostMapTouchUnmap(benchmark::State& state) {
+  constexpr int kPages = 4096;
+  int fd = memfd_create("bench", 0);
+  if (fd < 0 || ftruncate(fd, kPages * kPage) != 0) {
+    state.SkipWithError("memfd");
+    return;
+  }
+  void* area = mmap(nullptr, kPages * kPage, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (area == MAP_FAILED) {
+    close(fd);
+    state.SkipWithError("mmap");
+    return;
+  }
+  char* base = static_cast<char*>(area);
+  std::vector<uint64_t> map, touch, unmap;
+  int i = 0;
+  for (auto _ : state) {
+    char* p = base + static_cast<size_t>(i) * kPage;
+    uint64_t a = __rdtsc();
+    void* m = mmap(p, kPage, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
+                   static_cast<off_t>(i) * kPage);
+    uint64_t b = __rdtsc();
+    if (m != p) {
+      state.SkipWithError("mmap");
+      break;
+    }
+    char v = *reinterpret_cast<volatile char*>(p);
+    benchmark::DoNotOptimize(v);
+    uint64_t c = __rdtsc();
+    m = mmap(p, kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+             0);
+    uint64_t d = __rdtsc();
+    if (m != p) {
+      state.SkipWithError("mmap");
+      break;
+    }
+    map.push_back(b - a);
+    touch.push_back(c - b);
+    unmap.push_back(d - c);
+    i = (i + 1) % kPages;
+  }
+  munmap(base, kPages * kPage);
+  close(fd);
+  // TSC ticks per ns, from a short calibration.
+  auto t0 = std::chrono::steady_clock::now();
+  uint64_t c0 = __rdtsc();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  double k = std::chrono::duration<double, std::nano>(
+                 std::chrono::steady_clock::now() - t0)
+                 .count() /
+             static_cast<double>(__rdtsc() - c0);
+  for (auto [name, v] :
+       {std::pair{"map_p50", &map}, std::pair{"touch_p50", &touch},
+        std::pair{"unmap_p50", &unmap}}) {
+    if (v->empty()) continue;
+    std::sort(v->begin(), v->end());
+    state.counters[name] = (*v)[v->size() / 2] * k;
+  }
+}
+BENCHMARK(BM_HostMapTouchUnmap)->UseRealTime();
 
 }  // namespace
 }  // namespace sandbox::platform
