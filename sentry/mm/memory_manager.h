@@ -206,11 +206,13 @@ class MemoryManager : public MappingSpace {
   KResult<void> Madvise(uintptr_t addr, size_t length, int advice);
   // mremap(2) with MREMAP_MAYMOVE, MREMAP_FIXED and MREMAP_DONTUNMAP.
   // Shrinks in place, grows in place when the space above is free,
-  // otherwise moves (pages move with the mapping; nothing is copied).
-  // EINVAL: bad flags, unaligned addresses, zero new size, overlapping
-  // MREMAP_FIXED ranges, old size 0 (duplicating a shared mapping is not
-  // supported). EFAULT: the old range is not inside one VMA. ENOMEM: no
-  // room (or cannot grow in place without MREMAP_MAYMOVE).
+  // otherwise moves (pages move with the mapping; nothing is copied). Old
+  // size 0 with MREMAP_MAYMOVE duplicates a shared mapping (a second
+  // mapping of the same object and offset). EINVAL: bad flags, unaligned
+  // addresses, zero new size, overlapping MREMAP_FIXED ranges, old size 0
+  // of a private mapping, a file offset that would wrap. EFAULT: the old
+  // range is not inside one VMA. ENOMEM: no room (or cannot grow in place
+  // without MREMAP_MAYMOVE), RLIMIT_AS.
   KResult<uintptr_t> Mremap(uintptr_t old_addr, size_t old_size,
                             size_t new_size, int flags, uintptr_t new_addr);
 

@@ -235,6 +235,8 @@ void MemoryManager::MoveLocked(uintptr_t old_addr, size_t old_len,
   } else {
     UnmapLocked(old_addr, old_addr + old_len);
   }
+  // Duplicating (old size 0) split the old VMA at old_addr for nothing.
+  if (old_len == 0) MergeAroundLocked(old_addr);
   InsertVmaLocked(new_addr, std::move(nv));
 }
 
@@ -267,7 +269,6 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
   size_t old_len = PageRoundUp(old_size);
   const size_t new_len = PageRoundUp(new_size);
   if (new_len == 0) return kEINVAL;
-  if (old_len == 0) return kEINVAL;  // duplicating shared mappings: no
   const uintptr_t max = layout_.max_addr;
 
   absl::MutexLock ml(&mapping_mu_);
@@ -284,6 +285,9 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
     if (vit == vmas_.end() || old_len > vit->second.end - old_addr) {
       return kEFAULT;
     }
+    // Old size 0 duplicates a shared mapping (VM_MAYSHARE); a private one
+    // would be unrelated new memory, which Linux refuses.
+    if (old_len == 0 && !vit->second.shared) return kEINVAL;
     if (OffsetOverflows(vit->first, vit->second, old_addr, new_len)) {
       return kEINVAL;
     }
@@ -313,6 +317,7 @@ KResult<uintptr_t> MemoryManager::Mremap(uintptr_t old_addr, size_t old_size,
   if (vit == vmas_.end() || old_len > vit->second.end - old_addr) {
     return kEFAULT;
   }
+  if (old_len == 0 && !vit->second.shared) return kEINVAL;
   if (new_len > old_len &&
       OffsetOverflows(vit->first, vit->second, old_addr, new_len)) {
     return kEINVAL;

@@ -1198,6 +1198,31 @@ TEST_F(MemoryManagerTest, MincoreOfSharedAnonymousMemorySeesOtherMappings) {
   EXPECT_EQ(vec[1], 1);
 }
 
+TEST_F(MemoryManagerTest, MremapOldSizeZeroDuplicatesSharedMappings) {
+  FixedOk(kBase, 2 * 4096, kRW, MAP_SHARED | MAP_ANONYMOUS);
+  ASSERT_TRUE(mm_->CopyOut(kBase + 4096, "d", 1).ok());
+  // Without MREMAP_MAYMOVE there is no room to grow a 0-byte range.
+  EXPECT_ERRNO(mm_->Mremap(kBase + 4096, 0, 4096, 0, 0), kENOMEM);
+  auto dup = mm_->Mremap(kBase + 4096, 0, 4096, MREMAP_MAYMOVE, 0);
+  ASSERT_TRUE(dup.ok());
+  char c = 0;
+  ASSERT_TRUE(mm_->CopyIn(*dup, &c, 1).ok());
+  EXPECT_EQ(c, 'd');  // the same page
+  ASSERT_TRUE(mm_->CopyOut(*dup, "D", 1).ok());
+  ASSERT_TRUE(mm_->CopyIn(kBase + 4096, &c, 1).ok());
+  EXPECT_EQ(c, 'D');
+  // The original is untouched and still one VMA.
+  EXPECT_EQ(ProtAt(kBase), kRW);
+  size_t count = 0;
+  for (const VmaInfo& v : mm_->Vmas()) count += v.start == kBase ? 1 : 0;
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(mm_->VmaCount(), 2u);
+  // Private mappings cannot be duplicated.
+  FixedOk(kBase + 16 * 4096, 4096);
+  EXPECT_ERRNO(mm_->Mremap(kBase + 16 * 4096, 0, 4096, MREMAP_MAYMOVE, 0),
+               kEINVAL);
+}
+
 TEST_F(MemoryManagerTest, MremapGrowthChecksTheLimitBeforeMapping) {
   auto file = std::make_shared<FakeMappable>(platform_.memory_file(), 4);
   ASSERT_TRUE(mm_->Mmap({.addr = kBase,
