@@ -8,8 +8,9 @@
 //   err = c.Call(gofer::OpenReq{h, O_RDONLY}, &empty, &fd);  // donated FD
 //
 // The reply is untrusted too: Call returns EPROTO when it does not decode,
-// echoes another request id, or carries a different number of FDs than the
-// message type donates (those FDs are closed). After a transport error the
+// does not fit its request (reply_check.h), echoes another request id, or
+// carries a different number of FDs than the message type donates (those
+// FDs are closed). After a transport error the
 // connection is broken and every later Call returns EPIPE.
 //
 // Thread safety: Call may be used from many threads; one request is in
@@ -23,6 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "gofer/protocol/codec.h"
+#include "gofer/protocol/reply_check.h"
 #include "gofer/protocol/transport.h"
 #include "gofer/protocol/unique_fd.h"
 
@@ -42,7 +44,9 @@ class GoferClient {
     int err = RoundTrip(Rpc<Req>::kType, EncodeToString(req),
                         Rpc<Req>::kReplyFds, &reply);
     if (err != 0) return err;
-    if (!Decode(reply.payload, resp)) return Broken();
+    if (!Decode(reply.payload, resp) || !ReplyFits(req, *resp)) {
+      return Broken();
+    }
     if (Rpc<Req>::kReplyFds > 0 && fd != nullptr) *fd = std::move(reply.fds[0]);
     return 0;
   }

@@ -165,6 +165,42 @@ TEST(Client, RejectsUnexpectedFdAndBadPayload) {
   EXPECT_EQ(OpenFdCount(), before);
 }
 
+TEST(Client, RejectsRepliesThatDoNotFitTheRequest) {
+  Stat dir;
+  dir.mode = 040755;
+  Stat file;
+  file.mode = 0100644;
+  auto expect_broken = [](auto req, std::string payload) {
+    Pair p = MakePair();
+    GoferClient client(std::move(p.a));
+    typename Rpc<decltype(req)>::Reply resp;
+    std::thread t([&] { FakeReply(p.b.get(), 0, 0, payload, -1); });
+    EXPECT_EQ(client.Call(req, &resp), EPROTO) << payload.size();
+    t.join();
+  };
+  WalkResp two;
+  two.inodes = {{5, dir}, {6, file}};
+  expect_broken(WalkReq{1, {"a"}}, EncodeToString(two));  // Too many.
+  WalkResp zero;
+  zero.inodes = {{0, dir}};
+  expect_broken(WalkReq{1, {"a"}}, EncodeToString(zero));  // Handle 0.
+  WalkResp short_ok;
+  short_ok.inodes = {{5, dir}};
+  expect_broken(WalkReq{1, {"a", "b"}}, EncodeToString(short_ok));
+  WalkResp fake_link;
+  fake_link.status = WalkStatus::kSymlink;
+  fake_link.inodes = {{5, file}};
+  expect_broken(WalkReq{1, {"a", "b"}}, EncodeToString(fake_link));
+  expect_broken(AttachReq{}, EncodeToString(AttachResp{{1, file}, 1, 0}));
+  expect_broken(MkdirReq{1, "d", 0755}, EncodeToString(InodeResp{{0, dir}}));
+  GetdentsResp many;
+  many.dirents = {{1, 1, 8, "a"}, {2, 2, 8, "b"}};
+  expect_broken(GetdentsReq{1, 0, 1}, EncodeToString(many));
+  expect_broken(GetXattrReq{1, "user.a", 2},
+                EncodeToString(GetXattrResp{3, "abc"}));
+  expect_broken(ReadlinkReq{1}, EncodeToString(ReadlinkResp{""}));
+}
+
 TEST(Client, PassesErrnoThrough) {
   Pair p = MakePair();
   GoferClient client(std::move(p.a));
