@@ -73,12 +73,14 @@ struct Env {
   std::unique_ptr<Context> ctx;
   uint64_t code_off = 0;
 
-  bool Init(bool spin, const std::vector<uint8_t>& code, bool pin = true) {
+  bool Init(bool spin, const std::vector<uint8_t>& code, bool pin = true,
+            bool spread = false) {
     auto mf = MemoryFile::Create(1ull << 30);
     if (!mf.ok()) return false;
     SystrapOptions opts;
     opts.spin = spin;
     opts.pin = pin;
+    opts.spread = spread;
     auto p = NewSystrapPlatform(std::move(*mf), opts);
     if (!p.ok()) return false;
     platform = std::move(*p);
@@ -110,9 +112,10 @@ BENCHMARK(BM_NativeGetppid);
 
 // loop: syscall; jmp loop. Each Switch is one guest syscall the Sentry
 // serves (getppid answered from memory).
-void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
+void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true,
+                      bool spread = false) {
   Env env;
-  if (!env.Init(spin, {0x0f, 0x05, 0xeb, 0xfc}, pin)) {
+  if (!env.Init(spin, {0x0f, 0x05, 0xeb, 0xfc}, pin, spread)) {
     state.SkipWithError("systrap platform unavailable");
     return;
   }
@@ -182,6 +185,9 @@ void SyscallRoundTrip(benchmark::State& state, bool spin, bool pin = true) {
 void BM_SystrapSyscallSpin(benchmark::State& state) {
   SyscallRoundTrip(state, true);
 }
+void BM_SystrapSyscallSpinSpread(benchmark::State& state) {
+  SyscallRoundTrip(state, true, true, true);
+}
 void BM_SystrapSyscallFutex(benchmark::State& state) {
   SyscallRoundTrip(state, false);
 }
@@ -189,6 +195,7 @@ void BM_SystrapSyscallFutexNoPin(benchmark::State& state) {
   SyscallRoundTrip(state, false, false);
 }
 BENCHMARK(BM_SystrapSyscallSpin)->UseRealTime();
+BENCHMARK(BM_SystrapSyscallSpinSpread)->UseRealTime();
 BENCHMARK(BM_SystrapSyscallFutexNoPin)->UseRealTime();
 BENCHMARK(BM_SystrapSyscallFutex)->UseRealTime();
 

@@ -408,6 +408,13 @@ class SystrapPlatform final : public Platform {
   uint64_t slot_off() const { return slot_off_; }
   uint64_t altstack_off() const { return altstack_off_; }
   uint64_t spin_ticks() const { return spin_ticks_; }
+  // The next CPU this process may run on after `cpu` (cyclically), or -1.
+  int OtherCpu(int cpu) const {
+    for (size_t i = 0; i < cpus_.size(); ++i) {
+      if (cpus_[i] == cpu) return cpus_[(i + 1) % cpus_.size()];
+    }
+    return cpus_.empty() ? -1 : cpus_[0];
+  }
   // Stub-side spin while the Sentry serves an event, in `pause`
   // iterations (measured at start-up).
   uint32_t stub_spin_iters() const { return stub_spin_iters_; }
@@ -438,6 +445,7 @@ class SystrapPlatform final : public Platform {
   CpuidTable cpuid_;
   uint64_t spin_ticks_ = 0;
   uint32_t stub_spin_iters_ = 0;
+  std::vector<int> cpus_;  // CPUs this process may run on, at Init
 
   uintptr_t base_ = 0;  // stub base S
   uint64_t region_size_ = 0, slot_off_ = 0, altstack_off_ = 0;
@@ -984,7 +992,14 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
     s->sentry_cpu = static_cast<uint32_t>(cpu);
     // When one side must sleep, keep both on one CPU: a futex wake-up
     // across CPUs costs tens of microseconds in a VM, on one CPU a couple.
-    if (plat_->opts().pin) Pin(t, spin ? -1 : cpu);
+    if (plat_->opts().pin) {
+      int where = cpu;
+      if (spin) {
+        where = plat_->opts().spread && cpu >= 0 ? plat_->OtherCpu(cpu) : -1;
+        if (where == cpu) where = -1;
+      }
+      Pin(t, where);
+    }
     uint64_t handoff = __rdtsc();
     ticks_.handoffs++;
     Store(&s->state, STUB_SLOT_STUB);
@@ -1329,6 +1344,11 @@ void SystrapPlatform::Unwatch(uint64_t id, int pidfd) {
 absl::Status SystrapPlatform::Init() {
   const SystrapFeatures& f = features_;
   cpuid_.Init(f.xfeatures, f.xsave_size, f.fsgsbase);
+  if (cpu_set_t set; sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i) {
+      if (CPU_ISSET(i, &set)) cpus_.push_back(i);
+    }
+  }
   spin_ticks_ = static_cast<uint64_t>(opts_.spin_ns * TscPerNs());
   {
     constexpr int kN = 2000;

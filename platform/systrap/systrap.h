@@ -38,6 +38,13 @@ struct SystrapOptions {
   // While not spinning, run each stub thread on the CPU of the Sentry thread
   // that waits for it.
   bool pin = true;
+  // While spinning (with `pin`), run the stub thread on another CPU than the
+  // Sentry thread's, so that both really spin: the scheduler otherwise
+  // tends to keep them on one CPU, where spinning is useless (same-CPU
+  // rule: they sleep instead). Off by default: moving a sleeping stub thread
+  // to another vCPU costs a slow cross-vCPU wake-up (~100 us in some VMs),
+  // which pays off only when a CPU is idle (perf/platform_NOTES.md).
+  bool spread = false;
   // Syscall user dispatch as the fast path when the host has it (else every
   // guest syscall goes through the seccomp filter's SECCOMP_RET_TRAP).
   bool use_sud = true;

@@ -1001,6 +1001,38 @@ TEST(SystrapPlatformTest, SeccompTrapPathWithoutSud) {
   EXPECT_EQ(s.regs.rip, kCode + 7);
 }
 
+// With `spread` the stub thread is bound to another CPU than the Sentry
+// thread's while they spin; the round trips stay correct either way, and
+// the platform's wait counters add up.
+TEST(SystrapPlatformTest, SpreadOptionServesSyscalls) {
+  auto mf = MemoryFile::Create(64 << 20);
+  ASSERT_TRUE(mf.ok());
+  SystrapOptions opts;
+  opts.spread = true;
+  auto p = NewSystrapPlatform(std::move(*mf), opts);
+  ASSERT_TRUE(p.ok()) << p.status();
+  Platform& plat = **p;
+  auto as = plat.NewAddressSpace();
+  auto ctx = plat.NewContext();
+  ASSERT_TRUE(as.ok() && ctx.ok());
+  uint64_t off = *plat.memory_file().Allocate(kPage);
+  uint8_t code[] = {0x0f, 0x05, 0xeb, 0xfc};  // loop: syscall; jmp loop
+  ASSERT_TRUE(plat.memory_file().Write(off, code, sizeof(code)));
+  ASSERT_TRUE((*as)->MapFile(kCode, off, kPage, PROT_READ | PROT_EXEC).ok());
+  CpuState s;
+  s.regs.rip = kCode;
+  constexpr int kN = 200;
+  for (int i = 0; i < kN; ++i) {
+    s.regs.rax = 5000 + i;
+    ASSERT_EQ((*ctx)->Switch(**as, s).reason, SwitchReason::kSyscall);
+    ASSERT_EQ(s.regs.orig_rax, static_cast<uint64_t>(5000 + i));
+  }
+  SystrapTimings t = TakeSystrapTimings(**ctx);
+  EXPECT_EQ(t.handoffs, static_cast<uint64_t>(kN));
+  EXPECT_LE(t.spin_hits, t.spins);
+  EXPECT_LE(t.spins + t.same_cpu, t.handoffs);
+}
+
 TEST(SystrapPlatformTest, DestroyingThePlatformKillsAllStubs) {
   std::set<pid_t> before = Children();
   {
