@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
+#include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/vfs/vfs_file.h"
@@ -43,6 +44,12 @@ SyscallResult Mmap(Task& t, UserAddr addr, uint64_t length, Flags prot,
     if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
       access.noexec = vf->vd().mount->flags() & vfs::kMountNoExec;
       opts.mappable = vf->GetMappable();
+      if (auto* rf = dynamic_cast<fs::tmpfs::RegularFileDescription*>(vf);
+          rf != nullptr && !rf->file()->memfd_name().empty()) {
+        // What /proc/pid/maps shows for a memfd (d_path of an unlinked
+        // file). Other files' paths come with /proc.
+        opts.name = "/" + rf->file()->memfd_name() + " (deleted)";
+      }
     }
     opts.file = access;
   }
