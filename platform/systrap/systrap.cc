@@ -255,8 +255,11 @@ class Stub {
   absl::StatusOr<pid_t> Thread0Tid() ABSL_LOCKS_EXCLUDED(req_mu_);
   absl::Status ReadThread0Locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(req_mu_);
   // Reads one reply packet and returns its 12-bit value. `first_byte` (>= 0)
-  // is what the packet's first byte must be. Any failure kills the stub.
-  absl::StatusOr<uint32_t> ReadPacket(absl::Time deadline, int first_byte)
+  // is what the packet's first byte must be. `poll_first`: the packet is
+  // not expected yet, wait before the first read. Any failure kills the
+  // stub.
+  absl::StatusOr<uint32_t> ReadPacket(absl::Time deadline, int first_byte,
+                                      bool poll_first = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(req_mu_);
 
   SystrapPlatform* const plat_;
@@ -514,9 +517,27 @@ void Stub::MarkDead() {
   }
 }
 
-absl::StatusOr<uint32_t> Stub::ReadPacket(absl::Time deadline, int first_byte) {
+absl::StatusOr<uint32_t> Stub::ReadPacket(absl::Time deadline, int first_byte,
+                                          bool poll_first) {
   uint8_t buf[STUB_REPLY_MAX_LEN];  // a whole packet: its length is the value
-  for (;;) {
+  for (bool wait = poll_first;; wait = true) {
+    if (wait) {
+      if (dead()) return absl::UnavailableError("stub process died");
+      if (absl::Now() > deadline) {
+        Kill();
+        return absl::DeadlineExceededError(
+            "stub syscall thread did not answer; stub killed");
+      }
+      pollfd pfd = {reply_fd_, POLLIN, 0};
+      if (poll(&pfd, 1, 2) == 0) {
+        // The syscall thread's "asleep" flag is guest-writable: repair a
+        // lost wake-up every 2 ms.
+        auto* req = reinterpret_cast<stub_request*>(
+            plat_->memory_file().Internal(shared_off_, kPage));
+        FutexWake(&req->seq);
+        continue;
+      }
+    }
     ssize_t n = read(reply_fd_, buf, sizeof(buf));
     if (n > 0) {
       if (first_byte >= 0 && buf[0] != first_byte) {
@@ -530,25 +551,10 @@ absl::StatusOr<uint32_t> Stub::ReadPacket(absl::Time deadline, int first_byte) {
       Kill();
       return absl::UnavailableError("stub process died");
     }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) {
+    if (errno != EINTR && errno != EAGAIN) {
       int e = errno;
       Kill();
       return ErrnoStatus(e, "read stub reply");
-    }
-    if (dead()) return absl::UnavailableError("stub process died");
-    if (absl::Now() > deadline) {
-      Kill();
-      return absl::DeadlineExceededError(
-          "stub syscall thread did not answer; stub killed");
-    }
-    pollfd pfd = {reply_fd_, POLLIN, 0};
-    if (poll(&pfd, 1, 2) == 0) {
-      // The syscall thread's "asleep" flag is guest-writable: repair a lost
-      // wake-up every 2 ms.
-      auto* req = reinterpret_cast<stub_request*>(
-          plat_->memory_file().Internal(shared_off_, kPage));
-      FutexWake(&req->seq);
     }
   }
 }
@@ -637,12 +643,15 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
     uint64_t end = __rdtsc() + plat_->spin_ticks();
     while (Load(&res->seq) != seq && __rdtsc() < end) _mm_pause();
   }
+  // Without the hint the reply is most likely not there yet (certainly not
+  // when the syscall thread shares this CPU): poll before reading.
+  const bool poll_first = Load(&res->seq) != seq;
   // A guest can stop the syscall thread from answering (it can withhold
   // the CPU, forge "asleep"); past the deadline the stub is killed, so the
   // caller never waits unboundedly with mm locks held.
   const absl::Time deadline = absl::Now() + kStubReplyDeadline;
   const int first_byte = static_cast<int>(seq & 0xff);
-  auto lo = ReadPacket(deadline, first_byte);
+  auto lo = ReadPacket(deadline, first_byte, poll_first);
   if (!lo.ok()) return lo.status();
   if (sysno == SYS_clone) {
     auto hi = ReadPacket(deadline, first_byte);
