@@ -34,9 +34,11 @@ SIGQUIT, SIGUSR1 and SIGUSR2 sent to runsc are passed to the program. When
 runsc ends, every process of the sandbox ends with it.
 
 PROGRAM must be an absolute path to a statically linked x86-64 ELF
-executable: until the Gofer exists the sandbox has no file system, so the
-Sentry reads the program through a file descriptor runsc opens for it, and
-there is no PATH lookup and no dynamic linking.
+executable. Until the Gofer exists the sandbox's root file system is a
+tmpfs holding only a copy of PROGRAM at its path, the caller's working
+directory (empty), and /tmp and /dev/shm (separate tmpfs mounts); files the
+program writes there vanish with the sandbox. There is no PATH lookup and
+no dynamic linking.
 
 Flags:
   --strace            log every syscall with its arguments and result
@@ -130,6 +132,24 @@ int DoCommand(int argc, char** argv) {
     close(exe);
     return 126;
   }
+
+  // The root file system's content (until the Gofer serves it): /tmp and
+  // /dev/shm first, so that a working directory or program below them lands
+  // in those mounts; the working directory with its host mode and owner;
+  // the program, copied by the Sentry from the FD passed as kExecFd.
+  spec.seed.push_back({boot::SeedEntry::kTmpfsMount, "/tmp", 01777, 0, 0, -1});
+  spec.seed.push_back(
+      {boot::SeedEntry::kTmpfsMount, "/dev/shm", 01777, 0, 0, -1});
+  struct stat cwd_st;
+  if (spec.cwd != "/" && stat(spec.cwd.c_str(), &cwd_st) == 0 &&
+      S_ISDIR(cwd_st.st_mode)) {
+    spec.seed.push_back({boot::SeedEntry::kDir, spec.cwd,
+                         static_cast<uint32_t>(cwd_st.st_mode & 07777),
+                         cwd_st.st_uid, cwd_st.st_gid, -1});
+  }
+  spec.seed.push_back({boot::SeedEntry::kFile, program,
+                       static_cast<uint32_t>(st.st_mode & 07777), st.st_uid,
+                       st.st_gid, boot::kExecFd});
 
   auto spec_fd = boot::WriteBootSpecToMemfd(spec);
   if (!spec_fd.ok()) {

@@ -16,12 +16,17 @@
 #include "platform/memory_file.h"
 #include "platform/systrap/systrap.h"
 #include "sentry/boot/boot_spec.h"
+#include "sentry/boot/seed.h"
 #include "sentry/fs/host/host_file.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/loader/loader.h"
+#include "sentry/loader/vfs_reader.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vfs/fs_context.h"
+#include "sentry/vfs/operations.h"
 
 namespace sandbox::boot {
 namespace {
@@ -154,7 +159,33 @@ int BootMain(int argc, char** argv) {
   std::shared_ptr<mm::MemoryManager> mm = std::move(mm_or).value();
   Phase(start, "address space created");
 
-  loader::HostFdReader reader(kExecFd);
+  // The root file system: a tmpfs seeded from the spec (the program, its
+  // working directory, /tmp and /dev/shm) until the Gofer serves it.
+  std::shared_ptr<vfs::MountNamespace> mntns = vfs::MountNamespace::Create(
+      fs::tmpfs::Filesystem::Create(plat->memory_file(), {.root_mode = 0755}),
+      0);
+  {
+    std::string why;
+    KResult<void> seeded =
+        ApplySeed(*mntns, plat->memory_file(), spec.seed, &why);
+    for (const SeedEntry& e : spec.seed) {
+      if (e.host_fd > 2) close(e.host_fd);
+    }
+    if (!seeded.ok()) return Fail("cannot set up the root file system: " + why);
+  }
+  Phase(start, "root file system seeded");
+
+  const kernel::Credentials creds = kernel::Credentials::Root();
+  vfs::ResolveBase base{creds, mntns->Root(), mntns->Root()};
+  vfs::VirtualDentry cwd = mntns->Root();
+  if (KResult<vfs::VirtualDentry> c = vfs::ChdirTarget(base, spec.cwd);
+      c.ok()) {
+    cwd = std::move(c).value();
+  } else {
+    kernel::LogWarning("working directory %s: %s; using /", spec.cwd,
+                       c.error().message());
+  }
+
   loader::LoadArgs largs;
   largs.argv = spec.argv;
   largs.envp = spec.envp;
@@ -162,8 +193,15 @@ int BootMain(int argc, char** argv) {
   largs.hwcap = loader::HwcapFromPlatform(*plat);
   largs.minsigstksz = loader::DefaultMinSigStkSz(plat->FpStateSize());
   std::string why;
-  KResult<loader::LoadResult> lr = loader::Load(*mm, reader, largs, &why);
-  close(kExecFd);
+  KResult<loader::LoadResult> lr = kENOENT;
+  if (KResult<std::shared_ptr<vfs::VfsFile>> exe =
+          loader::OpenExecutable(base, spec.exe_path);
+      exe.ok()) {
+    loader::VfsFileReader reader(std::move(exe).value());
+    lr = loader::Load(*mm, reader, largs, &why);
+  } else {
+    lr = exe.error();
+  }
   Phase(start, "program loaded");
   if (!lr.ok()) {
     kernel::LogWarning("cannot execute %s: %s (%s)%s%s", spec.exe_path,
@@ -175,7 +213,8 @@ int BootMain(int argc, char** argv) {
 
   kernel::NewProcessArgs pargs;
   pargs.exe_path = spec.exe_path;
-  pargs.cwd = spec.cwd;
+  pargs.creds = creds;
+  pargs.fs = std::make_shared<vfs::FsContext>(mntns->Root(), std::move(cwd));
   pargs.fds = std::make_shared<vfs::FdTable>();
   InstallStdio(*pargs.fds);
   pargs.mm = mm;
@@ -202,6 +241,7 @@ int BootMain(int argc, char** argv) {
   if (spec.strace_summary) kernel::WriteDebug(table->Summary());
   std::optional<std::string> fatal = k->fatal_error();
   k.reset();
+  mntns.reset();  // Its files' pages live in the platform's memory file.
   Phase(start, "kernel destroyed");
   plat.reset();
   Phase(start, "platform destroyed");

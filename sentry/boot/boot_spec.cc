@@ -53,6 +53,27 @@ class Reader {
     }
     return true;
   }
+  bool Seed(std::vector<SeedEntry>* v) {
+    uint32_t n;
+    if (!U32(&n) || n > kMaxStrings) return false;
+    v->clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      SeedEntry e;
+      uint32_t kind, fd;
+      if (!U32(&kind) || !String(&e.path) || !U32(&e.mode) || !U32(&e.uid) ||
+          !U32(&e.gid) || !U32(&fd)) {
+        return false;
+      }
+      if (kind != SeedEntry::kDir && kind != SeedEntry::kFile &&
+          kind != SeedEntry::kTmpfsMount) {
+        return false;
+      }
+      e.kind = static_cast<SeedEntry::Kind>(kind);
+      e.host_fd = static_cast<int32_t>(fd);
+      v->push_back(std::move(e));
+    }
+    return true;
+  }
   bool AtEnd() const { return pos_ == d_.size(); }
 
  private:
@@ -74,6 +95,15 @@ std::string SerializeBootSpec(const BootSpec& spec) {
   for (const auto& s : spec.argv) PutString(&out, s);
   PutU32(&out, static_cast<uint32_t>(spec.envp.size()));
   for (const auto& s : spec.envp) PutString(&out, s);
+  PutU32(&out, static_cast<uint32_t>(spec.seed.size()));
+  for (const SeedEntry& e : spec.seed) {
+    PutU32(&out, e.kind);
+    PutString(&out, e.path);
+    PutU32(&out, e.mode);
+    PutU32(&out, e.uid);
+    PutU32(&out, e.gid);
+    PutU32(&out, static_cast<uint32_t>(e.host_fd));
+  }
   return out;
 }
 
@@ -87,7 +117,8 @@ absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
   uint32_t flags;
   if (!r.U32(&flags) || !r.String(&spec.exe_path) || !r.String(&spec.cwd) ||
       !r.String(&spec.hostname) || !r.String(&spec.debug_log) ||
-      !r.Strings(&spec.argv) || !r.Strings(&spec.envp) || !r.AtEnd()) {
+      !r.Strings(&spec.argv) || !r.Strings(&spec.envp) || !r.Seed(&spec.seed) ||
+      !r.AtEnd()) {
     return absl::InvalidArgumentError("boot spec: truncated or malformed");
   }
   spec.strace = flags & kFlagStrace;

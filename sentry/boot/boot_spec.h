@@ -4,7 +4,9 @@
 //
 // Wire format (little-endian, this host only): "RSB1", then u32 flags, then
 // strings (u32 length + bytes) exe_path, cwd, hostname, debug_log, then
-// u32 argc + argv strings, u32 envc + envp strings.
+// u32 argc + argv strings, u32 envc + envp strings, then u32 seed count +
+// seed entries (u32 kind, string path, u32 mode, u32 uid, u32 gid, i32
+// host_fd).
 #ifndef SENTRY_BOOT_BOOT_SPEC_H_
 #define SENTRY_BOOT_BOOT_SPEC_H_
 
@@ -17,6 +19,28 @@
 
 namespace sandbox::boot {
 
+// One thing the Sentry creates in its root file system before the program
+// starts. Until the Gofer serves the root (issue #6), `runsc do` describes
+// the whole root this way; the Sentry applies the entries in order through
+// the VFS, creating missing parent directories (root-owned, 0755).
+struct SeedEntry {
+  enum Kind : uint32_t {
+    kDir = 1,         // a directory (existing: mode/owner updated)
+    kFile = 2,        // a regular file, its content read from host_fd
+    kTmpfsMount = 3,  // a new tmpfs instance mounted at path
+  };
+  Kind kind = kDir;
+  std::string path;      // absolute
+  uint32_t mode = 0755;  // permission bits (07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  // kFile: the FD (in `runsc boot`) to read the content from, at most
+  // kMaxSeedFileSize bytes; a regular file.
+  int32_t host_fd = -1;
+};
+
+inline constexpr uint64_t kMaxSeedFileSize = uint64_t{1} << 30;
+
 struct BootSpec {
   std::string exe_path;  // absolute path of the program (AT_EXECFN, exe)
   std::string cwd;
@@ -26,6 +50,8 @@ struct BootSpec {
   bool strace_summary = false;
   std::vector<std::string> argv;
   std::vector<std::string> envp;
+  // The root file system's content, created in order.
+  std::vector<SeedEntry> seed;
 };
 
 std::string SerializeBootSpec(const BootSpec& spec);

@@ -15,6 +15,8 @@ TEST(BootSpecTest, RoundTripThroughMemfd) {
   s.strace_summary = true;
   s.argv = {"true", "", std::string("a\0b", 3)};
   s.envp = {"A=1"};
+  s.seed = {{SeedEntry::kTmpfsMount, "/tmp", 01777, 0, 0, -1},
+            {SeedEntry::kFile, "/bin/true", 0755, 1, 2, 4}};
   auto fd = WriteBootSpecToMemfd(s);
   ASSERT_TRUE(fd.ok()) << fd.status();
   auto got = ReadBootSpecFromFd(*fd);
@@ -26,6 +28,14 @@ TEST(BootSpecTest, RoundTripThroughMemfd) {
   EXPECT_TRUE(got->strace_summary);
   EXPECT_EQ(got->argv, s.argv);
   EXPECT_EQ(got->envp, s.envp);
+  ASSERT_EQ(got->seed.size(), 2u);
+  EXPECT_EQ(got->seed[0].kind, SeedEntry::kTmpfsMount);
+  EXPECT_EQ(got->seed[0].path, "/tmp");
+  EXPECT_EQ(got->seed[0].mode, 01777u);
+  EXPECT_EQ(got->seed[1].kind, SeedEntry::kFile);
+  EXPECT_EQ(got->seed[1].uid, 1u);
+  EXPECT_EQ(got->seed[1].gid, 2u);
+  EXPECT_EQ(got->seed[1].host_fd, 4);
 }
 
 TEST(BootSpecTest, RejectsMalformed) {
@@ -38,9 +48,17 @@ TEST(BootSpecTest, RejectsMalformed) {
   }
   EXPECT_FALSE(ParseBootSpec(good + "x").ok());
   // A huge count is rejected without allocating.
-  std::string bad = good.substr(0, good.size() - 4 - 5 - 4);
+  std::string bad = good.substr(0, good.size() - 4 - 4 - 5 - 4);
   bad.append("\xff\xff\xff\x7f", 4);
   EXPECT_FALSE(ParseBootSpec(bad).ok());
+  // So is a seed entry of an unknown kind.
+  BootSpec with_seed{.argv = {"x"}};
+  with_seed.seed.push_back({SeedEntry::kDir, "/d", 0755, 0, 0, -1});
+  std::string seeded = SerializeBootSpec(with_seed);
+  EXPECT_TRUE(ParseBootSpec(seeded).ok());
+  size_t kind_at = seeded.size() - (4 + 4 + 2 + 4 + 4 + 4 + 4);
+  seeded[kind_at] = 9;
+  EXPECT_FALSE(ParseBootSpec(seeded).ok());
 }
 
 }  // namespace

@@ -38,10 +38,10 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   if (args.fds == nullptr) args.fds = std::make_shared<vfs::FdTable>();
   auto tg = std::make_shared<ThreadGroup>(
       *this, args.parent, std::move(args.exe_path), args.limits);
-  tg->set_cwd(std::move(args.cwd));
   auto task = std::make_unique<Task>(
       *this, tg, std::make_shared<const Credentials>(std::move(args.creds)),
-      std::move(args.fds), std::move(args.mm), std::move(args.cpu));
+      std::move(args.fds), std::move(args.fs), std::move(args.mm),
+      std::move(args.cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
   tg->AddTask(task.get());
@@ -56,9 +56,9 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
 KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   ThreadGroup& tg = parent.thread_group();
   if (tg.exiting()) return kEAGAIN;
-  auto task = std::make_unique<Task>(*this, parent.thread_group_ref(),
-                                     parent.creds_ref(), parent.fd_table_ref(),
-                                     parent.mm_ref(), std::move(cpu));
+  auto task = std::make_unique<Task>(
+      *this, parent.thread_group_ref(), parent.creds_ref(),
+      parent.fd_table_ref(), parent.fs_ref(), parent.mm_ref(), std::move(cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
   task->set_signal_mask(parent.signal_mask());
@@ -76,12 +76,11 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu) {
   TRY(std::unique_ptr<mm::MemoryManager> mm, parent.mm().Fork(*platform_));
   auto tg =
       std::make_shared<ThreadGroup>(*this, &ptg, ptg.exe_path(), ptg.limits());
-  tg->set_cwd(ptg.cwd());
-  tg->SwapUmask(ptg.umask());
   tg->set_actions(ptg.actions());
   auto task = std::make_unique<Task>(
       *this, tg, parent.creds_ref(), parent.fd_table().Fork(),
-      std::shared_ptr<mm::MemoryManager>(std::move(mm)), std::move(cpu));
+      parent.fs().Fork(), std::shared_ptr<mm::MemoryManager>(std::move(mm)),
+      std::move(cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
   task->set_signal_mask(parent.signal_mask());

@@ -38,8 +38,8 @@ struct KernelOptions {
 struct NewProcessArgs {
   ThreadGroup* parent = nullptr;
   std::string exe_path;
-  // Working directory path (getcwd). The FS context comes with the VFS.
-  std::string cwd = "/";
+  // Root, cwd, umask. Null: a task without a file system (unit tests).
+  std::shared_ptr<vfs::FsContext> fs;
   Credentials creds = Credentials::Root();
   LimitSet limits = LimitSet::Defaults();
   std::shared_ptr<vfs::FdTable> fds;
@@ -67,13 +67,14 @@ class Kernel {
   // created is init.
   KResult<Task*> NewProcess(NewProcessArgs args);
   // Creates a thread in `parent`'s process (clone with CLONE_THREAD): same
-  // thread group, mm, FD table and credentials; `cpu` is its initial
-  // state. Not yet running. EAGAIN if the process is exiting or no TID is
-  // free.
+  // thread group, mm, FD table, FS context (CLONE_FS) and credentials; `cpu` is
+  // its initial state. Not yet running. EAGAIN if the process is exiting or no
+  // TID is free.
   KResult<Task*> NewThread(Task& parent, platform::CpuState cpu);
   // fork(2): a new process, child of `parent`'s, with a copy-on-write copy
-  // of its address space, a copy of its FD table, limits and signal
-  // actions, and one task starting from `cpu`. Not yet running.
+  // of its address space, copies of its FD table, FS context (root, cwd,
+  // umask), limits and signal actions, and one task starting from `cpu`. Not
+  // yet running.
   KResult<Task*> Fork(Task& parent, platform::CpuState cpu);
   // Starts the task's host thread, which runs Task::Run.
   void Start(Task* task);

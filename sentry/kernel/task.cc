@@ -12,11 +12,15 @@ namespace sandbox::kernel {
 Task::Task(Kernel& kernel, std::shared_ptr<ThreadGroup> tg,
            std::shared_ptr<const Credentials> creds,
            std::shared_ptr<vfs::FdTable> fds,
+           std::shared_ptr<vfs::FsContext> fs,
            std::shared_ptr<mm::MemoryManager> mm, platform::CpuState cpu)
     : kernel_(kernel),
       tg_(std::move(tg)),
       creds_(std::move(creds)),
       fds_(std::move(fds)),
+      fs_(fs != nullptr ? std::move(fs)
+                        : std::make_shared<vfs::FsContext>(
+                              vfs::VirtualDentry{}, vfs::VirtualDentry{})),
       mm_(std::move(mm)),
       cpu_(std::move(cpu)),
       interrupt_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}

@@ -32,6 +32,7 @@
 #include "sentry/kernel/pid_namespace.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/file_description.h"
+#include "sentry/vfs/fs_context.h"
 
 namespace sandbox::mm {
 class MemoryManager;
@@ -47,8 +48,8 @@ class Task final : public vfs::UserMemory {
   // Use Kernel::NewProcess (and later clone) to create tasks.
   Task(Kernel& kernel, std::shared_ptr<ThreadGroup> tg,
        std::shared_ptr<const Credentials> creds,
-       std::shared_ptr<vfs::FdTable> fds, std::shared_ptr<mm::MemoryManager> mm,
-       platform::CpuState cpu);
+       std::shared_ptr<vfs::FdTable> fds, std::shared_ptr<vfs::FsContext> fs,
+       std::shared_ptr<mm::MemoryManager> mm, platform::CpuState cpu);
   ~Task() override;
   Task(const Task&) = delete;
   Task& operator=(const Task&) = delete;
@@ -65,10 +66,18 @@ class Task final : public vfs::UserMemory {
   std::shared_ptr<ThreadGroup> thread_group_ref() const { return tg_; }
   std::shared_ptr<const Credentials> creds_ref() const { return creds_; }
   std::shared_ptr<vfs::FdTable> fd_table_ref() const { return fds_; }
+  std::shared_ptr<vfs::FsContext> fs_ref() const { return fs_; }
   std::shared_ptr<mm::MemoryManager> mm_ref() const { return mm_; }
 
   // ---- Resources (task thread). ----
   vfs::FdTable& fd_table() const { return *fds_; }
+  // Root, cwd and umask (Linux fs_struct): shared with the threads of this
+  // process (CLONE_FS), copied by fork. Never null; its root is unset
+  // (!Root().ok()) only in unit tests without a file system.
+  vfs::FsContext& fs() const { return *fs_; }
+  // close_range(CLOSE_RANGE_UNSHARE), unshare(CLONE_FILES): this task gets
+  // a private copy of its FD table.
+  void UnshareFdTable() { fds_ = fds_->Fork(); }
   // Valid until the task has exited (its run loop drops it).
   mm::MemoryManager& mm() const { return *mm_; }
   platform::CpuState& cpu() { return cpu_; }
@@ -95,7 +104,7 @@ class Task final : public vfs::UserMemory {
   }
 
   // What file operations need from this task (interrupt FD, memory).
-  vfs::IoContext io_context() { return {interrupt_fd_, this}; }
+  vfs::IoContext io_context() { return {interrupt_fd_, this, creds_.get()}; }
 
   // ---- Signals (task thread; recorded until signal delivery exists). ----
   uint64_t signal_mask() const { return signal_mask_; }
@@ -155,6 +164,7 @@ class Task final : public vfs::UserMemory {
   const std::shared_ptr<ThreadGroup> tg_;
   std::shared_ptr<const Credentials> creds_;  // task thread
   std::shared_ptr<vfs::FdTable> fds_;         // task thread
+  std::shared_ptr<vfs::FsContext> fs_;        // task thread
   std::shared_ptr<mm::MemoryManager> mm_;     // task thread
   platform::CpuState cpu_;                    // task thread
   uint64_t signal_mask_ = 0;                  // task thread

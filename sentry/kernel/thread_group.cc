@@ -23,16 +23,6 @@ std::string ThreadGroup::exe_path() const {
   return exe_path_;
 }
 
-std::string ThreadGroup::cwd() const {
-  absl::MutexLock l(&mu_);
-  return cwd_;
-}
-
-void ThreadGroup::set_cwd(std::string cwd) {
-  absl::MutexLock l(&mu_);
-  cwd_ = std::move(cwd);
-}
-
 abi::Rlimit64 ThreadGroup::GetLimit(int resource) const {
   absl::MutexLock l(&mu_);
   return limits_.Get(resource);

@@ -60,16 +60,6 @@ class ThreadGroup {
   }
   // Path of the running executable (/proc/self/exe). Changes on execve.
   std::string exe_path() const;
-  // The working directory's path (getcwd) until the VFS gives tasks an FS
-  // context.
-  std::string cwd() const;
-  void set_cwd(std::string cwd);
-
-  // umask(2), until the VFS gives tasks an FS context.
-  uint32_t umask() const { return umask_.load(std::memory_order_relaxed); }
-  uint32_t SwapUmask(uint32_t mask) {
-    return umask_.exchange(mask & 0777, std::memory_order_relaxed);
-  }
   // Process group and session IDs (no setpgid/setsid yet: a fork child
   // inherits its parent's; the first process leads its own).
   ThreadId pgid() const { return pgid_.load(std::memory_order_relaxed); }
@@ -143,14 +133,12 @@ class ThreadGroup {
   std::atomic<ThreadGroup*> parent_;
   std::atomic<ThreadId> tgid_{0};
   std::atomic<bool> exiting_{false};
-  std::atomic<uint32_t> umask_{022};
   std::atomic<int> dumpable_{1};
   std::atomic<ThreadId> pgid_{0};
   std::atomic<ThreadId> sid_{0};
 
   mutable absl::Mutex mu_;
   std::string exe_path_ ABSL_GUARDED_BY(mu_);
-  std::string cwd_ ABSL_GUARDED_BY(mu_) = "/";
   LimitSet limits_ ABSL_GUARDED_BY(mu_);
   std::array<abi::KernelSigaction, abi::kNumSignals + 1> actions_
       ABSL_GUARDED_BY(mu_) = {};

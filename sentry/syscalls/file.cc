@@ -1,21 +1,24 @@
-// File syscalls over the FD table: read/write family, lseek, close, dup,
-// fcntl, fstat/newfstatat, ioctl, readlink. Path-based calls come with the
-// VFS issue.
+// File syscalls over the FD table: the read/write family (read, write,
+// pread64, pwrite64, readv, writev, preadv, pwritev, preadv2, pwritev2),
+// lseek, close, close_range, dup, dup2, dup3, fcntl, ioctl. Path-based
+// calls live in open.cc, stat.cc, namei.cc, attr.cc, cwd.cc...
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/syscalls/lock.h"
 #include "sentry/syscalls/pipe.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/syscalls/vfs_util.h"
+#include "sentry/vfs/permissions.h"
 #include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::syscalls {
@@ -30,13 +33,7 @@ constexpr size_t kMaxTransfer = 1 << 20;
 // The highest user address + 1 on x86-64 (TASK_SIZE_MAX).
 constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
 
-KResult<FileRef> GetFile(Task& t, Fd fd) {
-  return t.fd_table().Get(fd.fd, nullptr);
-}
-
-uint64_t NofileLimit(Task& t) {
-  return t.thread_group().GetLimit(RLIMIT_NOFILE).rlim_cur;
-}
+KResult<FileRef> GetFile(Task& t, Fd fd) { return syscalls::GetFile(t, fd.fd); }
 
 // access_ok(): the range lies in user space.
 bool RangeOk(uint64_t addr, uint64_t len) {
@@ -126,17 +123,17 @@ KResult<std::vector<abi::Iovec>> CopyInIovecs(Task& t, UserAddr iov,
   return v;
 }
 
-// readv(2).
-SyscallResult Readv(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
-  TRY(FileRef f, GetFile(t, fd));
-  if (!f->readable()) return kEBADF;
-  TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
+// Reads into the iovecs at the description's offset (offset < 0) or at
+// `offset`, through one bounce buffer.
+KResult<uint64_t> DoReadv(Task& t, FileDescription& f,
+                          const std::vector<abi::Iovec>& v, int64_t offset,
+                          vfs::IoContext& ctx) {
   uint64_t total = 0;
   for (const abi::Iovec& e : v) total += e.iov_len;
   if (total == 0) return uint64_t{0};
   std::vector<uint8_t> tmp(std::min<uint64_t>(total, kMaxTransfer));
-  vfs::IoContext ctx = t.io_context();
-  TRY(size_t n, f->Read(ctx, absl::MakeSpan(tmp)));
+  TRY(size_t n, offset < 0 ? f.Read(ctx, absl::MakeSpan(tmp))
+                           : f.PRead(ctx, absl::MakeSpan(tmp), offset));
   size_t done = 0;
   for (const abi::Iovec& e : v) {
     if (done == n) break;
@@ -149,15 +146,14 @@ SyscallResult Readv(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
     done += c.value();
     if (c.value() < chunk) break;
   }
-  return done;
+  return uint64_t{done};
 }
 
-// writev(2): the iovecs are gathered so one host write keeps pipe writes
-// up to PIPE_BUF atomic.
-SyscallResult Writev(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
-  TRY(FileRef f, GetFile(t, fd));
-  if (!f->writable()) return kEBADF;
-  TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
+// Gathers the iovecs so one write keeps pipe writes up to PIPE_BUF atomic,
+// then writes at the offset (offset < 0) or at `offset`.
+KResult<uint64_t> DoWritev(Task& t, FileDescription& f,
+                           const std::vector<abi::Iovec>& v, int64_t offset,
+                           vfs::IoContext& ctx) {
   std::vector<uint8_t> tmp;
   for (const abi::Iovec& e : v) {
     size_t room = kMaxTransfer - tmp.size();
@@ -175,9 +171,101 @@ SyscallResult Writev(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
     if (c.value() < want) break;
   }
   if (tmp.empty()) return uint64_t{0};
+  auto src = absl::MakeConstSpan(tmp);
+  TRY(size_t n, RaiseSigpipe(t, offset < 0 ? f.Write(ctx, src)
+                                           : f.PWrite(ctx, src, offset)));
+  return uint64_t{n};
+}
+
+// readv(2).
+SyscallResult Readv(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
+  TRY(FileRef f, GetFile(t, fd));
+  if (!f->readable()) return kEBADF;
+  TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
   vfs::IoContext ctx = t.io_context();
-  TRY(size_t n, RaiseSigpipe(t, f->Write(ctx, absl::MakeConstSpan(tmp))));
-  return n;
+  return DoReadv(t, *f, v, -1, ctx);
+}
+
+// writev(2).
+SyscallResult Writev(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
+  TRY(FileRef f, GetFile(t, fd));
+  if (!f->writable()) return kEBADF;
+  TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
+  vfs::IoContext ctx = t.io_context();
+  return DoWritev(t, *f, v, -1, ctx);
+}
+
+// RWF_* (linux/fs.h).
+constexpr uint32_t kRwfHipri = 0x1, kRwfDsync = 0x2, kRwfSync = 0x4,
+                   kRwfNowait = 0x8, kRwfAppend = 0x10, kRwfNoappend = 0x20,
+                   kRwfAtomic = 0x40, kRwfDontcache = 0x80,
+                   kRwfNosignal = 0x100;
+constexpr uint32_t kRwfSupported = kRwfHipri | kRwfDsync | kRwfSync |
+                                   kRwfNowait | kRwfAppend | kRwfNoappend |
+                                   kRwfAtomic | kRwfDontcache | kRwfNosignal;
+
+// kiocb_set_rw_flags: EOPNOTSUPP for unknown flags and for what no file
+// here supports (RWF_NOWAIT: no description has FMODE_NOWAIT yet;
+// RWF_ATOMIC, RWF_DONTCACHE). HIPRI, DSYNC and SYNC need nothing of an
+// in-memory file; APPEND/NOAPPEND reach the write through the context.
+KResult<void> CheckRwFlags(uint64_t flags) {
+  if (flags & ~uint64_t{kRwfSupported}) return kEOPNOTSUPP;
+  if (flags & (kRwfNowait | kRwfAtomic | kRwfDontcache)) return kEOPNOTSUPP;
+  return OkResult();
+}
+
+// preadv(2)/preadv2(2). On 64-bit the offset is pos_l alone (pos_h is
+// shifted out, as pos_from_hilo does); preadv2 takes -1 as "the current
+// offset".
+KResult<uint64_t> DoPreadv(Task& t, Fd fd, UserAddr iov, int32_t iovcnt,
+                           int64_t offset, uint64_t flags, bool v2) {
+  if (offset < 0 && !(v2 && offset == -1)) return kEINVAL;
+  TRY(FileRef f, GetFile(t, fd));
+  if (!f->readable()) return kEBADF;
+  TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
+  TRY_VOID(CheckRwFlags(flags));
+  vfs::IoContext ctx = t.io_context();
+  return DoReadv(t, *f, v, offset, ctx);
+}
+
+KResult<uint64_t> DoPwritev(Task& t, Fd fd, UserAddr iov, int32_t iovcnt,
+                            int64_t offset, uint64_t flags, bool v2) {
+  if (offset < 0 && !(v2 && offset == -1)) return kEINVAL;
+  TRY(FileRef f, GetFile(t, fd));
+  if (!f->writable()) return kEBADF;
+  TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
+  TRY_VOID(CheckRwFlags(flags));
+  vfs::IoContext ctx = t.io_context();
+  ctx.rw_flags = static_cast<uint32_t>(flags);
+  return DoWritev(t, *f, v, offset, ctx);
+}
+
+// preadv(2).
+SyscallResult Preadv(Task& t, Fd fd, UserAddr iov, int32_t iovcnt,
+                     int64_t pos_l, int64_t pos_h) {
+  (void)pos_h;
+  return DoPreadv(t, fd, iov, iovcnt, pos_l, 0, false);
+}
+
+// pwritev(2).
+SyscallResult Pwritev(Task& t, Fd fd, UserAddr iov, int32_t iovcnt,
+                      int64_t pos_l, int64_t pos_h) {
+  (void)pos_h;
+  return DoPwritev(t, fd, iov, iovcnt, pos_l, 0, false);
+}
+
+// preadv2(2).
+SyscallResult Preadv2(Task& t, Fd fd, UserAddr iov, int32_t iovcnt,
+                      int64_t pos_l, int64_t pos_h, Flags flags) {
+  (void)pos_h;
+  return DoPreadv(t, fd, iov, iovcnt, pos_l, flags.v & 0xffffffff, true);
+}
+
+// pwritev2(2).
+SyscallResult Pwritev2(Task& t, Fd fd, UserAddr iov, int32_t iovcnt,
+                       int64_t pos_l, int64_t pos_h, Flags flags) {
+  (void)pos_h;
+  return DoPwritev(t, fd, iov, iovcnt, pos_l, flags.v & 0xffffffff, true);
 }
 
 // lseek(2).
@@ -188,6 +276,25 @@ SyscallResult Lseek(Task& t, Fd fd, int64_t offset, int32_t whence) {
   return static_cast<uint64_t>(off);
 }
 
+// close_range(2): closes (or with CLOSE_RANGE_CLOEXEC marks close-on-exec)
+// every descriptor in [first, last]; CLOSE_RANGE_UNSHARE first gives the
+// task a private copy of a table it shares with other threads.
+SyscallResult CloseRange(Task& t, uint32_t first, uint32_t last, Flags flags) {
+  if (flags.v & ~uint64_t{CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC}) {
+    return kEINVAL;
+  }
+  if (first > last) return kEINVAL;
+  if (flags.v & CLOSE_RANGE_UNSHARE) t.UnshareFdTable();
+  if (flags.v & CLOSE_RANGE_CLOEXEC) {
+    t.fd_table().SetCloexecRange(first, last);
+    return uint64_t{0};
+  }
+  // The descriptions are released here, with no lock held.
+  std::vector<FileRef> closed = t.fd_table().RemoveRange(first, last);
+  closed.clear();
+  return uint64_t{0};
+}
+
 // close(2).
 SyscallResult Close(Task& t, Fd fd) {
   TRY(FileRef f, t.fd_table().Remove(fd.fd));
@@ -195,15 +302,15 @@ SyscallResult Close(Task& t, Fd fd) {
   return uint64_t{0};
 }
 
-// dup(2).
+// dup(2). The dup family takes O_PATH descriptions too (fget_raw).
 SyscallResult Dup(Task& t, Fd fd) {
-  TRY(FileRef f, GetFile(t, fd));
+  TRY(FileRef f, GetFileRaw(t, fd.fd));
   TRY(int nfd, t.fd_table().Install(std::move(f), 0, false, NofileLimit(t)));
   return static_cast<uint64_t>(nfd);
 }
 
 KResult<uint64_t> DoDup3(Task& t, Fd oldfd, Fd newfd, bool cloexec) {
-  TRY(FileRef f, GetFile(t, oldfd));
+  TRY(FileRef f, GetFileRaw(t, oldfd.fd));
   TRY(FileRef old,
       t.fd_table().InstallAt(newfd.fd, std::move(f), cloexec, NofileLimit(t)));
   old.reset();
@@ -213,7 +320,7 @@ KResult<uint64_t> DoDup3(Task& t, Fd oldfd, Fd newfd, bool cloexec) {
 // dup2(2).
 SyscallResult Dup2(Task& t, Fd oldfd, Fd newfd) {
   if (oldfd.fd == newfd.fd) {
-    TRY(FileRef f, GetFile(t, oldfd));
+    TRY(FileRef f, GetFileRaw(t, oldfd.fd));
     return static_cast<uint64_t>(newfd.fd);
   }
   return DoDup3(t, oldfd, newfd, false);
@@ -226,10 +333,25 @@ SyscallResult Dup3(Task& t, Fd oldfd, Fd newfd, Flags flags) {
   return DoDup3(t, oldfd, newfd, flags.v & O_CLOEXEC);
 }
 
-// fcntl(2).
+// check_fcntl_cmd: what an O_PATH description allows.
+bool AllowedOnPath(int32_t cmd) {
+  switch (cmd) {
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC:
+    case F_GETFD:
+    case F_SETFD:
+    case F_GETFL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// fcntl(2). One switch: file locks, seals and pipe sizes are cases of it.
 SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
   bool cloexec = false;
   TRY(FileRef f, t.fd_table().Get(fd.fd, &cloexec));
+  if ((f->status_flags() & O_PATH) && !AllowedOnPath(cmd)) return kEBADF;
   switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC: {
@@ -247,19 +369,18 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
       return uint64_t{0};
     case F_GETFL:
       return uint64_t{f->status_flags()};
-    case F_SETFL:
-      f->SetStatusFlags(static_cast<uint32_t>(arg));
+    case F_SETFL: {
+      // setfl: O_NOATIME only for the owner (or CAP_FOWNER).
+      uint32_t v = static_cast<uint32_t>(arg);
+      vfs::VfsFile* vf = AsVfsFile(f);
+      if ((v & O_NOATIME) && !(f->status_flags() & O_NOATIME) &&
+          vf != nullptr &&
+          !vfs::IsOwnerOrCapable(t.creds(), vf->inode().Attrs().uid)) {
+        return kEPERM;
+      }
+      f->SetStatusFlags(v);
       return uint64_t{0};
-    case F_GETPIPE_SZ:
-    case F_SETPIPE_SZ:
-      return FcntlPipe(t, *f, cmd, arg);
-    case F_GETLK:
-    case F_SETLK:
-    case F_SETLKW:
-    case F_OFD_GETLK:
-    case F_OFD_SETLK:
-    case F_OFD_SETLKW:
-      return FcntlLock(t, *f, cmd, arg);
+    }
     case F_ADD_SEALS: {
       // memfd_add_seals(): a writable description first, then known bits,
       // then whether the file can be sealed at all.
@@ -278,34 +399,19 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
       TRY(uint32_t seals, vf->GetSeals());
       return uint64_t{seals};
     }
+    case F_GETPIPE_SZ:
+    case F_SETPIPE_SZ:
+      return FcntlPipe(t, *f, cmd, arg);
+    case F_GETLK:
+    case F_SETLK:
+    case F_SETLKW:
+    case F_OFD_GETLK:
+    case F_OFD_SETLK:
+    case F_OFD_SETLKW:
+      return FcntlLock(t, *f, cmd, arg);
     default:
       return kEINVAL;
   }
-}
-
-// fstat(2).
-SyscallResult Fstat(Task& t, Fd fd, UserPtr<abi::Stat> buf) {
-  TRY(FileRef f, GetFile(t, fd));
-  TRY(abi::Stat st, f->Stat());
-  TRY_VOID(buf.CopyOut(t, st));
-  return uint64_t{0};
-}
-
-// newfstatat(2).
-SyscallResult Newfstatat(Task& t, Fd dirfd, UserCString path,
-                         UserPtr<abi::Stat> buf, Flags flags) {
-  if ((flags.v &
-       ~uint64_t{AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT}) != 0) {
-    return kEINVAL;
-  }
-  TRY(std::string p, path.CopyIn(t));
-  if (p.empty()) {
-    if (!(flags.v & AT_EMPTY_PATH)) return kENOENT;
-    if (dirfd.fd == AT_FDCWD) return kENOENT;  // No file system yet.
-    return Fstat(t, dirfd, buf);
-  }
-  // No file system until the VFS issue: every path is absent.
-  return kENOENT;
 }
 
 // ioctl(2).
@@ -318,60 +424,38 @@ SyscallResult Ioctl(Task& t, Fd fd, uint32_t cmd, uint64_t arg) {
     case FIONCLEX:
       TRY_VOID(t.fd_table().SetCloexec(fd.fd, false));
       return uint64_t{0};
-    default: {
-      vfs::IoContext ctx = t.io_context();
-      return f->Ioctl(ctx, cmd, arg);
+    case FIONBIO: {
+      TRY(int32_t on, t.CopyInObj<int32_t>(arg));
+      uint32_t fl = f->status_flags();
+      f->SetStatusFlags(on ? fl | O_NONBLOCK : fl & ~uint32_t{O_NONBLOCK});
+      return uint64_t{0};
     }
+    case FIONREAD: {
+      // A regular file: the bytes after the offset, as an int (others go
+      // to the file: pipes, terminals).
+      vfs::VfsFile* vf = AsVfsFile(f);
+      if (vf == nullptr || !vf->inode().IsRegular()) break;
+      TRY(int64_t pos, f->Seek(0, SEEK_CUR));
+      int64_t size = static_cast<int64_t>(vf->inode().Attrs().size);
+      TRY_VOID(t.CopyOutObj<int32_t>(arg, static_cast<int32_t>(size - pos)));
+      return uint64_t{0};
+    }
+    case FIOQSIZE: {
+      vfs::VfsFile* vf = AsVfsFile(f);
+      if (vf == nullptr) break;
+      vfs::Inode& inode = vf->inode();
+      if (!inode.IsRegular() && !inode.IsDir() && !inode.IsSymlink()) {
+        return kENOTTY;
+      }
+      TRY_VOID(
+          t.CopyOutObj<int64_t>(arg, static_cast<int64_t>(inode.Attrs().size)));
+      return uint64_t{0};
+    }
+    default:
+      break;
   }
-}
-
-// The executable path if `path` names this process's /proc exe link.
-bool IsOwnExeLink(Task& t, const std::string& path) {
-  if (path == "/proc/self/exe" || path == "/proc/thread-self/exe") return true;
-  constexpr std::string_view kProc = "/proc/";
-  if (path.rfind(kProc, 0) != 0) return false;
-  std::string_view rest = std::string_view(path).substr(kProc.size());
-  size_t slash = rest.find('/');
-  if (slash == std::string_view::npos || rest.substr(slash) != "/exe") {
-    return false;
-  }
-  int pid;
-  return absl::SimpleAtoi(std::string(rest.substr(0, slash)), &pid) &&
-         pid == t.thread_group().tgid();
-}
-
-KResult<uint64_t> DoReadlink(Task& t, UserCString path, UserAddr buf,
-                             int32_t bufsiz) {
-  TRY(std::string p, path.CopyIn(t));
-  if (bufsiz <= 0) return kEINVAL;
-  if (p.empty()) return kENOENT;
-  // Until the VFS issue, /proc/<self>/exe is the only link there is.
-  if (!IsOwnExeLink(t, p)) return kENOENT;
-  std::string target = t.thread_group().exe_path();
-  size_t n = std::min<size_t>(target.size(), bufsiz);
-  TRY(size_t copied, t.CopyOut(buf.addr, target.data(), n));
-  return copied;
-}
-
-// readlink(2).
-SyscallResult Readlink(Task& t, UserCString path, UserAddr buf,
-                       int32_t bufsiz) {
-  return DoReadlink(t, path, buf, bufsiz);
-}
-
-// readlinkat(2).
-SyscallResult Readlinkat(Task& t, Fd dirfd, UserCString path, UserAddr buf,
-                         int32_t bufsiz) {
-  (void)dirfd;  // Only absolute /proc paths resolve until the VFS issue.
-  return DoReadlink(t, path, buf, bufsiz);
-}
-
-// getcwd(2).
-SyscallResult Getcwd(Task& t, UserAddr buf, uint64_t size) {
-  std::string cwd = t.thread_group().cwd();
-  if (size < cwd.size() + 1) return kERANGE;
-  TRY_VOID(t.CopyOutFull(buf.addr, cwd.c_str(), cwd.size() + 1));
-  return uint64_t{cwd.size() + 1};
+  vfs::IoContext ctx = t.io_context();
+  return f->Ioctl(ctx, cmd, arg);
 }
 
 }  // namespace
@@ -384,8 +468,15 @@ void RegisterFileSyscalls(SyscallTable& t) {
   t.Full<&PWrite64>(nr::pwrite64);
   t.Full<&Readv>(nr::readv);
   t.Full<&Writev>(nr::writev);
+  t.Partial<&Preadv>(nr::preadv, "as readv at an offset");
+  t.Partial<&Pwritev>(nr::pwritev, "as writev at an offset");
+  t.Partial<&Preadv2>(nr::preadv2,
+                      "RWF_HIPRI/DSYNC/SYNC/APPEND/NOAPPEND/NOSIGNAL; "
+                      "NOWAIT, ATOMIC, DONTCACHE EOPNOTSUPP (as tmpfs)");
+  t.Partial<&Pwritev2>(nr::pwritev2, "as preadv2");
   t.Full<&Lseek>(nr::lseek);
   t.Full<&Close>(nr::close);
+  t.Full<&CloseRange>(nr::close_range);
   t.Full<&Dup>(nr::dup);
   t.Full<&Dup2>(nr::dup2);
   t.Full<&Dup3>(nr::dup3);
@@ -394,17 +485,9 @@ void RegisterFileSyscalls(SyscallTable& t) {
                     "F_SETFL, F_ADD_SEALS, F_GET_SEALS, F_GETLK, F_SETLK, "
                     "F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, "
                     "F_GETPIPE_SZ, F_SETPIPE_SZ; other commands EINVAL");
-  t.Full<&Fstat>(nr::fstat);
-  t.Partial<&Newfstatat>(nr::newfstatat,
-                         "AT_EMPTY_PATH on an FD; paths ENOENT until the VFS");
   t.Partial<&Ioctl>(nr::ioctl,
-                    "FIOCLEX, FIONCLEX; host stdio: TCGETS, TIOCGWINSZ");
-  t.Partial<&Getcwd>(nr::getcwd,
-                     "the caller's directory; chdir comes with the VFS");
-  t.Partial<&Readlink>(nr::readlink,
-                       "/proc/self/exe only until the VFS; others ENOENT");
-  t.Partial<&Readlinkat>(nr::readlinkat,
-                         "/proc/self/exe only until the VFS; others ENOENT");
+                    "FIOCLEX, FIONCLEX, FIONBIO, FIONREAD and FIOQSIZE on "
+                    "files; host stdio: TCGETS, TIOCGWINSZ");
 }
 
 }  // namespace sandbox::syscalls

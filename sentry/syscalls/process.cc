@@ -164,7 +164,7 @@ SyscallResult ArchPrctl(Task& t, int32_t code, UserAddr addr) {
 
 // umask(2).
 SyscallResult Umask(Task& t, uint32_t mask) {
-  return uint64_t{t.thread_group().SwapUmask(mask)};
+  return uint64_t{t.fs().SwapUmask(mask)};
 }
 
 // prctl(2).

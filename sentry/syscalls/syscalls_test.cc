@@ -17,7 +17,9 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "platform/memory_file.h"
 #include "sentry/fs/host/host_file.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/mm/memory_manager.h"
@@ -34,15 +36,26 @@ class SyscallsTest : public ::testing::Test {
   void SetUp() override { Init(kernel::Credentials::Root()); }
 
   void Init(kernel::Credentials creds) {
+    // A second Init drops the first kernel and file system before their
+    // memory file.
+    kernel_.reset();
+    ns_.reset();
     table_ = SyscallTable::CreateLinux64();
     table_->SetStraceOptions({.log_calls = false, .count = true});
     kernel_ = std::make_unique<kernel::Kernel>(&platform_, *table_,
                                                kernel::KernelOptions{});
     auto mm = mm::MemoryManager::Create(platform_, {.randomize = false});
     ASSERT_TRUE(mm.ok());
+    // A tmpfs root (mode 0755) as the task's root and cwd.
+    auto mf = platform::MemoryFile::Create(uint64_t{64} << 20);
+    ASSERT_TRUE(mf.ok());
+    mf_ = std::move(mf).value();
+    ns_ = vfs::MountNamespace::Create(
+        fs::tmpfs::Filesystem::Create(*mf_, {.root_mode = 0755}), 0);
     kernel::NewProcessArgs args;
     args.exe_path = "/bin/guest";
     args.creds = std::move(creds);
+    args.fs = std::make_shared<vfs::FsContext>(ns_->Root(), ns_->Root());
     args.mm = std::move(mm).value();
     auto task = kernel_->NewProcess(std::move(args));
     ASSERT_TRUE(task.ok());
@@ -98,6 +111,8 @@ class SyscallsTest : public ::testing::Test {
   static uint64_t Neg(Errno e) { return static_cast<uint64_t>(-e.number()); }
 
   mm::testing::FakePlatform platform_;
+  std::unique_ptr<platform::MemoryFile> mf_;  // outlives the file system
+  std::shared_ptr<vfs::MountNamespace> ns_;
   std::unique_ptr<SyscallTable> table_;
   std::unique_ptr<kernel::Kernel> kernel_;
   kernel::Task* task_ = nullptr;
@@ -187,6 +202,9 @@ TEST_F(SyscallsTest, StatAndIoctlAndReadlink) {
   PutString(buf_ + 1000, "/etc/passwd");
   EXPECT_EQ(Call(nr::newfstatat, AT_FDCWD, buf_ + 1000, buf_, 0).error(),
             kENOENT);
+  PutString(buf_ + 1000, "/");
+  ASSERT_TRUE(Call(nr::newfstatat, AT_FDCWD, buf_ + 1000, buf_, 0).ok());
+  EXPECT_TRUE(S_ISDIR(Get<abi::Stat>(buf_).st_mode));
   EXPECT_EQ(Call(nr::ioctl, 1, 0x5401 /* TCGETS */, buf_).error(), kENOTTY);
   EXPECT_EQ(Call(nr::ioctl, 1, 0x5451 /* FIOCLEX */, 0).value(), 0u);
   EXPECT_EQ(Call(nr::fcntl, 1, F_GETFD).value(), uint64_t{FD_CLOEXEC});

@@ -28,6 +28,16 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterCloneSyscalls(*t);
   RegisterPipeSyscalls(*t);
   RegisterLockSyscalls(*t);
+  RegisterOpenSyscalls(*t);
+  RegisterStatSyscalls(*t);
+  RegisterNameiSyscalls(*t);
+  RegisterCwdSyscalls(*t);
+  RegisterGetdentsSyscalls(*t);
+  RegisterAttrSyscalls(*t);
+  RegisterXattrSyscalls(*t);
+  RegisterStatfsSyscalls(*t);
+  RegisterSyncSyscalls(*t);
+  RegisterSendfileSyscalls(*t);
   return t;
 }
 

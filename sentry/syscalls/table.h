@@ -178,6 +178,16 @@ void RegisterFutexSyscalls(SyscallTable& t);
 void RegisterCloneSyscalls(SyscallTable& t);
 void RegisterPipeSyscalls(SyscallTable& t);
 void RegisterLockSyscalls(SyscallTable& t);
+void RegisterOpenSyscalls(SyscallTable& t);
+void RegisterStatSyscalls(SyscallTable& t);
+void RegisterNameiSyscalls(SyscallTable& t);
+void RegisterCwdSyscalls(SyscallTable& t);
+void RegisterGetdentsSyscalls(SyscallTable& t);
+void RegisterAttrSyscalls(SyscallTable& t);
+void RegisterXattrSyscalls(SyscallTable& t);
+void RegisterStatfsSyscalls(SyscallTable& t);
+void RegisterSyncSyscalls(SyscallTable& t);
+void RegisterSendfileSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 

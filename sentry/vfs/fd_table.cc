@@ -99,6 +99,29 @@ KResult<FileRef> FdTable::Remove(int fd) {
   return old;
 }
 
+std::vector<FileRef> FdTable::RemoveRange(uint32_t first, uint32_t last) {
+  std::vector<FileRef> removed;
+  absl::MutexLock l(&mu_);
+  size_t end = std::min<size_t>(entries_.size(), size_t{last} + 1);
+  for (size_t fd = first; fd < end; ++fd) {
+    if (entries_[fd].file != nullptr) {
+      DropPosixLocks(this, entries_[fd].file);
+      removed.push_back(std::move(entries_[fd].file));
+      entries_[fd] = Entry{};
+      first_free_hint_ = std::min<int>(first_free_hint_, fd);
+    }
+  }
+  return removed;
+}
+
+void FdTable::SetCloexecRange(uint32_t first, uint32_t last) {
+  absl::MutexLock l(&mu_);
+  size_t end = std::min<size_t>(entries_.size(), size_t{last} + 1);
+  for (size_t fd = first; fd < end; ++fd) {
+    if (entries_[fd].file != nullptr) entries_[fd].cloexec = true;
+  }
+}
+
 std::vector<FileRef> FdTable::RemoveCloexec() {
   std::vector<FileRef> removed;
   absl::MutexLock l(&mu_);

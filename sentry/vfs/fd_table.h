@@ -60,6 +60,11 @@ class FdTable {
   // close(2): removes `fd` (EBADF if empty) and returns its description.
   KResult<FileRef> Remove(int fd);
 
+  // close_range(2): removes every descriptor in [first, last]; returns them.
+  std::vector<FileRef> RemoveRange(uint32_t first, uint32_t last);
+  // close_range(CLOSE_RANGE_CLOEXEC): marks [first, last] close-on-exec.
+  void SetCloexecRange(uint32_t first, uint32_t last);
+
   // On execve: removes every close-on-exec descriptor; returns them.
   std::vector<FileRef> RemoveCloexec();
 

@@ -39,6 +39,7 @@ KResult<size_t> FileDescription::PWrite(IoContext&, absl::Span<const uint8_t>,
 }
 KResult<int64_t> FileDescription::Seek(int64_t, int) { return kESPIPE; }
 KResult<abi::Stat> FileDescription::Stat() { return kEINVAL; }
+KResult<void> FileDescription::Sync(bool) { return kEINVAL; }
 KResult<uint64_t> FileDescription::Ioctl(IoContext&, uint32_t, uint64_t) {
   return kENOTTY;
 }

@@ -24,6 +24,10 @@ namespace sandbox::vfs::lock {
 class FileLocks;
 }  // namespace sandbox::vfs::lock
 
+namespace sandbox::kernel {
+struct Credentials;
+}  // namespace sandbox::kernel
+
 namespace sandbox::vfs {
 
 // Guest memory as file operations see it (ioctl arguments). Implemented by
@@ -44,6 +48,12 @@ struct IoContext {
   int interrupt_fd = -1;
   // Guest memory of the caller, for ioctl arguments. May be null.
   UserMemory* user = nullptr;
+  // The caller's credentials (writes clear set-id bits unless the caller
+  // has CAP_FSETID). Null: a caller with every capability (tests).
+  const kernel::Credentials* creds = nullptr;
+  // preadv2/pwritev2 RWF_* flags of this call (RWF_APPEND, RWF_NOAPPEND
+  // change where a write goes); 0 for the other calls.
+  uint32_t rw_flags = 0;
 };
 
 class FileDescription {
@@ -80,6 +90,9 @@ class FileDescription {
   virtual KResult<abi::Stat> Stat();
   // ioctl(2) after the generic commands (FIOCLEX, FIONCLEX) are handled.
   virtual KResult<uint64_t> Ioctl(IoContext& ctx, uint32_t cmd, uint64_t arg);
+  // fsync(2)/fdatasync(2): EINVAL for a file without an fsync operation
+  // (pipes, sockets, terminals), as Linux gives.
+  virtual KResult<void> Sync(bool data_only);
   // Whether read/write may block (pipes, terminals, sockets).
   virtual bool MayBlock() const { return false; }
   // The advisory locks (fcntl, flock) of the file's inode, or null if the
@@ -90,9 +103,12 @@ class FileDescription {
   virtual KResult<void> WaitOpen(IoContext& ctx) { return OkResult(); }
 
  private:
+  // The kernel's O_LARGEFILE on x86-64 (glibc's O_LARGEFILE is 0 there):
+  // open(2) sets it on 64-bit, and F_GETFL reports it.
+  static constexpr uint32_t kOLargefile = 0100000;
   static constexpr uint32_t kKeptFlags =
       O_ACCMODE | O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK |
-      O_DSYNC | O_SYNC | O_PATH | O_LARGEFILE;
+      O_DSYNC | O_SYNC | O_PATH | kOLargefile;
   std::atomic<uint32_t> flags_;
 };
 

@@ -5,12 +5,25 @@
 #include <unistd.h>
 
 #include "sentry/vfs/lock/file_locks.h"
+#include "sentry/vfs/permissions.h"
 
 namespace sandbox::vfs {
 
 VfsFile::~VfsFile() { inode().locks().ReleaseDescription(this); }
 
 lock::FileLocks* VfsFile::locks() { return &inode().locks(); }
+
+KResult<void> VfsFile::RemovePrivs(const IoContext& ctx) {
+  if (ctx.creds == nullptr) return OkResult();
+  uint32_t mode = inode().mode() & 07777;
+  uint32_t kept = ModeAfterWrite(*ctx.creds, mode);
+  if (kept == mode) return OkResult();
+  SetAttrRequest req;
+  req.mask = SetAttrRequest::kMode | SetAttrRequest::kCtime;
+  req.mode = kept;
+  req.ctime = Now();
+  return inode().SetAttr(req);
+}
 
 KResult<int64_t> VfsFile::SeekLocked(int64_t offset, int whence, int64_t size) {
   int64_t base;

@@ -37,6 +37,8 @@ class VfsFile : public FileDescription {
   Inode& inode() const { return vd_.dentry->inode(); }
 
   KResult<abi::Stat> Stat() override { return inode().Stat(); }
+  // In-memory file systems have nothing to write back (noop_fsync).
+  KResult<void> Sync(bool) override { return OkResult(); }
   // The inode's advisory locks; the last close drops this description's
   // OFD and flock locks.
   lock::FileLocks* locks() override;
@@ -61,6 +63,10 @@ class VfsFile : public FileDescription {
   }
 
  protected:
+  // file_remove_privs: before a write by ctx.creds, drops S_ISUID (and
+  // S_ISGID if group-executable) unless the writer has CAP_FSETID.
+  KResult<void> RemovePrivs(const IoContext& ctx);
+
   // Generic lseek for a file whose size is `size` (SEEK_SET/CUR/END):
   // EINVAL for a negative result or an unknown whence.
   KResult<int64_t> SeekLocked(int64_t offset, int whence, int64_t size)

@@ -146,4 +146,10 @@ KResult<uint64_t> HostFile::Ioctl(vfs::IoContext& ctx, uint32_t cmd,
   }
 }
 
+KResult<void> HostFile::Sync(bool data_only) {
+  int r = data_only ? fdatasync(fd_) : fsync(fd_);
+  if (r != 0) return Errno(errno);
+  return OkResult();
+}
+
 }  // namespace sandbox::fs::host

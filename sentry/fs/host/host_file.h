@@ -40,6 +40,8 @@ class HostFile final : public vfs::FileDescription {
                          int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   KResult<abi::Stat> Stat() override;
+  // The host's fsync/fdatasync (EINVAL for pipes and terminals).
+  KResult<void> Sync(bool data_only) override;
   KResult<uint64_t> Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                           uint64_t arg) override;
   bool MayBlock() const override { return may_block_; }

@@ -353,6 +353,13 @@ KResult<std::shared_ptr<vfs::VfsFile>> RegularFile::Open(
       vd, flags, std::static_pointer_cast<RegularFile>(shared_from_this())));
 }
 
+bool RegularFileDescription::Appends(const vfs::IoContext& ctx) const {
+  // pwritev2: RWF_APPEND forces appending, RWF_NOAPPEND cancels O_APPEND.
+  if (ctx.rw_flags & kRwfAppend) return true;
+  if (ctx.rw_flags & kRwfNoappend) return false;
+  return status_flags() & O_APPEND;
+}
+
 KResult<size_t> RegularFileDescription::Read(vfs::IoContext&,
                                              absl::Span<uint8_t> dst) {
   if (!readable()) return kEBADF;
@@ -362,12 +369,14 @@ KResult<size_t> RegularFileDescription::Read(vfs::IoContext&,
   return n;
 }
 
-KResult<size_t> RegularFileDescription::Write(vfs::IoContext&,
+KResult<size_t> RegularFileDescription::Write(vfs::IoContext& ctx,
                                               absl::Span<const uint8_t> src) {
   if (!writable()) return kEBADF;
+  if (src.empty()) return size_t{0};
+  TRY_VOID(RemovePrivs(ctx));
   absl::MutexLock l(&offset_mu_);
   uint64_t off = static_cast<uint64_t>(offset_);
-  TRY(size_t n, file_->WriteAt(src, &off, status_flags() & O_APPEND));
+  TRY(size_t n, file_->WriteAt(src, &off, Appends(ctx)));
   offset_ = static_cast<int64_t>(off + n);
   return n;
 }
@@ -380,14 +389,16 @@ KResult<size_t> RegularFileDescription::PRead(vfs::IoContext&,
   return file_->ReadAt(dst, static_cast<uint64_t>(offset));
 }
 
-KResult<size_t> RegularFileDescription::PWrite(vfs::IoContext&,
+KResult<size_t> RegularFileDescription::PWrite(vfs::IoContext& ctx,
                                                absl::Span<const uint8_t> src,
                                                int64_t offset) {
   if (!writable()) return kEBADF;
   if (offset < 0) return kEINVAL;
+  if (src.empty()) return size_t{0};
+  TRY_VOID(RemovePrivs(ctx));
   // Linux appends even for pwrite on an O_APPEND description.
   uint64_t off = static_cast<uint64_t>(offset);
-  return file_->WriteAt(src, &off, status_flags() & O_APPEND);
+  return file_->WriteAt(src, &off, Appends(ctx));
 }
 
 KResult<int64_t> RegularFileDescription::Seek(int64_t offset, int whence) {

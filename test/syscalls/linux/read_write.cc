@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -177,6 +178,90 @@ TEST(ReadWriteTest, ReadFromDirectoryIsEisdir) {
   ASSERT_TRUE(fd.valid()) << strerror(errno);
   char c;
   EXPECT_THAT(read(fd.get(), &c, 1), SyscallFailsWithErrno(EISDIR));
+}
+
+TEST(ReadWriteTest, PreadvPwritev) {
+  TempPath file = TempPath::CreateFile();
+  FileDescriptor fd(open(file.path().c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid());
+  char a[] = "abc", b[] = "defg";
+  struct iovec w[2] = {{a, 3}, {b, 4}};
+  EXPECT_THAT(pwritev(fd.get(), w, 2, 10), SyscallSucceedsWithValue(7));
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(0));
+  char x[4] = {}, y[4] = {};
+  struct iovec r[2] = {{x, 2}, {y, 4}};
+  EXPECT_THAT(preadv(fd.get(), r, 2, 10), SyscallSucceedsWithValue(6));
+  EXPECT_EQ(std::string(x, 2), "ab");
+  EXPECT_EQ(std::string(y, 4), "cdef");
+  EXPECT_THAT(preadv(fd.get(), r, 2, -1), SyscallFailsWithErrno(EINVAL));
+  // preadv2 with offset -1 reads at the file offset and moves it.
+  ASSERT_THAT(lseek(fd.get(), 12, SEEK_SET), SyscallSucceeds());
+  EXPECT_THAT(preadv2(fd.get(), r, 1, -1, 0), SyscallSucceedsWithValue(2));
+  EXPECT_EQ(std::string(x, 2), "cd");
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(14));
+}
+
+TEST(ReadWriteTest, Pwritev2Flags) {
+  TempPath file = TempPath::CreateFile();
+  FileDescriptor fd(open(file.path().c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid());
+  char a[] = "0123";
+  struct iovec v = {a, 4};
+  ASSERT_THAT(pwritev2(fd.get(), &v, 1, 0, 0), SyscallSucceedsWithValue(4));
+  // RWF_APPEND writes at the end whatever the offset.
+  ASSERT_THAT(pwritev2(fd.get(), &v, 1, 0, RWF_APPEND),
+              SyscallSucceedsWithValue(4));
+  struct stat st;
+  ASSERT_THAT(fstat(fd.get(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_size, 8);
+  EXPECT_THAT(pwritev2(fd.get(), &v, 1, 0, RWF_DSYNC | RWF_SYNC | RWF_HIPRI),
+              SyscallSucceedsWithValue(4));
+  EXPECT_THAT(pwritev2(fd.get(), &v, 1, 0, 0x10000),
+              SyscallFailsWithErrno(EOPNOTSUPP));
+  // RWF_NOAPPEND writes at the offset of an O_APPEND description.
+  FileDescriptor app(open(file.path().c_str(), O_WRONLY | O_APPEND));
+  char z[] = "Z";
+  struct iovec zv = {z, 1};
+  ASSERT_THAT(pwritev2(app.get(), &zv, 1, 0, RWF_NOAPPEND),
+              SyscallSucceedsWithValue(1));
+  char c;
+  ASSERT_THAT(pread(fd.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(c, 'Z');
+  ASSERT_THAT(fstat(fd.get(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_size, 8);
+}
+
+TEST(ReadWriteTest, SeekDataAndHole) {
+  std::string path = "/dev/shm/rw_test_" + std::to_string(getpid());
+  FileDescriptor fd(open(path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600));
+  ASSERT_TRUE(fd.valid()) << strerror(errno);
+  unlink(path.c_str());
+  ASSERT_THAT(pwrite(fd.get(), "x", 1, 65536), SyscallSucceedsWithValue(1));
+  // tmpfs: a hole up to the page with data.
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_DATA), SyscallSucceedsWithValue(65536));
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_HOLE), SyscallSucceedsWithValue(0));
+  EXPECT_THAT(lseek(fd.get(), 65536, SEEK_HOLE),
+              SyscallSucceedsWithValue(65537));
+  EXPECT_THAT(lseek(fd.get(), 65537, SEEK_DATA), SyscallFailsWithErrno(ENXIO));
+  EXPECT_THAT(lseek(fd.get(), 0, 17), SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(lseek(fd.get(), -1, SEEK_SET), SyscallFailsWithErrno(EINVAL));
+}
+
+TEST(ReadWriteTest, WriteClearsSetuidForUnprivileged) {
+  TempPath file = TempPath::CreateFile(0666);
+  ASSERT_THAT(chmod(file.path().c_str(), 04777), SyscallSucceeds());
+  ASSERT_THAT(chmod(TempDir().c_str(), 0755), SyscallSucceeds());
+  EXPECT_THAT(InForkedChild([&] {
+                if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+                int fd = open(file.path().c_str(), O_WRONLY);
+                if (fd < 0) _exit(3);
+                if (write(fd, "x", 1) != 1) _exit(4);
+                struct stat st;
+                if (fstat(fd, &st) != 0 || (st.st_mode & 07777) != 0777) {
+                  _exit(5);
+                }
+              }),
+              ExitedWithCode(0));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // stat(2), fstat(2), lstat(2), fstatat(2) on temporary files.
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,6 +142,78 @@ TEST(StatTest, PipeIsAFifo) {
   struct stat st;
   ASSERT_THAT(fstat(r.get(), &st), SyscallSucceeds());
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST(StatTest, StatxMatchesStat) {
+  TempPath file = TempPath::CreateFile();
+  ASSERT_THAT(truncate(file.path().c_str(), 1234), SyscallSucceeds());
+  struct stat st;
+  ASSERT_THAT(stat(file.path().c_str(), &st), SyscallSucceeds());
+  struct statx sx;
+  memset(&sx, 0xff, sizeof(sx));
+  ASSERT_THAT(statx(AT_FDCWD, file.path().c_str(), 0, STATX_BASIC_STATS, &sx),
+              SyscallSucceeds());
+  EXPECT_EQ(sx.stx_mask & STATX_BASIC_STATS, STATX_BASIC_STATS);
+  EXPECT_EQ(sx.stx_ino, st.st_ino);
+  EXPECT_EQ(sx.stx_size, 1234u);
+  EXPECT_EQ(sx.stx_mode, st.st_mode);
+  EXPECT_EQ(sx.stx_nlink, st.st_nlink);
+  EXPECT_EQ(sx.stx_uid, st.st_uid);
+  EXPECT_EQ(makedev(sx.stx_dev_major, sx.stx_dev_minor), st.st_dev);
+  EXPECT_EQ(sx.stx_mtime.tv_sec, st.st_mtim.tv_sec);
+  EXPECT_EQ(sx.stx_mtime.tv_nsec, st.st_mtim.tv_nsec);
+  // AT_EMPTY_PATH on a descriptor, O_PATH included.
+  FileDescriptor fd(open(file.path().c_str(), O_PATH));
+  ASSERT_TRUE(fd.valid());
+  struct statx sx2;
+  ASSERT_THAT(statx(fd.get(), "", AT_EMPTY_PATH, STATX_INO, &sx2),
+              SyscallSucceeds());
+  EXPECT_EQ(sx2.stx_ino, st.st_ino);
+  EXPECT_THAT(statx(fd.get(), "", 0, STATX_INO, &sx2),
+              SyscallFailsWithErrno(ENOENT));
+}
+
+TEST(StatTest, StatxFlagErrors) {
+  TempPath file = TempPath::CreateFile();
+  struct statx sx;
+  EXPECT_THAT(statx(AT_FDCWD, file.path().c_str(), 0x10000000, 0, &sx),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(statx(AT_FDCWD, file.path().c_str(), AT_STATX_SYNC_TYPE, 0, &sx),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(statx(AT_FDCWD, file.path().c_str(), 0, 0x80000000u, &sx),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(
+      statx(AT_FDCWD, file.path().c_str(), AT_STATX_FORCE_SYNC, STATX_ALL, &sx),
+      SyscallSucceeds());
+  EXPECT_THAT(syscall(SYS_statx, AT_FDCWD, file.path().c_str(), 0,
+                      STATX_BASIC_STATS, reinterpret_cast<void*>(8)),
+              SyscallFailsWithErrno(EFAULT));
+  EXPECT_THAT(statx(AT_FDCWD, NewTempPath().c_str(), 0, STATX_BASIC_STATS, &sx),
+              SyscallFailsWithErrno(ENOENT));
+}
+
+TEST(StatTest, NofollowSeesSymlink) {
+  TempPath file = TempPath::CreateFile();
+  std::string l = NewTempPath();
+  ASSERT_THAT(symlink(file.path().c_str(), l.c_str()), SyscallSucceeds());
+  struct stat st;
+  ASSERT_THAT(fstatat(AT_FDCWD, l.c_str(), &st, AT_SYMLINK_NOFOLLOW),
+              SyscallSucceeds());
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(st.st_size, static_cast<off_t>(file.path().size()));
+  struct statx sx;
+  ASSERT_THAT(statx(AT_FDCWD, l.c_str(), AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx),
+              SyscallSucceeds());
+  EXPECT_TRUE(S_ISLNK(sx.stx_mode));
+  EXPECT_THAT(fstatat(AT_FDCWD, l.c_str(), &st, 0x8000),
+              SyscallFailsWithErrno(EINVAL));
+  ASSERT_THAT(unlink(l.c_str()), SyscallSucceeds());
+}
+
+TEST(StatTest, LongPathIsEnametoolong) {
+  std::string p(PATH_MAX + 10, 'a');
+  struct stat st;
+  EXPECT_THAT(stat(p.c_str(), &st), SyscallFailsWithErrno(ENAMETOOLONG));
 }
 
 }  // namespace
