@@ -687,6 +687,35 @@ TEST_F(SystrapTest, KilledStubGivesDead) {
   EXPECT_FALSE(as_->MapFile(kHole, data_off_, kPage, PROT_READ).ok());
 }
 
+// A stub that dies while the Sentry waits for its reply: the reply pipe's
+// end of file (or the pidfd watcher) ends the wait at once, not after the
+// 5 s reply deadline, and every later request fails.
+TEST_F(SystrapTest, StubDyingDuringRequestsFailsThemFast) {
+  pid_t pid = SystrapStubPid(*as_);
+  ASSERT_GT(pid, 0);
+  const uint64_t off = Alloc(kPage);
+  std::atomic<bool> failed{false};
+  std::atomic<int> done{0};
+  std::thread mm([&] {
+    for (int i = 0; i < 100000 && !failed; ++i) {
+      if (!as_->MapFile(kHole, off, kPage, PROT_READ).ok() ||
+          !as_->Unmap(kHole, kPage).ok()) {
+        failed = true;
+      }
+      done++;
+    }
+  });
+  for (int i = 0; i < 10000 && done.load() < 20 && !failed; ++i) usleep(1000);
+  const bool early = failed.load();
+  if (!early) kill(pid, SIGKILL);
+  auto killed = std::chrono::steady_clock::now();
+  mm.join();
+  ASSERT_FALSE(early) << "requests failed before the stub died";
+  EXPECT_TRUE(failed.load());
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(2));
+  EXPECT_FALSE(as_->Unmap(kHole, kPage).ok());
+}
+
 TEST_F(SystrapTest, FsBasePreserved) {
   // mov %fs:0x10,%rax; syscall; mov %fs:0x18,%rax; int3
   Code({0x64, 0x48, 0x8b, 0x04, 0x25, 0x10, 0x00, 0x00, 0x00, 0x0f, 0x05,
