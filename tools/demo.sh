@@ -5,7 +5,8 @@
 #   tools/demo.sh /abs/path/PROG ARGS   # runs PROG under `runsc do --`
 #
 # Today the Sentry runs statically linked x86-64 programs given by absolute
-# path (no VFS, Gofer or fork yet); see README.md.
+# path, on a tmpfs root holding a copy of the program, the working directory,
+# /tmp and /dev/shm (no Gofer or execve yet); see README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -25,5 +26,7 @@ run "$runsc" do -- /bin/busybox echo "hello from inside the sandbox"
 echo "\$ echo 'some data' | $runsc do -- /bin/busybox sha256sum   (then natively)" >&2
 echo 'some data' | "$runsc" do -- /bin/busybox sha256sum
 echo 'some data' | /bin/busybox sha256sum
+run "$runsc" do -- /bin/busybox sh -c \
+  'mkdir -p /tmp/d && echo hello > /tmp/d/f && ls -l /tmp/d && pwd'
 echo "\$ $runsc do --strace-summary -- /bin/busybox true" >&2
 "$runsc" do --strace-summary -- /bin/busybox true
