@@ -8,8 +8,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -227,6 +229,59 @@ TEST_F(SyscallsTest, StatAndIoctlAndReadlink) {
   EXPECT_EQ(Call(nr::getcwd, buf_, 1).error(), kERANGE);
   close(host_read);
   close(host_write);
+}
+
+TEST_F(SyscallsTest, FilesOnTheTmpfsRoot) {
+  // Paths at buf_ + 2000.., data at buf_ + 3000.
+  const uint64_t p1 = buf_ + 2000, p2 = buf_ + 2200, data = buf_ + 3000;
+  PutString(p1, "/dir");
+  ASSERT_TRUE(Call(nr::mkdir, p1, 0755).ok());
+  EXPECT_EQ(Call(nr::mkdir, p1, 0755).error(), kEEXIST);
+  ASSERT_TRUE(Call(nr::chdir, p1).ok());
+  ASSERT_EQ(Call(nr::getcwd, data, 100).value(), 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(
+                &Get<std::array<char, 5>>(data)[0])),
+            "/dir");
+  PutString(p1, "f");
+  auto fd = Call(nr::openat, AT_FDCWD, p1, O_CREAT | O_RDWR | O_CLOEXEC, 0640);
+  ASSERT_TRUE(fd.ok()) << fd.error().name();
+  PutString(data, "hello");
+  EXPECT_EQ(Call(nr::write, fd.value(), data, 5).value(), 5u);
+  EXPECT_EQ(Call(nr::lseek, fd.value(), 1, SEEK_SET).value(), 1u);
+  EXPECT_EQ(Call(nr::read, fd.value(), data, 10).value(), 4u);
+  EXPECT_EQ(Get<char>(data), 'e');
+  EXPECT_EQ(Call(nr::fcntl, fd.value(), F_GETFD).value(), uint64_t{FD_CLOEXEC});
+  ASSERT_TRUE(Call(nr::fstat, fd.value(), data).ok());
+  EXPECT_EQ(Get<abi::Stat>(data).st_size, 5);
+  EXPECT_EQ(Get<abi::Stat>(data).st_mode, S_IFREG | 0640u);
+  PutString(p2, "/dir/g");
+  ASSERT_TRUE(Call(nr::rename, p1, p2).ok());
+  PutString(p1, "/dir/f");
+  EXPECT_EQ(Call(nr::stat, p1, data).error(), kENOENT);
+  ASSERT_TRUE(Call(nr::stat, p2, data).ok());
+  EXPECT_EQ(Get<abi::Stat>(data).st_size, 5);
+  // getdents64 of the directory: ".", "..", "g".
+  PutString(p1, "/dir");
+  auto dfd = Call(nr::open, p1, O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(dfd.ok());
+  auto n = Call(nr::getdents64, dfd.value(), data, 512);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 24u + 24u + 24u);
+  EXPECT_EQ(Call(nr::getdents64, dfd.value(), data, 512).value(), 0u);
+  // Errors: a file as a directory, a bad path pointer, unlink of a dir.
+  PutString(p1, "/dir/g/x");
+  EXPECT_EQ(Call(nr::open, p1, O_RDONLY).error(), kENOTDIR);
+  EXPECT_EQ(Call(nr::open, 8, O_RDONLY).error(), kEFAULT);
+  PutString(p1, "/dir");
+  EXPECT_EQ(Call(nr::unlink, p1).error(), kEISDIR);
+  EXPECT_EQ(Call(nr::rmdir, p1).error(), kENOTEMPTY);
+  ASSERT_TRUE(Call(nr::unlink, p2).ok());
+  ASSERT_TRUE(Call(nr::close, fd.value()).ok());
+  ASSERT_TRUE(Call(nr::close, dfd.value()).ok());
+  PutString(p1, "/");
+  ASSERT_TRUE(Call(nr::chdir, p1).ok());
+  PutString(p1, "/dir");
+  ASSERT_TRUE(Call(nr::rmdir, p1).ok());
 }
 
 TEST_F(SyscallsTest, DupCloseFcntl) {
