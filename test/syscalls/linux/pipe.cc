@@ -446,5 +446,80 @@ TEST(VmspliceTest, Errors) {
   EXPECT_THAT(vmsplice(p.w.get(), &v, 0, 0), SyscallSucceedsWithValue(0));
 }
 
+// ---- splice between a pipe and a regular file. ----
+
+class SpliceFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = NewTempPath();
+    f_.reset(open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    ASSERT_TRUE(f_.valid()) << strerror(errno);
+  }
+  void TearDown() override { unlink(path_.c_str()); }
+  std::string path_;
+  FileDescriptor f_;
+};
+
+TEST_F(SpliceFileTest, FileToPipeAtAnOffsetOrThePosition) {
+  ASSERT_THAT(write(f_.get(), "0123456789", 10), SyscallSucceedsWithValue(10));
+  Pipe p;
+  loff_t off = 2;
+  EXPECT_THAT(splice(f_.get(), &off, p.w.get(), nullptr, 5, 0),
+              SyscallSucceedsWithValue(5));
+  EXPECT_EQ(off, 7);
+  EXPECT_THAT(lseek(f_.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(10));
+  EXPECT_EQ(ReadAll(p.r.get(), 5), "23456");
+  ASSERT_THAT(lseek(f_.get(), 8, SEEK_SET), SyscallSucceedsWithValue(8));
+  EXPECT_THAT(splice(f_.get(), nullptr, p.w.get(), nullptr, 100, 0),
+              SyscallSucceedsWithValue(2));
+  EXPECT_THAT(lseek(f_.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(10));
+  EXPECT_EQ(ReadAll(p.r.get(), 2), "89");
+  // At the end of the file.
+  EXPECT_THAT(splice(f_.get(), nullptr, p.w.get(), nullptr, 100, 0),
+              SyscallSucceedsWithValue(0));
+}
+
+TEST_F(SpliceFileTest, PipeToFileAtAnOffsetOrThePosition) {
+  Pipe p;
+  ASSERT_THAT(write(p.w.get(), "abcdef", 6), SyscallSucceedsWithValue(6));
+  loff_t off = 3;
+  EXPECT_THAT(splice(p.r.get(), nullptr, f_.get(), &off, 4, 0),
+              SyscallSucceedsWithValue(4));
+  EXPECT_EQ(off, 7);
+  EXPECT_THAT(lseek(f_.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(0));
+  EXPECT_THAT(splice(p.r.get(), nullptr, f_.get(), nullptr, 10, 0),
+              SyscallSucceedsWithValue(2));
+  EXPECT_THAT(lseek(f_.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(2));
+  char buf[16] = {};
+  ASSERT_THAT(pread(f_.get(), buf, sizeof(buf), 0),
+              SyscallSucceedsWithValue(7));
+  EXPECT_EQ(std::string(buf, 7), std::string("ef\0abcd", 7));
+}
+
+TEST_F(SpliceFileTest, Errors) {
+  Pipe p;
+  ASSERT_THAT(write(p.w.get(), "x", 1), SyscallSucceedsWithValue(1));
+  loff_t negative = -1;
+  EXPECT_THAT(splice(p.r.get(), nullptr, f_.get(), &negative, 1, 0),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(splice(f_.get(), &negative, p.w.get(), nullptr, 1, 0),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(
+      splice(f_.get(), reinterpret_cast<loff_t*>(1), p.w.get(), nullptr, 1, 0),
+      SyscallFailsWithErrno(EFAULT));
+  // File to file.
+  EXPECT_THAT(splice(f_.get(), nullptr, f_.get(), nullptr, 1, 0),
+              SyscallFailsWithErrno(EINVAL));
+  // An O_APPEND output.
+  FileDescriptor app(open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  ASSERT_TRUE(app.valid());
+  EXPECT_THAT(splice(p.r.get(), nullptr, app.get(), nullptr, 1, 0),
+              SyscallFailsWithErrno(EINVAL));
+  // A read-only output.
+  FileDescriptor ro(open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  EXPECT_THAT(splice(p.r.get(), nullptr, ro.get(), nullptr, 1, 0),
+              SyscallFailsWithErrno(EBADF));
+}
+
 }  // namespace
 }  // namespace sandbox::testutil
