@@ -1,0 +1,267 @@
+#include "sentry/fs/gofer/directory.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+
+#include <limits>
+#include <vector>
+
+#include "sentry/fs/gofer/regular_file.h"
+
+namespace sandbox::fs::gofer {
+namespace {
+
+constexpr int64_t kCookieBase = 2;  // offsets 0 and 1 are "." and ".."
+constexpr uint64_t kMaxCookie =
+    static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+constexpr uint32_t kDirentBatch = 512;  // entries per Getdents call
+
+int64_t OffsetOfCookie(uint64_t cookie) {
+  if (cookie > kMaxCookie - kCookieBase) return kMaxCookie;
+  return static_cast<int64_t>(cookie) + kCookieBase;
+}
+
+uint64_t CookieOfOffset(int64_t offset) {
+  if (offset == static_cast<int64_t>(kMaxCookie)) return kMaxCookie;
+  return static_cast<uint64_t>(offset - kCookieBase);
+}
+
+// A name the host could have in a directory.
+bool ValidName(std::string_view name) {
+  return !name.empty() && name.size() <= vfs::kNameMax && name != "." &&
+         name != ".." && name.find('/') == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
+}
+
+uint8_t ValidDirentType(uint8_t t) {
+  switch (t) {
+    case DT_FIFO:
+    case DT_CHR:
+    case DT_DIR:
+    case DT_BLK:
+    case DT_REG:
+    case DT_LNK:
+    case DT_SOCK:
+      return t;
+    default:
+      return DT_UNKNOWN;
+  }
+}
+
+}  // namespace
+
+GoferDirectory::~GoferDirectory() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // No other reference exists: the entries go with us.
+  gfs().cached_entries().fetch_sub(static_cast<int64_t>(children_.size()),
+                                   std::memory_order_relaxed);
+}
+
+uint32_t GoferDirectory::OwnerId(uint32_t id) const {
+  return gfs().options().set_owner ? id : wire::kNoId;
+}
+
+void GoferDirectory::Put(std::string_view name,
+                         std::shared_ptr<GoferInode> inode) {
+  if (!gfs().exclusive()) return;
+  std::shared_ptr<GoferInode> old;  // released after unlocking
+  {
+    absl::MutexLock l(&children_mu_);
+    auto [it, inserted] = children_.try_emplace(std::string(name), inode);
+    if (!inserted) {
+      old = std::move(it->second);
+      it->second = std::move(inode);
+    } else {
+      gfs().cached_entries().fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (std::shared_ptr<GoferDirectory> self =
+          std::static_pointer_cast<GoferDirectory>(shared_from_this())) {
+    gfs().NoteCached(self, std::string(name));
+  }
+}
+
+GoferDirectory::Entry GoferDirectory::Take(std::string_view name) {
+  absl::MutexLock l(&children_mu_);
+  auto it = children_.find(std::string(name));
+  if (it == children_.end()) return {};
+  Entry e{true, std::move(it->second)};
+  children_.erase(it);
+  gfs().cached_entries().fetch_sub(1, std::memory_order_relaxed);
+  return e;
+}
+
+bool GoferDirectory::EvictIfUnused(const std::string& name) {
+  std::shared_ptr<GoferInode> victim;  // released after unlocking
+  absl::MutexLock l(&children_mu_);
+  auto it = children_.find(name);
+  if (it == children_.end()) return true;
+  if (it->second != nullptr && it->second.use_count() > 1) return false;
+  victim = std::move(it->second);
+  children_.erase(it);
+  gfs().cached_entries().fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool GoferDirectory::HasEntry(const std::string& name) {
+  absl::MutexLock l(&children_mu_);
+  return children_.contains(name);
+}
+
+KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::Lookup(
+    std::string_view name) {
+  if (gfs().exclusive()) {
+    absl::MutexLock l(&children_mu_);
+    auto it = children_.find(std::string(name));
+    if (it != children_.end()) {
+      if (it->second == nullptr) return kENOENT;
+      return std::shared_ptr<vfs::Inode>(it->second);
+    }
+  }
+  wire::WalkResp resp;
+  TRY_VOID(gfs().Call(wire::WalkReq{handle(), {std::string(name)}}, &resp));
+  if (resp.status == wire::WalkStatus::kError) {
+    if (resp.error == 0) return kEIO;
+    Errno e = GoferFilesystem::MapError(resp.error);
+    if (e == kENOENT) Put(name, nullptr);
+    return e;
+  }
+  if (resp.inodes.size() != 1) {
+    for (const wire::Inode& wi : resp.inodes) gfs().ReleaseHandle(wi.handle);
+    return kEIO;
+  }
+  TRY(std::shared_ptr<GoferInode> inode, gfs().InodeFor(resp.inodes[0]));
+  Put(name, inode);
+  gfs().TrimCache();
+  return std::shared_ptr<vfs::Inode>(std::move(inode));
+}
+
+KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::CreateChild(
+    std::string_view name, const vfs::NewInodeAttrs& attrs,
+    std::string_view symlink_target) {
+  if (gfs().read_only()) return kEROFS;
+  const uint32_t type = attrs.mode & S_IFMT;
+  const uint32_t uid = OwnerId(attrs.uid), gid = OwnerId(attrs.gid);
+  wire::InodeResp resp;
+  wire::UniqueFd fd;
+  std::string n(name);
+  switch (type) {
+    case S_IFREG:
+      // Opened read-write, so that the open that follows (O_CREAT) finds
+      // its FD cached whatever its access mode.
+      TRY_VOID(gfs().Call(
+          wire::CreateReq{handle(), n, O_RDWR, attrs.mode & 07777, uid, gid},
+          &resp, &fd));
+      break;
+    case S_IFDIR:
+      TRY_VOID(gfs().Call(
+          wire::MkdirReq{handle(), n, attrs.mode & 07777, uid, gid}, &resp));
+      break;
+    case S_IFLNK:
+      TRY_VOID(gfs().Call(
+          wire::SymlinkReq{handle(), n, std::string(symlink_target), uid, gid},
+          &resp));
+      break;
+    default:  // FIFOs, sockets; devices: the Gofer's EPERM
+      TRY_VOID(
+          gfs().Call(wire::MknodReq{handle(), n, attrs.mode, uid, gid}, &resp));
+      break;
+  }
+  MarkStale();  // mtime, ctime, nlink
+  if ((resp.inode.stat.mode & S_IFMT) != type) {
+    gfs().ReleaseHandle(resp.inode.handle);
+    return kEIO;
+  }
+  TRY(std::shared_ptr<GoferInode> inode, gfs().InodeFor(resp.inode));
+  if (fd.valid() && inode->IsRegular()) {
+    static_cast<GoferRegularFile&>(*inode).AdoptFd(O_RDWR, std::move(fd));
+  }
+  Put(name, inode);
+  return std::shared_ptr<vfs::Inode>(std::move(inode));
+}
+
+KResult<void> GoferDirectory::LinkChild(
+    std::string_view name, const std::shared_ptr<vfs::Inode>& target) {
+  if (gfs().read_only()) return kEROFS;
+  auto& t = static_cast<GoferInode&>(*target);
+  wire::InodeResp resp;
+  TRY_VOID(gfs().Call(wire::LinkReq{handle(), std::string(name), t.handle()},
+                      &resp));
+  MarkStale();
+  TRY(std::shared_ptr<GoferInode> inode, gfs().InodeFor(resp.inode));
+  // The new name must be the same file.
+  if (inode.get() != &t) return kEIO;
+  Put(name, std::move(inode));
+  return OkResult();
+}
+
+KResult<void> GoferDirectory::RemoveChild(std::string_view name,
+                                          vfs::Inode& child) {
+  if (gfs().read_only()) return kEROFS;
+  wire::Empty e;
+  TRY_VOID(gfs().Call(
+      wire::UnlinkReq{handle(), std::string(name),
+                      child.IsDir() ? static_cast<uint32_t>(AT_REMOVEDIR) : 0},
+      &e));
+  Entry old = Take(name);
+  Put(name, nullptr);
+  static_cast<GoferInode&>(child).MarkStale();  // nlink, ctime
+  MarkStale();
+  return OkResult();
+}
+
+KResult<void> GoferDirectory::RenameChild(std::string_view old_name,
+                                          vfs::Inode& new_dir_inode,
+                                          std::string_view new_name,
+                                          uint32_t flags) {
+  if (gfs().read_only()) return kEROFS;
+  auto& new_dir = static_cast<GoferDirectory&>(new_dir_inode);
+  wire::Empty e;
+  TRY_VOID(gfs().Call(
+      wire::RenameReq{handle(), std::string(old_name), new_dir.handle(),
+                      std::string(new_name), flags},
+      &e));
+  MarkStale();
+  new_dir.MarkStale();
+  Entry moved = Take(old_name);
+  Entry other = new_dir.Take(new_name);
+  for (Entry* en : {&moved, &other}) {
+    if (en->inode != nullptr) en->inode->MarkStale();  // ctime, nlink
+  }
+  if (flags & RENAME_EXCHANGE) {
+    if (moved.found) new_dir.Put(new_name, std::move(moved.inode));
+    if (other.found) Put(old_name, std::move(other.inode));
+  } else {
+    if (moved.found) new_dir.Put(new_name, std::move(moved.inode));
+    Put(old_name, nullptr);
+  }
+  return OkResult();
+}
+
+KResult<void> GoferDirectory::IterDirents(int64_t offset,
+                                          vfs::DirentSink sink) {
+  if (offset < kCookieBase) offset = kCookieBase;
+  uint64_t cookie = CookieOfOffset(offset);
+  for (;;) {
+    wire::GetdentsResp resp;
+    TRY_VOID(
+        gfs().Call(wire::GetdentsReq{handle(), cookie, kDirentBatch}, &resp));
+    if (resp.dirents.empty()) return OkResult();
+    for (const wire::Dirent& d : resp.dirents) {
+      if (!ValidName(d.name) || d.next_cookie > kMaxCookie) return kEIO;
+      vfs::DirEntry de{d.name, d.ino, ValidDirentType(d.type),
+                       OffsetOfCookie(d.next_cookie)};
+      if (!sink(de)) return OkResult();
+    }
+    uint64_t next = resp.dirents.back().next_cookie;
+    // A cookie that does not move on would list the same entries forever;
+    // the end-of-directory marker ends the listing.
+    if (next == cookie) return kEIO;
+    if (OffsetOfCookie(next) == static_cast<int64_t>(kMaxCookie)) {
+      return OkResult();
+    }
+    cookie = next;
+  }
+}
+
+}  // namespace sandbox::fs::gofer

@@ -1,0 +1,195 @@
+#include "sentry/fs/gofer/filesystem.h"
+
+#include <sys/stat.h>
+
+#include "absl/container/flat_hash_set.h"
+#include "sentry/fs/gofer/directory.h"
+#include "sentry/fs/gofer/inode.h"
+#include "sentry/fs/gofer/regular_file.h"
+
+namespace sandbox::fs::gofer {
+namespace {
+
+constexpr uint32_t kMaxLinuxErrno = 133;  // EHWPOISON
+
+}  // namespace
+
+Errno GoferFilesystem::MapError(uint32_t err) {
+  if (err == 0 || err > kMaxLinuxErrno || err == EPROTO || err == EPIPE) {
+    return kEIO;
+  }
+  return Errno(static_cast<int>(err));
+}
+
+GoferFilesystem::GoferFilesystem(std::unique_ptr<wire::GoferClient> client,
+                                 const Options& opts)
+    : client_(std::move(client)), opts_(opts), fd_cache_(opts.max_host_fds) {}
+
+KResult<std::shared_ptr<GoferFilesystem>> GoferFilesystem::Create(
+    std::unique_ptr<wire::GoferClient> client, const Options& opts) {
+  std::shared_ptr<GoferFilesystem> fs(
+      new GoferFilesystem(std::move(client), opts));
+  wire::AttachResp a;
+  TRY_VOID(fs->Call(wire::AttachReq{}, &a));
+  // ReplyFits checked a non-zero handle on a directory.
+  if (!S_ISDIR(a.root.stat.mode)) return kEIO;
+  if (a.read_only) fs->opts_.read_only = true;
+  fs->root_handle_ = a.root.handle;
+  TRY(std::shared_ptr<GoferInode> root, fs->InodeFor(a.root));
+  fs->root_ = vfs::Dentry::NewRoot(std::move(root));
+  return fs;
+}
+
+KResult<std::shared_ptr<GoferFilesystem>> NewGoferFilesystem(
+    wire::UniqueFd sock, const Options& opts) {
+  return GoferFilesystem::Create(
+      std::make_unique<wire::GoferClient>(std::move(sock)), opts);
+}
+
+GoferFilesystem::~GoferFilesystem() {
+  // Inodes call back into this object as they die: drop them first.
+  root_.reset();
+  {
+    absl::MutexLock l(&trim_mu_);
+    cached_order_.clear();
+  }
+  FlushCloses();
+}
+
+KResult<std::shared_ptr<GoferInode>> GoferFilesystem::InodeFor(
+    const wire::Inode& wi) {
+  const uint32_t type = wi.stat.mode & S_IFMT;
+  switch (type) {
+    case S_IFREG:
+    case S_IFDIR:
+    case S_IFLNK:
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK:
+      break;
+    default:
+      ReleaseHandle(wi.handle);
+      return kEIO;
+  }
+  std::shared_ptr<GoferInode> existing;
+  {
+    absl::MutexLock l(&inodes_mu_);
+    auto it = inodes_.find({wi.stat.dev, wi.stat.ino});
+    if (it != inodes_.end()) existing = it->second.lock();
+    if (existing == nullptr) {
+      std::shared_ptr<GoferInode> inode;
+      switch (type) {
+        case S_IFDIR:
+          inode = std::make_shared<GoferDirectory>(*this, wi);
+          break;
+        case S_IFREG:
+          inode = std::make_shared<GoferRegularFile>(*this, wi);
+          break;
+        case S_IFLNK:
+          inode = std::make_shared<GoferSymlink>(*this, wi);
+          break;
+        default:
+          inode = std::make_shared<GoferSpecial>(*this, wi);
+          break;
+      }
+      inodes_[{wi.stat.dev, wi.stat.ino}] = inode;
+      return inode;
+    }
+  }
+  // A file already known: its live handle serves, the new one goes.
+  ReleaseHandle(wi.handle);
+  if (existing->type() != type) return kEIO;
+  existing->ApplyStat(wi.stat);  // the freshest host attributes
+  return existing;
+}
+
+void GoferFilesystem::ForgetInode(uint64_t dev, uint64_t ino,
+                                  const GoferInode* inode) {
+  absl::MutexLock l(&inodes_mu_);
+  auto it = inodes_.find({dev, ino});
+  // Only our own record: a dying inode's weak_ptr is expired; a newer
+  // inode for the same file may have replaced it already.
+  if (it != inodes_.end() && it->second.expired()) inodes_.erase(it);
+  (void)inode;
+}
+
+void GoferFilesystem::ReleaseHandle(wire::Handle h) {
+  bool flush;
+  {
+    absl::MutexLock l(&close_mu_);
+    pending_close_.push_back(h);
+    flush = pending_close_.size() >= kCloseBatch;
+  }
+  if (flush) FlushCloses();
+}
+
+void GoferFilesystem::FlushCloses() {
+  std::vector<wire::Handle> handles;
+  {
+    absl::MutexLock l(&close_mu_);
+    handles.swap(pending_close_);
+  }
+  for (size_t i = 0; i < handles.size(); i += wire::kMaxCloseHandles) {
+    size_t end = std::min(handles.size(), i + wire::kMaxCloseHandles);
+    wire::CloseReq req;
+    req.handles.assign(handles.begin() + i, handles.begin() + end);
+    wire::Empty e;
+    // Nothing to do on failure: the handles are gone from our side, and
+    // the Gofer releases all of them when the connection ends.
+    (void)Call(req, &e);
+  }
+}
+
+void GoferFilesystem::NoteCached(const std::shared_ptr<GoferDirectory>& dir,
+                                 std::string name) {
+  absl::MutexLock l(&trim_mu_);
+  cached_order_.emplace_back(dir, std::move(name));
+}
+
+void GoferFilesystem::TrimCache() {
+  const int64_t max = static_cast<int64_t>(opts_.max_cached_inodes);
+  absl::MutexLock l(&trim_mu_);
+  if (cached_order_.size() > 2 * opts_.max_cached_inodes + 64) {
+    // Forget records of entries that are gone, and duplicates.
+    absl::flat_hash_set<std::pair<const GoferDirectory*, std::string>> seen;
+    std::deque<std::pair<std::weak_ptr<GoferDirectory>, std::string>> kept;
+    for (auto& [weak, name] : cached_order_) {
+      std::shared_ptr<GoferDirectory> dir = weak.lock();
+      if (dir == nullptr || !dir->HasEntry(name)) continue;
+      if (!seen.insert({dir.get(), name}).second) continue;
+      kept.emplace_back(std::move(weak), std::move(name));
+    }
+    cached_order_.swap(kept);
+  }
+  // Each record is looked at once per trim: an entry still in use goes to
+  // the back (it is hot), so the loop ends.
+  for (size_t n = cached_order_.size();
+       n > 0 && cached_entries_.load(std::memory_order_relaxed) > max; --n) {
+    auto [weak, name] = std::move(cached_order_.front());
+    cached_order_.pop_front();
+    std::shared_ptr<GoferDirectory> dir = weak.lock();
+    if (dir == nullptr) continue;
+    if (!dir->EvictIfUnused(name)) {
+      cached_order_.emplace_back(std::move(weak), std::move(name));
+    }
+  }
+}
+
+vfs::FsStats GoferFilesystem::StatFs() {
+  vfs::FsStats st;
+  st.type = kV9fsMagic;
+  wire::StatfsResp r;
+  if (!Call(wire::StatfsReq{root_handle_}, &r).ok()) return st;
+  st.block_size = r.bsize;
+  st.blocks = r.blocks;
+  st.blocks_free = r.bfree;
+  st.blocks_avail = r.bavail;
+  st.files = r.files;
+  st.files_free = r.ffree;
+  st.name_max = r.namelen;
+  st.frsize = r.frsize;
+  return st;
+}
+
+}  // namespace sandbox::fs::gofer

@@ -1,0 +1,180 @@
+// The gofer file system: the Sentry's client of one Gofer connection
+// (docs/gofer-protocol.md), as a vfs::Filesystem.
+//
+// Caching (Options::exclusive, the default: the sandbox's root is its own):
+// nothing on the host changes behind the Sentry's back, so attributes,
+// names (positive and negative) and symlink targets are cached without
+// revalidation; a cached stat or lookup makes no Gofer call. With
+// exclusive = false (bind mounts marked shared) stat asks the host each
+// time, lookups walk again and readlink reads again.
+//
+// Inodes: one GoferInode per host file (keyed by host dev and ino, so hard
+// links share it), each holding one Gofer handle, released (batched Close)
+// when the inode dies. Directories keep their looked-up children alive
+// (the dentry cache of this file system: the VFS's own cache is weak) up to
+// max_cached_inodes, past which unused entries are dropped.
+//
+// File data never crosses the socket: regular files read and write the
+// donated host FDs (pread/pwrite), one per inode and access mode, under the
+// FdCache budget (fd_cache.h).
+//
+// Gofer replies are hostile input: every failure the client reports
+// (EPROTO/EPIPE: a reply that did not decode or fit), any errno outside
+// Linux's range, and any reply that makes no sense here (a file type that
+// does not exist, a name with '/', a handle reused for another type) is EIO
+// for the caller; the Sentry never trusts or crashes on it.
+//
+// Lock order (beside vfs/inode.h's):
+//   Filesystem::tree_mu_
+//     GoferDirectory::children_mu_
+//     Inode::mu_
+//   GoferFilesystem::inodes_mu_, close_mu_, FdCache::mu_ (leaves)
+//   ::gofer::GoferClient::mu_ (leaf; Gofer calls are made holding at most
+//   tree_mu_ and, for appends, GoferRegularFile::append_mu_)
+#ifndef SENTRY_FS_GOFER_FILESYSTEM_H_
+#define SENTRY_FS_GOFER_FILESYSTEM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "gofer/protocol/client.h"
+#include "sentry/base/result.h"
+#include "sentry/fs/gofer/fd_cache.h"
+#include "sentry/vfs/dentry.h"
+#include "sentry/vfs/filesystem.h"
+
+namespace sandbox::fs::gofer {
+
+namespace wire = ::gofer;
+
+inline constexpr uint64_t kV9fsMagic = 0x01021997;  // V9FS_MAGIC
+
+struct Options {
+  // The tree is exclusive to this sandbox: cache without revalidation.
+  bool exclusive = true;
+  // Refuse every change (EROFS). Also set when the Gofer says it serves the
+  // tree read-only; mount it MS_RDONLY too so the VFS orders errors as
+  // Linux does.
+  bool read_only = false;
+  // Host FDs for file data (the process limit here is 20000).
+  size_t max_host_fds = 10000;
+  // Cached inodes (each holds a Gofer handle; the Gofer allows 16384).
+  size_t max_cached_inodes = 8192;
+  // Give new files the creator's uid/gid (the Gofer chowns them); false
+  // leaves the Gofer's own.
+  bool set_owner = true;
+};
+
+class GoferDirectory;
+class GoferInode;
+
+class GoferFilesystem final : public vfs::Filesystem {
+ public:
+  // Attaches to the Gofer on `client`'s connection. EIO if the Gofer's
+  // reply is unusable.
+  static KResult<std::shared_ptr<GoferFilesystem>> Create(
+      std::unique_ptr<wire::GoferClient> client, const Options& opts);
+  ~GoferFilesystem() override;
+
+  std::string_view type_name() const override { return "9p"; }
+  std::shared_ptr<vfs::Dentry> root() const override { return root_; }
+  // The host's statfs of the served tree (one Gofer call), f_type V9FS.
+  vfs::FsStats StatFs() override;
+
+  const Options& options() const { return opts_; }
+  bool exclusive() const { return opts_.exclusive; }
+  bool read_only() const { return opts_.read_only; }
+  FdCache& fd_cache() { return fd_cache_; }
+
+  // Every Gofer call goes through here: counts it and maps its error (see
+  // MapError).
+  template <typename Req>
+  KResult<void> Call(const Req& req, typename wire::Rpc<Req>::Reply* resp,
+                     wire::UniqueFd* fd = nullptr) {
+    rpcs_.fetch_add(1, std::memory_order_relaxed);
+    int err = client_->Call(req, resp, fd);
+    if (err == 0) return OkResult();
+    return MapError(err);
+  }
+  // Gofer calls made so far (tests: a cached operation makes none).
+  uint64_t rpc_count() const { return rpcs_.load(std::memory_order_relaxed); }
+
+  // A Gofer errno as the caller sees it: Linux errnos pass; a broken
+  // connection (EPROTO, EPIPE) and anything outside 1..133 is EIO.
+  static Errno MapError(uint32_t err);
+
+  // The inode for a walked or created file: the live one for its (dev,
+  // ino) if any (the new handle is then released), else a new one.
+  // EIO for a type
+  // that does not exist or that differs from the live inode's.
+  KResult<std::shared_ptr<GoferInode>> InodeFor(const wire::Inode& wi);
+
+  // Called by dying inodes.
+  void ReleaseHandle(wire::Handle h) ABSL_LOCKS_EXCLUDED(close_mu_);
+  void ForgetInode(uint64_t dev, uint64_t ino, const GoferInode* inode)
+      ABSL_LOCKS_EXCLUDED(inodes_mu_);
+  // Sends the batched Close now.
+  void FlushCloses() ABSL_LOCKS_EXCLUDED(close_mu_);
+
+  // Cached directory entries (positive and negative) across the tree, for
+  // the max_cached_inodes bound (directory.cc).
+  std::atomic<int64_t>& cached_entries() { return cached_entries_; }
+  // Records that `dir` cached `name` (oldest first, for TrimCache).
+  void NoteCached(const std::shared_ptr<GoferDirectory>& dir, std::string name)
+      ABSL_LOCKS_EXCLUDED(trim_mu_);
+  // Drops the oldest unused entries while over max_cached_inodes. Called
+  // without children_mu_ held.
+  void TrimCache() ABSL_LOCKS_EXCLUDED(trim_mu_);
+
+ private:
+  GoferFilesystem(std::unique_ptr<wire::GoferClient> client,
+                  const Options& opts);
+
+  static constexpr size_t kCloseBatch = 64;
+
+  const std::unique_ptr<wire::GoferClient> client_;
+  Options opts_;
+  FdCache fd_cache_;
+  std::atomic<uint64_t> rpcs_{0};
+  std::atomic<int64_t> cached_entries_{0};
+  wire::Handle root_handle_ = 0;  // set once by Create
+  std::shared_ptr<vfs::Dentry> root_;
+
+  absl::Mutex inodes_mu_;
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::weak_ptr<GoferInode>>
+      inodes_ ABSL_GUARDED_BY(inodes_mu_);
+
+  // Insertion order of cached entries; may hold records of entries that
+  // are gone (skipped when reached). Lock order: trim_mu_ before
+  // GoferDirectory::children_mu_.
+  absl::Mutex trim_mu_;
+  std::deque<std::pair<std::weak_ptr<GoferDirectory>, std::string>>
+      cached_order_ ABSL_GUARDED_BY(trim_mu_);
+
+  absl::Mutex close_mu_;
+  std::vector<wire::Handle> pending_close_ ABSL_GUARDED_BY(close_mu_);
+};
+
+// The gofer file system over a connected Gofer socket (owned from now on).
+KResult<std::shared_ptr<GoferFilesystem>> NewGoferFilesystem(
+    wire::UniqueFd sock, const Options& opts = {});
+
+// Converts a host stat's time.
+inline abi::Timespec ToTimespec(const wire::Timespec& t) {
+  return {t.sec, static_cast<int64_t>(t.nsec)};
+}
+
+}  // namespace sandbox::fs::gofer
+
+#endif  // SENTRY_FS_GOFER_FILESYSTEM_H_

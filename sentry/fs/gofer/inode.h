@@ -1,0 +1,107 @@
+// GoferInode: a host file reached through the Gofer (one handle), the base
+// of every inode of the gofer file system; GoferSymlink and GoferSpecial
+// (FIFOs, sockets, device nodes: attributes only) live here too.
+//
+// Attributes are the host's stat, cached in vfs::Inode::attrs_ (plus
+// blocks and blksize here). Exclusive mounts serve stat from the cache
+// (no Gofer call); after a change the Sentry made (write, truncate, a
+// directory change, ...) the inode is marked stale and the next stat
+// refetches it once, so stat always matches the host's lstat. Shared mounts
+// refetch on every stat. A refetch uses fstat on a cached host FD when the
+// inode has one (regular files: no Gofer call), else a Stat call.
+//
+// Locking: attrs_, blocks_, blksize_ and stale_ are under the inode's mu_;
+// no Gofer call is made holding it.
+#ifndef SENTRY_FS_GOFER_INODE_H_
+#define SENTRY_FS_GOFER_INODE_H_
+
+#include <sys/stat.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sentry/fs/gofer/filesystem.h"
+#include "sentry/vfs/inode.h"
+
+namespace sandbox::fs::gofer {
+
+class GoferInode : public vfs::Inode {
+ public:
+  GoferInode(GoferFilesystem& fs, const wire::Inode& wi);
+  ~GoferInode() override;
+
+  GoferFilesystem& gfs() const { return static_cast<GoferFilesystem&>(fs()); }
+  wire::Handle handle() const { return handle_; }
+  uint64_t host_dev() const { return host_dev_; }
+
+  // Cached unless stale or on a shared mount (then refetched first; if
+  // that fails the cached values are returned).
+  abi::Stat Stat() const override ABSL_LOCKS_EXCLUDED(mu_);
+
+  // chmod/chown/utimes/truncate on the host (one SetAttr call; ctime is the
+  // host's), then the cache. NOTE: vfs::Inode::SetAttr is not virtual yet,
+  // so the VFS's chmod/chown/utimens reach only the base class (the cache)
+  // until it is; truncate and O_TRUNC reach the host through Truncate.
+  KResult<void> SetAttr(const vfs::SetAttrRequest& req)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Replaces the cached attributes with a host stat (ignored if its type
+  // differs: a hostile reply must not change an inode's type).
+  void ApplyStat(const wire::Stat& st) ABSL_LOCKS_EXCLUDED(mu_);
+  // The host's attributes changed (by the Sentry): refetch at next stat.
+  void MarkStale() ABSL_LOCKS_EXCLUDED(mu_);
+  // Refetches the attributes now.
+  KResult<void> Refresh() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Extended attributes (user.* only, as the Gofer serves them).
+  KResult<std::string> GetXattr(const std::string& name) override;
+  KResult<void> SetXattr(const std::string& name, std::string_view value,
+                         int flags) override;
+  KResult<std::vector<std::string>> ListXattr() override;
+  KResult<void> RemoveXattr(const std::string& name) override;
+
+ protected:
+  // Truncate(2) of a regular file on the host.
+  KResult<void> Truncate(uint64_t size) override ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t BlocksLocked() const override ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return blocks_;
+  }
+  // fstat of a cached host FD, if the inode has one (regular files).
+  virtual bool HostFstat(struct stat* st) { return false; }
+  void MarkStaleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { stale_ = true; }
+  // Whether the cache must be refetched before it is used.
+  bool NeedsRefresh() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void ApplyHostStat(const struct stat& st) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const wire::Handle handle_;
+  const uint64_t host_dev_;
+  uint64_t blocks_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t blksize_ ABSL_GUARDED_BY(mu_) = 4096;
+  bool stale_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A symlink; the target is cached on exclusive mounts.
+class GoferSymlink final : public GoferInode {
+ public:
+  using GoferInode::GoferInode;
+  KResult<std::string> Readlink() override ABSL_LOCKS_EXCLUDED(target_mu_);
+
+ private:
+  absl::Mutex target_mu_;
+  bool cached_ ABSL_GUARDED_BY(target_mu_) = false;
+  std::string target_ ABSL_GUARDED_BY(target_mu_);
+};
+
+// FIFOs, sockets, device nodes: attributes only (open gives ENXIO; the
+// Gofer never opens devices, and FIFOs are not done yet).
+class GoferSpecial final : public GoferInode {
+ public:
+  using GoferInode::GoferInode;
+};
+
+}  // namespace sandbox::fs::gofer
+
+#endif  // SENTRY_FS_GOFER_INODE_H_

@@ -1,0 +1,239 @@
+#include "sentry/fs/gofer/regular_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+namespace sandbox::fs::gofer {
+namespace {
+
+constexpr uint64_t kMaxFileSize = std::numeric_limits<int64_t>::max();
+
+Errno HostErrno() { return Errno(errno); }
+
+}  // namespace
+
+GoferRegularFile::~GoferRegularFile() {
+  for (FdCache::Slot& s : slots_) gfs().fd_cache().Forget(s);
+}
+
+void GoferRegularFile::AdoptFd(int acc, ::gofer::UniqueFd fd) {
+  gfs().fd_cache().Install(slots_[acc & O_ACCMODE],
+                           std::make_shared<HostFd>(std::move(fd)));
+}
+
+KResult<std::shared_ptr<HostFd>> GoferRegularFile::GetFd(bool read,
+                                                         bool write) {
+  FdCache& cache = gfs().fd_cache();
+  // Prefer the exact mode, then O_RDWR, which serves both.
+  const int want = SlotIndex(read, write);
+  if (auto fd = cache.Get(slots_[want])) return fd;
+  if (want != O_RDWR) {
+    if (auto fd = cache.Get(slots_[O_RDWR])) return fd;
+  }
+  wire::Empty e;
+  ::gofer::UniqueFd fd;
+  TRY_VOID(gfs().Call(wire::OpenReq{handle(), static_cast<uint32_t>(want)}, &e,
+                      &fd));
+  if (!fd.valid()) return kEIO;
+  return cache.Install(slots_[want], std::make_shared<HostFd>(std::move(fd)));
+}
+
+std::shared_ptr<HostFd> GoferRegularFile::AnyCachedFd() {
+  FdCache& cache = gfs().fd_cache();
+  for (FdCache::Slot& s : slots_) {
+    if (auto fd = cache.Get(s)) return fd;
+  }
+  return nullptr;
+}
+
+bool GoferRegularFile::HostFstat(struct stat* st) {
+  std::shared_ptr<HostFd> fd = AnyCachedFd();
+  if (fd == nullptr || fstat(fd->get(), st) != 0) return false;
+  // A donated FD of a regular file must still be one.
+  return S_ISREG(st->st_mode);
+}
+
+KResult<uint64_t> GoferRegularFile::HostSize() {
+  struct stat st;
+  if (HostFstat(&st)) return static_cast<uint64_t>(st.st_size);
+  if (gfs().exclusive()) return Attrs().size;  // kept exact by writes
+  TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/true, /*write=*/false));
+  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) return kEIO;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+KResult<std::shared_ptr<vfs::VfsFile>> GoferRegularFile::Open(
+    const vfs::VirtualDentry& vd, uint32_t flags) {
+  const int acc = flags & O_ACCMODE;
+  const bool write = acc == O_WRONLY || acc == O_RDWR;
+  if (write && gfs().read_only()) return kEROFS;
+  // Opened now, so that open reports the host's refusal; kept for I/O.
+  TRY_VOID(GetFd(acc != O_WRONLY, write));
+  return std::shared_ptr<vfs::VfsFile>(std::make_shared<GoferFileDescription>(
+      vd, flags,
+      std::static_pointer_cast<GoferRegularFile>(shared_from_this())));
+}
+
+KResult<size_t> GoferRegularFile::ReadAt(absl::Span<uint8_t> dst,
+                                         uint64_t offset) {
+  if (dst.empty()) return size_t{0};
+  if (offset >= kMaxFileSize) return size_t{0};
+  TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/true, /*write=*/false));
+  for (;;) {
+    ssize_t n =
+        pread(fd->get(), dst.data(), dst.size(), static_cast<off_t>(offset));
+    if (n >= 0) {
+      // The host cannot return more than asked; a hostile FD is not a
+      // concern here (it is a real host file).
+      return static_cast<size_t>(n);
+    }
+    if (errno != EINTR) return HostErrno();
+  }
+}
+
+void GoferRegularFile::NoteWrite(uint64_t end) {
+  absl::MutexLock l(&mu_);
+  attrs_.size = std::max<uint64_t>(attrs_.size, end);
+  // mtime, ctime, blocks: the host's, refetched (fstat) at the next stat.
+  MarkStaleLocked();
+}
+
+KResult<size_t> GoferRegularFile::WriteAt(absl::Span<const uint8_t> src,
+                                          uint64_t* offset, bool append,
+                                          uint32_t sync_flags) {
+  if (gfs().read_only()) return kEROFS;
+  TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/false, /*write=*/true));
+  std::optional<absl::MutexLock> al;
+  if (append) al.emplace(&append_mu_);
+  if (append) {
+    struct stat st;
+    if (fstat(fd->get(), &st) != 0) return HostErrno();
+    *offset = static_cast<uint64_t>(st.st_size);
+  }
+  if (src.empty()) return size_t{0};
+  if (*offset >= kMaxFileSize) return kEFBIG;
+  size_t len = static_cast<size_t>(
+      std::min<uint64_t>(src.size(), kMaxFileSize - *offset));
+  ssize_t n;
+  do {
+    n = pwrite(fd->get(), src.data(), len, static_cast<off_t>(*offset));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return HostErrno();
+  size_t done = std::min(static_cast<size_t>(n), len);
+  NoteWrite(*offset + done);
+  if ((sync_flags & O_SYNC) == O_SYNC) {
+    if (fsync(fd->get()) != 0) return HostErrno();
+  } else if (sync_flags & O_DSYNC) {
+    if (fdatasync(fd->get()) != 0) return HostErrno();
+  }
+  return done;
+}
+
+KResult<int64_t> GoferRegularFile::SeekDataOrHole(int64_t offset, int whence) {
+  TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/true, /*write=*/false));
+  // The shared FD's own offset is never used for I/O (pread/pwrite).
+  off_t r = lseek(fd->get(), offset, whence);
+  if (r < 0) return HostErrno();
+  return static_cast<int64_t>(r);
+}
+
+KResult<void> GoferRegularFile::Fsync(bool data_only) {
+  std::shared_ptr<HostFd> fd = AnyCachedFd();
+  if (fd == nullptr) {
+    wire::Empty e;
+    return gfs().Call(wire::FsyncReq{handle()}, &e);
+  }
+  if ((data_only ? fdatasync(fd->get()) : fsync(fd->get())) != 0) {
+    return HostErrno();
+  }
+  return OkResult();
+}
+
+KResult<void> GoferRegularFile::Truncate(uint64_t size) {
+  if (size > kMaxFileSize) return kEFBIG;
+  if (gfs().read_only()) return kEROFS;
+  FdCache& cache = gfs().fd_cache();
+  std::shared_ptr<HostFd> fd = cache.Get(slots_[O_RDWR]);
+  if (fd == nullptr) fd = cache.Get(slots_[O_WRONLY]);
+  if (fd == nullptr) return GoferInode::Truncate(size);
+  if (ftruncate(fd->get(), static_cast<off_t>(size)) != 0) return HostErrno();
+  absl::MutexLock l(&mu_);
+  attrs_.size = size;
+  MarkStaleLocked();
+  return OkResult();
+}
+
+// ---- GoferFileDescription ----
+
+bool GoferFileDescription::Appends(const vfs::IoContext& ctx) const {
+  if (ctx.rw_flags & kRwfAppend) return true;
+  if (ctx.rw_flags & kRwfNoappend) return false;
+  return status_flags() & O_APPEND;
+}
+
+KResult<size_t> GoferFileDescription::Read(vfs::IoContext&,
+                                           absl::Span<uint8_t> dst) {
+  if (!readable()) return kEBADF;
+  absl::MutexLock l(&offset_mu_);
+  TRY(size_t n, file_->ReadAt(dst, static_cast<uint64_t>(offset_)));
+  offset_ += static_cast<int64_t>(n);
+  return n;
+}
+
+KResult<size_t> GoferFileDescription::Write(vfs::IoContext& ctx,
+                                            absl::Span<const uint8_t> src) {
+  if (!writable()) return kEBADF;
+  if (src.empty()) return size_t{0};
+  TRY_VOID(RemovePrivs(ctx));
+  absl::MutexLock l(&offset_mu_);
+  uint64_t off = static_cast<uint64_t>(offset_);
+  TRY(size_t n, file_->WriteAt(src, &off, Appends(ctx), SyncFlags()));
+  offset_ = static_cast<int64_t>(off + n);
+  return n;
+}
+
+KResult<size_t> GoferFileDescription::PRead(vfs::IoContext&,
+                                            absl::Span<uint8_t> dst,
+                                            int64_t offset) {
+  if (!readable()) return kEBADF;
+  if (offset < 0) return kEINVAL;
+  return file_->ReadAt(dst, static_cast<uint64_t>(offset));
+}
+
+KResult<size_t> GoferFileDescription::PWrite(vfs::IoContext& ctx,
+                                             absl::Span<const uint8_t> src,
+                                             int64_t offset) {
+  if (!writable()) return kEBADF;
+  if (offset < 0) return kEINVAL;
+  if (src.empty()) return size_t{0};
+  TRY_VOID(RemovePrivs(ctx));
+  uint64_t off = static_cast<uint64_t>(offset);
+  return file_->WriteAt(src, &off, Appends(ctx), SyncFlags());
+}
+
+KResult<int64_t> GoferFileDescription::Seek(int64_t offset, int whence) {
+  absl::MutexLock l(&offset_mu_);
+  if (whence == SEEK_DATA || whence == SEEK_HOLE) {
+    TRY(int64_t pos, file_->SeekDataOrHole(offset, whence));
+    offset_ = pos;
+    return pos;
+  }
+  int64_t size = 0;
+  if (whence == SEEK_END) {
+    TRY(uint64_t s, file_->HostSize());
+    size = static_cast<int64_t>(s);
+  }
+  return SeekLocked(offset, whence, size);
+}
+
+KResult<void> GoferFileDescription::Sync(bool data_only) {
+  return file_->Fsync(data_only);
+}
+
+}  // namespace sandbox::fs::gofer
