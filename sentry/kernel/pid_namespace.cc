@@ -1,5 +1,7 @@
 #include "sentry/kernel/pid_namespace.h"
 
+#include <algorithm>
+
 namespace sandbox::kernel {
 
 KResult<ThreadId> PidNamespace::Allocate(Task* task) {
@@ -31,6 +33,17 @@ Task* PidNamespace::Lookup(ThreadId tid) const {
 size_t PidNamespace::Count() const {
   absl::MutexLock l(&mu_);
   return tasks_.size();
+}
+
+std::vector<ThreadId> PidNamespace::Tids() const {
+  std::vector<ThreadId> tids;
+  {
+    absl::MutexLock l(&mu_);
+    tids.reserve(tasks_.size());
+    for (const auto& [tid, task] : tasks_) tids.push_back(tid);
+  }
+  std::sort(tids.begin(), tids.end());
+  return tids;
 }
 
 }  // namespace sandbox::kernel

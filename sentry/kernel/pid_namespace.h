@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include <vector>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -38,6 +40,8 @@ class PidNamespace {
   void Release(ThreadId tid);
   Task* Lookup(ThreadId tid) const;
   size_t Count() const;
+  // Every TID in use, ascending (/proc's directory listing).
+  std::vector<ThreadId> Tids() const;
 
  private:
   PidNamespace* const parent_;

@@ -152,6 +152,9 @@ class Task final : public vfs::UserMemory {
   }
   // The run loop; returns when the task has exited. Task thread.
   void Run();
+  // The task whose run loop is on the calling host thread (set by Run for
+  // its duration), or null on other threads (/proc/self, /dev/fd).
+  static Task* Current();
 
  private:
   enum class Step { kContinue, kExit };

@@ -9,7 +9,14 @@
 
 namespace sandbox::kernel {
 
+namespace {
+thread_local Task* current_task = nullptr;
+}  // namespace
+
+Task* Task::Current() { return current_task; }
+
 void Task::Run() {
+  current_task = this;
   std::unique_ptr<platform::Context> context;
   if (kernel_.platform() == nullptr) {
     kernel_.Fatal("no platform to run guest code on");
