@@ -219,8 +219,7 @@ void RegisterNameiSyscalls(SyscallTable& t) {
   t.Full<&Unlinkat>(nr::unlinkat);
   t.Full<&Rename>(nr::rename);
   t.Full<&Renameat>(nr::renameat);
-  t.Partial<&Renameat2>(nr::renameat2,
-                        "NOREPLACE, EXCHANGE; WHITEOUT is EINVAL");
+  t.Full<&Renameat2>(nr::renameat2);
   t.Full<&Link>(nr::link);
   t.Full<&Linkat>(nr::linkat);
   t.Full<&Symlink>(nr::symlink);

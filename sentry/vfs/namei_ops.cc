@@ -180,8 +180,8 @@ KResult<void> RenameAt(const ResolveBase& old_base, std::string_view old_path,
       (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))) {
     return kEINVAL;
   }
-  if (flags & RENAME_WHITEOUT) return kEINVAL;  // TODO: overlay whiteouts
   bool exchange = flags & RENAME_EXCHANGE;
+  bool whiteout = flags & RENAME_WHITEOUT;
 
   PathWalker ow(old_base, 0);
   TRY_VOID(ow.Start(old_path, /*allow_empty=*/false));
@@ -249,11 +249,26 @@ KResult<void> RenameAt(const ResolveBase& old_base, std::string_view old_path,
   if (from->mount_count() > 0 || (to && to->mount_count() > 0)) return kEBUSY;
   if (to_dir && !exchange && !to->inode().IsEmptyDir()) return kENOTEMPTY;
 
-  TRY_VOID(odi.RenameChild(ow.last(), ndi, nw.last(), flags));
+  TRY_VOID(odi.RenameChild(ow.last(), ndi, nw.last(),
+                           flags & ~uint32_t{RENAME_WHITEOUT}));
   if (exchange) {
     odir.dentry->ChildrenExchanged(ow.last(), *ndir.dentry, nw.last());
   } else {
     odir.dentry->ChildMoved(ow.last(), *ndir.dentry, nw.last());
+  }
+  if (whiteout) {
+    // RENAME_WHITEOUT (overlayfs): the old name becomes a whiteout, a
+    // character device 0:0 with mode 0 owned as a new inode would be
+    // (shmem_whiteout). If it cannot be made, the rename is undone.
+    NewInodeAttrs a = InitOwner(old_base.creds, odi.Attrs(), S_IFCHR);
+    a.rdev = 0;
+    KResult<std::shared_ptr<Inode>> w = odi.CreateChild(ow.last(), a, {});
+    if (!w.ok()) {
+      if (ndi.RenameChild(nw.last(), odi, ow.last(), 0).ok()) {
+        ndir.dentry->ChildMoved(nw.last(), *odir.dentry, ow.last());
+      }
+      return w.error();
+    }
   }
   return OkResult();
 }

@@ -58,7 +58,8 @@ KResult<void> LinkAt(const ResolveBase& old_base, std::string_view old_path,
 KResult<void> UnlinkAt(const ResolveBase& base, std::string_view path,
                        int flags);
 // rename(2)/renameat(2)/renameat2(2) (`flags`: RENAME_NOREPLACE,
-// RENAME_EXCHANGE; RENAME_WHITEOUT is not supported yet: EINVAL).
+// RENAME_EXCHANGE, RENAME_WHITEOUT: the old name becomes a 0:0 character
+// device, as tmpfs does for overlayfs).
 KResult<void> RenameAt(const ResolveBase& old_base, std::string_view old_path,
                        const ResolveBase& new_base, std::string_view new_path,
                        uint32_t flags);

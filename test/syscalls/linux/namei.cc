@@ -172,6 +172,29 @@ TEST(NameiTest, Renameat2Flags) {
               SyscallSucceeds());
 }
 
+TEST(NameiTest, RenameWhiteoutLeavesACharacterDevice) {
+  // tmpfs supports whiteouts for every user (overlayfs upper layers).
+  std::string dir = "/dev/shm/namei_wh_" + std::to_string(getpid());
+  ASSERT_THAT(mkdir(dir.c_str(), 0755), SyscallSucceeds());
+  std::string a = dir + "/a", b = dir + "/b";
+  { FileDescriptor fd(open(a.c_str(), O_CREAT | O_WRONLY, 0600)); }
+  ASSERT_THAT(syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(),
+                      RENAME_WHITEOUT),
+              SyscallSucceeds());
+  struct stat st;
+  ASSERT_THAT(lstat(a.c_str(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_mode, static_cast<mode_t>(S_IFCHR));
+  EXPECT_EQ(st.st_rdev, 0u);
+  ASSERT_THAT(lstat(b.c_str(), &st), SyscallSucceeds());
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_THAT(syscall(SYS_renameat2, AT_FDCWD, b.c_str(), AT_FDCWD, a.c_str(),
+                      RENAME_WHITEOUT | RENAME_EXCHANGE),
+              SyscallFailsWithErrno(EINVAL));
+  ASSERT_THAT(unlink(a.c_str()), SyscallSucceeds());
+  ASSERT_THAT(unlink(b.c_str()), SyscallSucceeds());
+  ASSERT_THAT(rmdir(dir.c_str()), SyscallSucceeds());
+}
+
 TEST(NameiTest, RenameAcrossTmpfsMountsIsExdev) {
   // /dev/shm is its own tmpfs; the test directory is elsewhere.
   std::string shm = "/dev/shm/namei_test_" + std::to_string(getpid());
