@@ -9,7 +9,8 @@
 // reference return it, so the caller's destructor (which may block on the
 // host) runs after the lock is released.
 //
-// Lock order: FdTable::mu_ is a leaf.
+// Lock order: FdTable::mu_ -> lock::FileLocks::mu_ (closing a descriptor
+// drops the table's POSIX locks on the file under mu_).
 #ifndef SENTRY_VFS_FD_TABLE_H_
 #define SENTRY_VFS_FD_TABLE_H_
 

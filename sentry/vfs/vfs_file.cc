@@ -9,7 +9,9 @@
 
 namespace sandbox::vfs {
 
-VfsFile::~VfsFile() { inode().locks().ReleaseDescription(this); }
+VfsFile::~VfsFile() {
+  if (vd_.dentry != nullptr) inode().locks().ReleaseDescription(this);
+}
 
 lock::FileLocks* VfsFile::locks() { return &inode().locks(); }
 

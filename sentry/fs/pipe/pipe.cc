@@ -16,6 +16,10 @@ abi::Timespec Now() {
   return {ts.tv_sec, ts.tv_nsec};
 }
 
+// The most one splice to or from a file moves through the Sentry's bounce
+// buffer (a short count beyond, as splice allows).
+constexpr uint64_t kMaxSpliceChunk = 1 << 20;
+
 // round_pipe_size: 0 when too large.
 uint64_t RoundPipeSize(uint64_t size) {
   if (size > (uint64_t{1} << 31)) return 0;
@@ -201,9 +205,10 @@ KResult<size_t> Pipe::Read(int interrupt_fd, absl::Span<uint8_t> dst,
 
 KResult<size_t> Pipe::Write(int interrupt_fd, absl::Span<const uint8_t> src,
                             bool nonblock, bool packet) {
+  // A null write succeeds, even without readers.
+  if (src.empty()) return size_t{0};
   absl::MutexLock l(&mu_);
   if (readers_ == 0) return kEPIPE;
-  if (src.empty()) return size_t{0};
   size_t done = 0;
   bool interrupted = false;
   for (;;) {
@@ -393,7 +398,7 @@ KResult<size_t> Pipe::SpliceToFile(int interrupt_fd, size_t len, bool nonblock,
   TRY_VOID(WaitReadableLocked(nonblock, interrupt_fd));
   if (bufs_.empty()) return size_t{0};  // EOF
   std::vector<uint8_t> tmp(
-      std::min<uint64_t>(len, uint64_t{slots_} * kPageSize));
+      std::min<uint64_t>({len, uint64_t{slots_} * kPageSize, kMaxSpliceChunk}));
   if (atomic) {
     size_t n = TakeLocked(absl::MakeSpan(tmp), /*consume=*/false);
     TRY(size_t written, write(absl::MakeConstSpan(tmp.data(), n)));
@@ -420,7 +425,7 @@ KResult<size_t> Pipe::SpliceFromFile(int interrupt_fd, size_t len,
   TRY_VOID(WaitWritableLocked(nonblock, interrupt_fd));
   uint64_t room =
       uint64_t{slots_ - static_cast<uint32_t>(bufs_.size())} * kPageSize;
-  std::vector<uint8_t> tmp(std::min<uint64_t>(len, room));
+  std::vector<uint8_t> tmp(std::min<uint64_t>({len, room, kMaxSpliceChunk}));
   KResult<size_t> r = size_t{0};
   if (atomic) {
     r = read(absl::MakeSpan(tmp));

@@ -69,6 +69,8 @@ TEST_F(PipeTest, EofAndEpipe) {
   EXPECT_EQ(ReadNow(p, 1), "");
   p.RemoveReader();
   EXPECT_ERRNO(p.Write(-1, Bytes("x"), true, false), kEPIPE);
+  // A null write succeeds even then.
+  EXPECT_EQ(p.Write(-1, Bytes(""), true, false).value(), 0u);
 }
 
 TEST_F(PipeTest, CapacityIsSixteenPagesAndSmallWritesAreAtomic) {
