@@ -1,0 +1,277 @@
+// A hostile Gofer: replies of the wrong type, oversized frames, file types
+// that do not exist, errnos outside Linux's range, bad directory entries.
+// Each must give EIO (or the errno it should) and never crash the Sentry.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gofer/protocol/client.h"
+#include "gofer/protocol/codec.h"
+#include "gofer/protocol/transport.h"
+#include "gtest/gtest.h"
+#include "sentry/fs/gofer/filesystem.h"
+#include "sentry/kernel/credentials.h"
+#include "sentry/vfs/mount.h"
+#include "sentry/vfs/operations.h"
+
+namespace sandbox::fs::gofer {
+namespace {
+
+using Handler = std::function<void(int sock, const wire::Message& req)>;
+
+wire::Stat DirStat(uint64_t ino) {
+  wire::Stat st;
+  st.dev = 1;
+  st.ino = ino;
+  st.mode = S_IFDIR | 0755;
+  st.nlink = 2;
+  return st;
+}
+
+wire::Header ReplyHeader(const wire::Message& req, uint32_t error = 0) {
+  wire::Header h;
+  h.type = req.header.type;
+  h.flags = wire::kFlagReply;
+  h.request_id = req.header.request_id;
+  h.error = error;
+  return h;
+}
+
+template <typename Resp>
+void Reply(int sock, const wire::Message& req, const Resp& resp) {
+  wire::SendMessage(sock, ReplyHeader(req), wire::EncodeToString(resp));
+}
+
+void ReplyError(int sock, const wire::Message& req, uint32_t err) {
+  wire::SendMessage(sock, ReplyHeader(req, err), "");
+}
+
+class HostileGoferTest : public ::testing::Test {
+ protected:
+  // Serves Attach (a root directory) and Close itself; everything else
+  // goes to `handler`.
+  KResult<void> Start(Handler handler) {
+    int sv[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    raw_ = sv[0];
+    server_ = std::thread([sock = sv[1], handler] {
+      wire::UniqueFd owned(sock);
+      wire::Message m;
+      while (wire::RecvMessage(sock, &m) == 0) {
+        switch (static_cast<wire::MessageType>(m.header.type)) {
+          case wire::MessageType::kAttach: {
+            wire::AttachResp a;
+            a.root = {1, DirStat(1)};
+            Reply(sock, m, a);
+            break;
+          }
+          case wire::MessageType::kClose:
+            Reply(sock, m, wire::Empty{});
+            break;
+          default:
+            handler(sock, m);
+        }
+      }
+    });
+    auto fs = GoferFilesystem::Create(
+        std::make_unique<wire::GoferClient>(wire::UniqueFd(sv[0])), {});
+    if (!fs.ok()) return fs.error();
+    fs_ = std::move(fs).value();
+    ns_ = vfs::MountNamespace::Create(fs_, 0);
+    return OkResult();
+  }
+  void TearDown() override {
+    ns_.reset();
+    if (raw_ >= 0) shutdown(raw_, SHUT_RDWR);
+    fs_.reset();
+    if (server_.joinable()) server_.join();
+  }
+  vfs::ResolveBase Base() const { return {root_, ns_->Root(), ns_->Root()}; }
+  Errno StatErr(std::string_view path) {
+    auto st = vfs::StatAt(Base(), path, 0);
+    return st.ok() ? Errno(0) : st.error();
+  }
+
+  std::thread server_;
+  int raw_ = -1;
+  std::shared_ptr<GoferFilesystem> fs_;
+  std::shared_ptr<vfs::MountNamespace> ns_;
+  kernel::Credentials root_ = kernel::Credentials::Root();
+};
+
+// Walk replies: `make` builds the reply for the requested name.
+Handler WalkWith(std::function<wire::WalkResp(const std::string&)> make) {
+  return [make](int sock, const wire::Message& m) {
+    wire::WalkReq req;
+    if (m.header.type != static_cast<uint16_t>(wire::MessageType::kWalk) ||
+        !wire::Decode(m.payload, &req) || req.names.size() != 1) {
+      ReplyError(sock, m, EINVAL);
+      return;
+    }
+    Reply(sock, m, make(req.names[0]));
+  };
+}
+
+wire::WalkResp OneInode(uint64_t handle, wire::Stat st) {
+  wire::WalkResp r;
+  r.inodes.push_back({handle, st});
+  return r;
+}
+
+TEST_F(HostileGoferTest, ReplyOfAnotherTypeIsEio) {
+  ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
+                wire::Header h = ReplyHeader(m);
+                h.type = static_cast<uint16_t>(wire::MessageType::kStat);
+                wire::SendMessage(sock, h,
+                                  wire::EncodeToString(wire::StatResp{}));
+              }).ok());
+  EXPECT_EQ(StatErr("/x"), kEIO);
+  // The connection is broken now: every call fails, nothing crashes.
+  EXPECT_EQ(StatErr("/y"), kEIO);
+  EXPECT_FALSE(vfs::MkdirAt(Base(), "/d", 0755, 0).ok());
+}
+
+TEST_F(HostileGoferTest, HugeFrameIsEio) {
+  ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
+                // A header announcing a 2 GiB payload.
+                uint8_t hdr[32] = {};
+                uint32_t magic = wire::kMagic, len = 0x7fffffff;
+                uint16_t version = 1, type = m.header.type, flags = 1;
+                uint64_t id = m.header.request_id;
+                memcpy(hdr, &magic, 4);
+                memcpy(hdr + 4, &version, 2);
+                memcpy(hdr + 6, &type, 2);
+                memcpy(hdr + 8, &flags, 2);
+                memcpy(hdr + 16, &id, 8);
+                memcpy(hdr + 24, &len, 4);
+                ASSERT_EQ(write(sock, hdr, sizeof(hdr)), 32);
+              }).ok());
+  EXPECT_EQ(StatErr("/x"), kEIO);
+  EXPECT_EQ(StatErr("/x"), kEIO);
+}
+
+TEST_F(HostileGoferTest, NonexistentFileTypeIsEio) {
+  ASSERT_TRUE(Start(WalkWith([](const std::string& name) {
+                wire::Stat st = DirStat(7);
+                st.mode = 0170000 | 0644;  // no such S_IFMT
+                return OneInode(7, st);
+              })).ok());
+  EXPECT_EQ(StatErr("/x"), kEIO);
+  EXPECT_EQ(StatErr("/x"), kEIO);  // nothing was cached
+}
+
+TEST_F(HostileGoferTest, KnownInodeChangingTypeIsEio) {
+  ASSERT_TRUE(Start(WalkWith([](const std::string& name) {
+                wire::Stat st = DirStat(9);  // same dev and ino each time
+                if (name == "file") st.mode = S_IFREG | 0644;
+                return OneInode(name == "file" ? 11 : 10, st);
+              })).ok());
+  auto dir = vfs::OpenAt(Base(), "/dir", O_RDONLY | O_DIRECTORY, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  EXPECT_EQ(StatErr("/file"), kEIO);
+  EXPECT_EQ(StatErr("/dir"), Errno(0));
+}
+
+TEST_F(HostileGoferTest, ErrnosOutsideLinuxAreEio) {
+  ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
+                wire::WalkReq req;
+                ASSERT_TRUE(wire::Decode(m.payload, &req));
+                const std::string& n = req.names[0];
+                if (n == "restart") return ReplyError(sock, m, 512);
+                if (n == "huge") return ReplyError(sock, m, 0xFFFFFFFF);
+                wire::WalkResp r;
+                r.status = wire::WalkStatus::kError;
+                r.error = n == "enoent" ? ENOENT : 4000;
+                Reply(sock, m, r);
+              }).ok());
+  EXPECT_EQ(StatErr("/restart"), kEIO);
+  EXPECT_EQ(StatErr("/huge"), kEIO);
+  EXPECT_EQ(StatErr("/weird"), kEIO);
+  EXPECT_EQ(StatErr("/enoent"), kENOENT);
+}
+
+TEST_F(HostileGoferTest, BadDirectoryEntriesAreEio) {
+  ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
+                wire::GetdentsReq req;
+                if (!wire::Decode(m.payload, &req)) {
+                  return ReplyError(sock, m, EINVAL);
+                }
+                // The root's cookie says which hostile listing to send;
+                // tests vary it through what they ask for below.
+                static int call = 0;
+                wire::GetdentsResp r;
+                switch (call++) {
+                  case 0:
+                    r.dirents.push_back({5, 1, DT_REG, "a/b"});
+                    break;
+                  case 1:
+                    r.dirents.push_back({5, 1, DT_REG, ".."});
+                    break;
+                  case 2:
+                    r.dirents.push_back(
+                        {5, std::numeric_limits<uint64_t>::max(), DT_REG, "x"});
+                    break;
+                  default:  // a cookie that never moves on
+                    r.dirents.push_back({5, req.cookie, DT_REG, "loop"});
+                    break;
+                }
+                Reply(sock, m, r);
+              }).ok());
+  for (int i = 0; i < 4; ++i) {
+    auto f = vfs::OpenAt(Base(), "/", O_RDONLY | O_DIRECTORY, 0, 0);
+    ASSERT_TRUE(f.ok());
+    int entries = 0;
+    auto r = (*f)->IterDirents([&](const vfs::DirEntry&) {
+      ++entries;
+      return entries < 100000;
+    });
+    ASSERT_FALSE(r.ok()) << i;
+    EXPECT_EQ(r.error(), kEIO) << i;
+  }
+}
+
+TEST_F(HostileGoferTest, OpenWithoutFdIsEio) {
+  ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
+                switch (static_cast<wire::MessageType>(m.header.type)) {
+                  case wire::MessageType::kWalk: {
+                    wire::Stat st = DirStat(3);
+                    st.mode = S_IFREG | 0644;
+                    return Reply(sock, m, OneInode(3, st));
+                  }
+                  default:  // Open: success without the donated FD
+                    return Reply(sock, m, wire::Empty{});
+                }
+              }).ok());
+  EXPECT_EQ(vfs::OpenAt(Base(), "/f", O_RDONLY, 0, 0).error(), kEIO);
+}
+
+TEST(HostileAttach, RootThatIsNotADirectoryIsEio) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  std::thread server([sock = sv[1]] {
+    wire::UniqueFd owned(sock);
+    wire::Message m;
+    if (wire::RecvMessage(sock, &m) != 0) return;
+    wire::AttachResp a;
+    a.root = {1, DirStat(1)};
+    a.root.stat.mode = S_IFREG | 0644;
+    Reply(sock, m, a);
+  });
+  auto fs = GoferFilesystem::Create(
+      std::make_unique<wire::GoferClient>(wire::UniqueFd(sv[0])), {});
+  ASSERT_FALSE(fs.ok());
+  EXPECT_EQ(fs.error(), kEIO);
+  server.join();
+}
+
+}  // namespace
+}  // namespace sandbox::fs::gofer
