@@ -1,0 +1,147 @@
+#include "sentry/fs/kernfs/kernfs.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+namespace sandbox::fs::kernfs {
+
+vfs::FsStats Filesystem::StatFs() {
+  vfs::FsStats st;
+  st.type = magic_;
+  st.name_max = vfs::kNameMax;
+  return st;
+}
+
+void Filesystem::SetRoot(std::shared_ptr<vfs::Inode> root) {
+  root_ = vfs::Dentry::NewRoot(std::move(root));
+}
+
+vfs::NewInodeAttrs RootOwned(uint32_t mode, uint64_t rdev) {
+  vfs::NewInodeAttrs a;
+  a.mode = mode;
+  a.rdev = rdev;
+  return a;
+}
+
+// ---- Dir ----
+
+Dir::Dir(Filesystem& fs, uint32_t perm, uint32_t uid, uint32_t gid)
+    : vfs::Inode(fs, fs.NextIno(),
+                 vfs::NewInodeAttrs{S_IFDIR | (perm & 07777), uid, gid, 0}) {
+  IncLinks();  // "."
+}
+
+void Dir::Add(std::string name, std::shared_ptr<vfs::Inode> inode) {
+  if (inode->IsDir()) IncLinks();  // its ".."
+  fixed_.emplace_back(std::move(name), std::move(inode));
+}
+
+void Dir::SetDynamic(NameLister names, DynamicLookup lookup) {
+  names_ = std::move(names);
+  lookup_ = std::move(lookup);
+}
+
+KResult<std::shared_ptr<vfs::Inode>> Dir::Lookup(std::string_view name) {
+  for (const auto& [n, inode] : fixed_) {
+    if (n == name) return inode;
+  }
+  if (lookup_) return lookup_(name);
+  return kENOENT;
+}
+
+KResult<void> Dir::IterDirents(int64_t offset, vfs::DirentSink sink) {
+  // Cookies: fixed child i is 2 + i; dynamic child j (in the lister's
+  // order at the time of the call) is 2 + fixed_.size() + j.
+  int64_t cookie = 2;
+  for (const auto& [name, inode] : fixed_) {
+    if (cookie >= offset) {
+      vfs::DirEntry e{name, inode->ino(), vfs::DirentType(inode->type()),
+                      cookie + 1};
+      if (!sink(e)) return OkResult();
+    }
+    ++cookie;
+  }
+  if (!names_) return OkResult();
+  for (const std::string& name : names_()) {
+    if (cookie >= offset) {
+      KResult<std::shared_ptr<vfs::Inode>> inode = lookup_(name);
+      if (inode.ok()) {  // skip entries that vanished meanwhile
+        vfs::DirEntry e{name, (*inode)->ino(),
+                        vfs::DirentType((*inode)->type()), cookie + 1};
+        if (!sink(e)) return OkResult();
+      }
+    }
+    ++cookie;
+  }
+  return OkResult();
+}
+
+// ---- Symlink ----
+
+Symlink::Symlink(Filesystem& fs, Target target, uint32_t uid, uint32_t gid)
+    : vfs::Inode(fs, fs.NextIno(),
+                 vfs::NewInodeAttrs{S_IFLNK | 0777, uid, gid, 0}),
+      target_(std::move(target)) {}
+
+Symlink::Symlink(Filesystem& fs, std::string target)
+    : Symlink(fs,
+              [t = std::move(target)]() -> KResult<std::string> { return t; }) {
+}
+
+// ---- GeneratedFile ----
+
+GeneratedFile::GeneratedFile(Filesystem& fs, uint32_t perm, Generator gen,
+                             uint32_t uid, uint32_t gid)
+    : vfs::Inode(fs, fs.NextIno(),
+                 vfs::NewInodeAttrs{S_IFREG | (perm & 07777), uid, gid, 0}),
+      gen_(std::move(gen)) {}
+
+GeneratedFile::GeneratedFile(Filesystem& fs, uint32_t perm, std::string content)
+    : GeneratedFile(
+          fs, perm,
+          [c = std::move(content)]() -> KResult<std::string> { return c; }) {}
+
+KResult<std::shared_ptr<vfs::VfsFile>> GeneratedFile::Open(
+    const vfs::VirtualDentry& vd, uint32_t flags) {
+  return std::shared_ptr<vfs::VfsFile>(
+      std::make_shared<GeneratedFileDescription>(vd, flags, gen_));
+}
+
+KResult<size_t> GeneratedFileDescription::ReadAtLocked(absl::Span<uint8_t> dst,
+                                                       int64_t offset) {
+  if (offset < 0) return kEINVAL;
+  if (!generated_ || offset == 0) {
+    TRY(data_, gen_());
+    generated_ = true;
+  }
+  if (static_cast<uint64_t>(offset) >= data_.size()) return size_t{0};
+  size_t n = std::min(dst.size(), data_.size() - static_cast<size_t>(offset));
+  memcpy(dst.data(), data_.data() + offset, n);
+  return n;
+}
+
+KResult<size_t> GeneratedFileDescription::Read(vfs::IoContext&,
+                                               absl::Span<uint8_t> dst) {
+  absl::MutexLock l(&offset_mu_);
+  TRY(size_t n, ReadAtLocked(dst, offset_));
+  offset_ += static_cast<int64_t>(n);
+  return n;
+}
+
+KResult<size_t> GeneratedFileDescription::PRead(vfs::IoContext&,
+                                                absl::Span<uint8_t> dst,
+                                                int64_t offset) {
+  absl::MutexLock l(&offset_mu_);
+  return ReadAtLocked(dst, offset);
+}
+
+KResult<int64_t> GeneratedFileDescription::Seek(int64_t offset, int whence) {
+  absl::MutexLock l(&offset_mu_);
+  // seq_lseek: SEEK_SET and SEEK_CUR only.
+  if (whence != SEEK_SET && whence != SEEK_CUR) return kEINVAL;
+  return SeekLocked(offset, whence, 0);
+}
+
+}  // namespace sandbox::fs::kernfs

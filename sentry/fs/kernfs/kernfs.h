@@ -1,0 +1,174 @@
+// kernfs: building blocks for synthetic file systems whose content the
+// Sentry generates (/proc, /sys, /dev), like gVisor's kernfs and Linux's
+// proc_fs/seq_file helpers.
+//
+//  - Filesystem: a vfs::Filesystem with a type name, a statfs magic and an
+//    inode-number counter; the user builds the tree and calls SetRoot once.
+//  - Dir: a directory with a fixed list of children (Add, before the file
+//    system is mounted) and optionally dynamic ones (a name lister and a
+//    lookup function, e.g. one entry per PID). Name changes fail with EPERM
+//    as Linux gives for a directory without those inode operations.
+//  - Symlink: a link whose target is computed on each readlink/follow
+//    (/proc/self -> "<pid>").
+//  - GeneratedFile: a read-only regular file whose bytes are produced by a
+//    function, like seq_file: on the first read and again on every read at
+//    offset 0, so `cat` sees the state of the moment. st_size is 0.
+//
+// Locking: a Dir's static children are immutable once it is reachable (Add
+// is only called while building); dynamic children come from the callbacks,
+// which do their own locking. GeneratedFile data is per open description,
+// under the VfsFile's offset_mu_. Callbacks run with the file system's
+// tree_mu held shared (lookups, listings): they must not walk paths of this
+// file system.
+#ifndef SENTRY_FS_KERNFS_KERNFS_H_
+#define SENTRY_FS_KERNFS_KERNFS_H_
+
+#include <stdint.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "sentry/base/result.h"
+#include "sentry/vfs/dentry.h"
+#include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/inode.h"
+#include "sentry/vfs/vfs_file.h"
+
+namespace sandbox::fs::kernfs {
+
+class Filesystem : public vfs::Filesystem {
+ public:
+  Filesystem(std::string type_name, uint64_t magic)
+      : type_name_(std::move(type_name)), magic_(magic) {}
+
+  std::string_view type_name() const override { return type_name_; }
+  std::shared_ptr<vfs::Dentry> root() const override { return root_; }
+  vfs::FsStats StatFs() override;
+
+  uint64_t NextIno() {
+    return next_ino_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Called once, before the file system is mounted.
+  void SetRoot(std::shared_ptr<vfs::Inode> root);
+
+ private:
+  const std::string type_name_;
+  const uint64_t magic_;
+  std::atomic<uint64_t> next_ino_{1};
+  std::shared_ptr<vfs::Dentry> root_;
+};
+
+// Attributes of a synthetic inode owned by root.
+vfs::NewInodeAttrs RootOwned(uint32_t mode, uint64_t rdev = 0);
+
+class Dir : public vfs::Inode {
+ public:
+  using NameLister = std::function<std::vector<std::string>()>;
+  using DynamicLookup =
+      std::function<KResult<std::shared_ptr<vfs::Inode>>(std::string_view)>;
+
+  // `perm`: permission bits (0555 for /proc directories).
+  Dir(Filesystem& fs, uint32_t perm, uint32_t uid = 0, uint32_t gid = 0);
+
+  // Adds a fixed child. Only while building (before mounting).
+  void Add(std::string name, std::shared_ptr<vfs::Inode> inode);
+  // Adds dynamic children (listed after the fixed ones). Only while
+  // building.
+  void SetDynamic(NameLister names, DynamicLookup lookup);
+
+  KResult<std::shared_ptr<vfs::Inode>> Lookup(std::string_view name) override;
+  KResult<void> IterDirents(int64_t offset, vfs::DirentSink sink) override;
+  bool IsEmptyDir() override { return false; }
+  KResult<std::shared_ptr<vfs::Inode>> CreateChild(std::string_view,
+                                                   const vfs::NewInodeAttrs&,
+                                                   std::string_view) override {
+    return kEPERM;
+  }
+  KResult<void> LinkChild(std::string_view,
+                          const std::shared_ptr<vfs::Inode>&) override {
+    return kEPERM;
+  }
+  KResult<void> RemoveChild(std::string_view, vfs::Inode&) override {
+    return kEPERM;
+  }
+  KResult<void> RenameChild(std::string_view, vfs::Inode&, std::string_view,
+                            uint32_t) override {
+    return kEPERM;
+  }
+
+  Filesystem& kfs() const { return static_cast<Filesystem&>(fs()); }
+
+ private:
+  std::vector<std::pair<std::string, std::shared_ptr<vfs::Inode>>> fixed_;
+  NameLister names_;
+  DynamicLookup lookup_;
+};
+
+class Symlink final : public vfs::Inode {
+ public:
+  using Target = std::function<KResult<std::string>()>;
+  Symlink(Filesystem& fs, Target target, uint32_t uid = 0, uint32_t gid = 0);
+  // A fixed target.
+  Symlink(Filesystem& fs, std::string target);
+  KResult<std::string> Readlink() override { return target_(); }
+
+ private:
+  const Target target_;
+};
+
+class GeneratedFile final : public vfs::Inode {
+ public:
+  using Generator = std::function<KResult<std::string>()>;
+  GeneratedFile(Filesystem& fs, uint32_t perm, Generator gen, uint32_t uid = 0,
+                uint32_t gid = 0);
+  // Fixed content.
+  GeneratedFile(Filesystem& fs, uint32_t perm, std::string content);
+
+  KResult<std::shared_ptr<vfs::VfsFile>> Open(const vfs::VirtualDentry& vd,
+                                              uint32_t flags) override;
+  // The content now (tests, and callers that want it without a file).
+  KResult<std::string> Generate() const { return gen_(); }
+
+ private:
+  const Generator gen_;
+};
+
+// An open GeneratedFile (seq_file): lseek with SEEK_SET/SEEK_CUR only,
+// pread, read; writes fail with EINVAL (no write operation).
+class GeneratedFileDescription final : public vfs::VfsFile {
+ public:
+  GeneratedFileDescription(vfs::VirtualDentry vd, uint32_t flags,
+                           GeneratedFile::Generator gen)
+      : VfsFile(std::move(vd), flags), gen_(std::move(gen)) {}
+
+  KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override;
+  KResult<size_t> PRead(vfs::IoContext& ctx, absl::Span<uint8_t> dst,
+                        int64_t offset) override;
+  KResult<size_t> Write(vfs::IoContext&, absl::Span<const uint8_t>) override {
+    return kEINVAL;
+  }
+  KResult<size_t> PWrite(vfs::IoContext&, absl::Span<const uint8_t>,
+                         int64_t) override {
+    return kEINVAL;
+  }
+  KResult<int64_t> Seek(int64_t offset, int whence) override;
+
+ private:
+  // Copies from data_ at `offset`, generating it first if needed.
+  KResult<size_t> ReadAtLocked(absl::Span<uint8_t> dst, int64_t offset)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(offset_mu_);
+
+  const GeneratedFile::Generator gen_;
+  bool generated_ ABSL_GUARDED_BY(offset_mu_) = false;
+  std::string data_ ABSL_GUARDED_BY(offset_mu_);
+};
+
+}  // namespace sandbox::fs::kernfs
+
+#endif  // SENTRY_FS_KERNFS_KERNFS_H_

@@ -1,0 +1,111 @@
+#include "sentry/fs/kernfs/kernfs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sentry/vfs/mount.h"
+
+namespace sandbox::fs::kernfs {
+namespace {
+
+struct Tree {
+  std::shared_ptr<Filesystem> fs;
+  std::shared_ptr<Dir> root;
+  std::shared_ptr<vfs::Mount> mount;
+};
+
+Tree MakeTree(GeneratedFile::Generator gen) {
+  Tree t;
+  t.fs = std::make_shared<Filesystem>("testfs", 0x1234);
+  t.root = std::make_shared<Dir>(*t.fs, 0555);
+  t.root->Add("file", std::make_shared<GeneratedFile>(*t.fs, 0444, gen));
+  t.root->Add("sub", std::make_shared<Dir>(*t.fs, 0555));
+  t.root->Add("link", std::make_shared<Symlink>(*t.fs, "file"));
+  t.root->SetDynamic(
+      [] {
+        return std::vector<std::string>{"7", "9"};
+      },
+      [fs = t.fs.get()](
+          std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
+        if (name != "7" && name != "9") return kENOENT;
+        return std::shared_ptr<vfs::Inode>(std::make_shared<Dir>(*fs, 0555));
+      });
+  t.fs->SetRoot(t.root);
+  t.mount = vfs::Mount::Create(t.fs, t.fs->root(), 0);
+  return t;
+}
+
+std::vector<std::string> List(Dir& d, int64_t offset) {
+  std::vector<std::string> names;
+  absl::ReaderMutexLock l(&d.fs().tree_mu());
+  EXPECT_TRUE(d.IterDirents(offset, [&](const vfs::DirEntry& e) {
+                 names.emplace_back(e.name);
+                 return true;
+               }).ok());
+  return names;
+}
+
+TEST(KernfsTest, DirListsFixedThenDynamicAndResumes) {
+  Tree t = MakeTree([]() -> KResult<std::string> { return std::string("x"); });
+  EXPECT_EQ(List(*t.root, 2),
+            (std::vector<std::string>{"file", "sub", "link", "7", "9"}));
+  // Offset 5 = the fourth entry's cookie (fixed entries are 2, 3, 4).
+  EXPECT_EQ(List(*t.root, 5), (std::vector<std::string>{"7", "9"}));
+  EXPECT_EQ(t.root->nlink(), 3u);  // ".", its own entry, sub's ".."
+  absl::ReaderMutexLock l(&t.fs->tree_mu());
+  EXPECT_TRUE(t.root->Lookup("9").ok());
+  EXPECT_EQ(t.root->Lookup("8").error(), kENOENT);
+  EXPECT_EQ(
+      t.root->CreateChild("new", kernfs::RootOwned(S_IFREG | 0644), "").error(),
+      kEPERM);
+}
+
+TEST(KernfsTest, GeneratedFileRegeneratesAtOffsetZeroOnly) {
+  int calls = 0;
+  Tree t = MakeTree([&calls]() -> KResult<std::string> {
+    ++calls;
+    return std::string("gen") + std::to_string(calls) + "\n";
+  });
+  std::shared_ptr<vfs::Inode> inode;
+  {
+    absl::ReaderMutexLock l(&t.fs->tree_mu());
+    inode = t.root->Lookup("file").value();
+  }
+  EXPECT_EQ(inode->Stat().st_size, 0);
+  std::shared_ptr<vfs::Dentry> d = vfs::Dentry::NewRoot(inode);
+  auto f = inode->Open({t.mount, d}, O_RDONLY).value();
+  vfs::IoContext ctx;
+  uint8_t buf[3];
+  ASSERT_EQ(f->Read(ctx, absl::MakeSpan(buf, 3)).value(), 3u);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), 3), "gen");
+  ASSERT_EQ(f->Read(ctx, absl::MakeSpan(buf, 3)).value(), 2u);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), 2), "1\n");
+  EXPECT_EQ(f->Read(ctx, absl::MakeSpan(buf, 3)).value(), 0u);
+  EXPECT_EQ(calls, 1);
+  // Back to 0: the content is produced again.
+  EXPECT_EQ(f->Seek(0, SEEK_SET).value(), 0);
+  ASSERT_EQ(f->PRead(ctx, absl::MakeSpan(buf, 3), 3).value(), 2u);
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(f->Read(ctx, absl::MakeSpan(buf, 3)).value(), 3u);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(f->Seek(0, SEEK_END).error(), kEINVAL);
+  const uint8_t w[1] = {'a'};
+  EXPECT_EQ(f->Write(ctx, absl::MakeConstSpan(w, 1)).error(), kEINVAL);
+}
+
+TEST(KernfsTest, SymlinkTargetIsComputedEachTime) {
+  auto fs = std::make_shared<Filesystem>("testfs", 1);
+  int n = 0;
+  Symlink s(*fs,
+            [&n]() -> KResult<std::string> { return std::to_string(++n); });
+  EXPECT_EQ(s.Readlink().value(), "1");
+  EXPECT_EQ(s.Readlink().value(), "2");
+  EXPECT_EQ(s.Stat().st_mode, S_IFLNK | 0777u);
+}
+
+}  // namespace
+}  // namespace sandbox::fs::kernfs
