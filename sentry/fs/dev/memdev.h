@@ -1,0 +1,46 @@
+// The memory character devices (drivers/char/mem.c, random.c): null, zero,
+// full, random, urandom.
+//
+// Semantics, as Linux: null reads EOF and swallows writes; zero reads zeros
+// and swallows writes; full reads zeros and fails writes with ENOSPC;
+// random and urandom never block (Linux >= 5.6 once the pool is ready) and
+// accept writes (entropy "mixing", counted and dropped). lseek always
+// succeeds and returns 0 (noop_llseek / null_lseek keep f_pos at 0).
+//
+// Thread-safety: stateless.
+#ifndef SENTRY_FS_DEV_MEMDEV_H_
+#define SENTRY_FS_DEV_MEMDEV_H_
+
+#include <stdint.h>
+
+#include "sentry/vfs/vfs_file.h"
+
+namespace sandbox::fs::dev {
+
+enum class MemDevice { kNull, kZero, kFull, kRandom, kURandom };
+
+class MemDevFile final : public vfs::VfsFile {
+ public:
+  MemDevFile(vfs::VirtualDentry vd, uint32_t flags, MemDevice kind)
+      : VfsFile(std::move(vd), flags), kind_(kind) {}
+
+  KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override;
+  KResult<size_t> PRead(vfs::IoContext& ctx, absl::Span<uint8_t> dst,
+                        int64_t offset) override;
+  KResult<size_t> Write(vfs::IoContext& ctx,
+                        absl::Span<const uint8_t> src) override;
+  KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
+                         int64_t offset) override;
+  KResult<int64_t> Seek(int64_t offset, int whence) override;
+
+ private:
+  const MemDevice kind_;
+};
+
+// Fills `dst` with random bytes (getrandom(2) on the host, never blocking
+// once the host's pool is initialized).
+KResult<void> FillRandom(absl::Span<uint8_t> dst);
+
+}  // namespace sandbox::fs::dev
+
+#endif  // SENTRY_FS_DEV_MEMDEV_H_
