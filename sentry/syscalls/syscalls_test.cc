@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/testing/fake_platform.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vfs/lock/file_locks.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -498,6 +501,45 @@ TEST_F(SyscallsTest, Futex) {
   EXPECT_EQ(f.WaiterCount(), 0u);
 }
 
+TEST_F(SyscallsTest, MemfdMmapSealsMsyncMincore) {
+  PutString(buf_ + 1000, "guest");
+  auto fd = Call(nr::memfd_create, buf_ + 1000, MFD_ALLOW_SEALING);
+  ASSERT_TRUE(fd.ok());
+  EXPECT_EQ(Call(nr::memfd_create, 8, 0).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::memfd_create, buf_ + 1000, 0x100).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::memfd_create, buf_ + 1000, MFD_HUGETLB).error(), kEINVAL);
+  ASSERT_TRUE(Call(nr::ftruncate, *fd, 2 * 4096).ok());
+  auto a =
+      Call(nr::mmap, 0, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+  ASSERT_TRUE(a.ok());
+  std::string name;
+  for (const mm::VmaInfo& v : task_->mm().Vmas()) {
+    if (v.start == *a) name = v.name;
+  }
+  EXPECT_EQ(name, "/memfd:guest (deleted)");
+  // A store through the mapping is what pread returns.
+  Put(*a + 4096, "hi", 2);
+  ASSERT_EQ(Call(nr::pread64, *fd, buf_ + 2000, 2, 4096).value(), 2u);
+  EXPECT_EQ(Get<char>(buf_ + 2001), 'i');
+  // mincore: the touched page is resident.
+  ASSERT_TRUE(Call(nr::mincore, *a, 2 * 4096, buf_ + 3000).ok());
+  EXPECT_EQ(Get<uint8_t>(buf_ + 3001), 1);
+  EXPECT_EQ(Call(nr::mincore, *a + 1, 4096, buf_ + 3000).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::msync, *a, 4096, MS_SYNC).value(), 0u);
+  EXPECT_EQ(Call(nr::msync, *a, 4096, MS_SYNC | MS_ASYNC).error(), kEINVAL);
+  // F_SEAL_WRITE waits for the shared writable mapping to go.
+  EXPECT_EQ(Call(nr::fcntl, *fd, F_ADD_SEALS, F_SEAL_WRITE).error(), kEBUSY);
+  ASSERT_TRUE(Call(nr::munmap, *a, 2 * 4096).ok());
+  ASSERT_TRUE(Call(nr::fcntl, *fd, F_ADD_SEALS, F_SEAL_WRITE).ok());
+  EXPECT_EQ(Call(nr::fcntl, *fd, F_GET_SEALS).value(), uint64_t{F_SEAL_WRITE});
+  EXPECT_EQ(Call(nr::mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0)
+                .error(),
+            kEPERM);
+  EXPECT_EQ(Call(nr::write, *fd, buf_, 1).error(), kEPERM);
+  // Unknown seal bits.
+  EXPECT_EQ(Call(nr::fcntl, *fd, F_ADD_SEALS, 0x40).error(), kEINVAL);
+}
+
 TEST_F(SyscallsTest, KillSelf) {
   EXPECT_EQ(Call(nr::kill, 2, SIGTERM).error(), kESRCH);
   EXPECT_EQ(Call(nr::kill, 1, 0).value(), 0u);
@@ -617,6 +659,46 @@ TEST_F(SyscallsTest, StraceLine) {
   close(p[0]);
   close(host_read);
   close(host_write);
+}
+
+TEST_F(SyscallsTest, PipeFlockAndRecordLocks) {
+  ASSERT_TRUE(Call(nr::pipe2, buf_, O_CLOEXEC).ok());
+  int32_t r = Get<int32_t>(buf_), w = Get<int32_t>(buf_ + 4);
+  PutString(buf_ + 100, "data");
+  EXPECT_EQ(Call(nr::write, w, buf_ + 100, 4).value(), 4u);
+  // FIONREAD, the pipe size, then the data.
+  ASSERT_TRUE(Call(nr::ioctl, r, FIONREAD, buf_ + 200).ok());
+  EXPECT_EQ(Get<int32_t>(buf_ + 200), 4);
+  EXPECT_EQ(Call(nr::fcntl, w, F_GETPIPE_SZ).value(), 65536u);
+  EXPECT_EQ(Call(nr::fcntl, w, F_SETPIPE_SZ, 1).value(), 4096u);
+  EXPECT_EQ(Call(nr::read, r, buf_ + 300, 100).value(), 4u);
+  EXPECT_EQ(Get<char>(buf_ + 303), 'a');
+  // A bad array pointer: EFAULT and no descriptor left behind.
+  size_t open_fds = task_->fd_table().Count();
+  EXPECT_EQ(Call(nr::pipe2, 8, 0).error(), kEFAULT);
+  EXPECT_EQ(task_->fd_table().Count(), open_fds);
+  EXPECT_EQ(Call(nr::pipe2, buf_, O_APPEND).error(), kEINVAL);
+  // flock: the two ends are two descriptions of one inode.
+  EXPECT_TRUE(Call(nr::flock, r, LOCK_EX | LOCK_NB).ok());
+  EXPECT_EQ(Call(nr::flock, w, LOCK_EX | LOCK_NB).error(), kEAGAIN);
+  EXPECT_EQ(Call(nr::flock, r, 0).error(), kEINVAL);
+  // A POSIX lock, dropped when any descriptor of the file closes.
+  auto range_locks = [&](int fd) -> size_t {
+    vfs::FileRef f = task_->fd_table().Get(fd);
+    if (f == nullptr || f->locks() == nullptr) return 0;
+    return f->locks()->RangeLocks().size();
+  };
+  struct flock fl = {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_len = 10;
+  Put(buf_ + 400, &fl, sizeof(fl));
+  EXPECT_TRUE(Call(nr::fcntl, r, F_SETLK, buf_ + 400).ok());
+  EXPECT_EQ(Call(nr::fcntl, w, F_SETLK, buf_ + 400).error(), kEBADF);
+  ASSERT_EQ(range_locks(r), 1u);
+  EXPECT_TRUE(Call(nr::close, w).ok());
+  EXPECT_EQ(range_locks(r), 0u);
+  EXPECT_EQ(Call(nr::fcntl, r, F_SETLK, 8).error(), kEFAULT);
 }
 
 }  // namespace
