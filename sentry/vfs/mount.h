@@ -93,6 +93,14 @@ class Mount : public std::enable_shared_from_this<Mount> {
   bool HasChildrenLocked() const ABSL_SHARED_LOCKS_REQUIRED(MountLock()) {
     return !children_.empty();
   }
+  // The mounts attached on this one, in no order (/proc/pid/mountinfo).
+  std::vector<std::shared_ptr<Mount>> ChildrenLocked() const
+      ABSL_SHARED_LOCKS_REQUIRED(MountLock()) {
+    std::vector<std::shared_ptr<Mount>> v;
+    v.reserve(children_.size());
+    for (const auto& [point, child] : children_) v.push_back(child);
+    return v;
+  }
 
   // Attaches `child` at `point` (point.mount must be this). EBUSY if a
   // mount is already attached exactly there (callers pass walked
