@@ -49,6 +49,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "gofer/protocol/client.h"
+#include "platform/memory_file.h"
 #include "sentry/base/result.h"
 #include "sentry/fs/gofer/fd_cache.h"
 #include "sentry/vfs/dentry.h"
@@ -71,6 +72,10 @@ struct Options {
   size_t max_host_fds = 10000;
   // Cached inodes (each holds a Gofer handle; the Gofer allows 16384).
   size_t max_cached_inodes = 8192;
+  // The memory file that holds the page cache of mmapped files; null:
+  // mmap of this file system's files fails (ENODEV). Must outlive the file
+  // system.
+  platform::MemoryFile* memory_file = nullptr;
   // Give new files the creator's uid/gid (the Gofer chowns them); false
   // leaves the Gofer's own.
   bool set_owner = true;

@@ -107,6 +107,9 @@ KResult<void> GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
     if (!IsRegular()) return kEINVAL;
   }
   if (gfs().read_only()) return kEROFS;
+  // Size first, through Truncate (regular files keep their page cache
+  // consistent there), then the rest in one call.
+  if (req.mask & R::kSize) TRY_VOID(Truncate(req.size));
   wire::SetAttrReq w;
   w.handle = handle_;
   if (req.mask & R::kMode) {
@@ -120,10 +123,6 @@ KResult<void> GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
   if (req.mask & R::kGid) {
     w.mask |= wire::kSetGid;
     w.gid = req.gid;
-  }
-  if (req.mask & R::kSize) {
-    w.mask |= wire::kSetSize;
-    w.size = req.size;
   }
   if (req.mask & R::kAtime) {
     w.mask |= wire::kSetAtime;
@@ -140,7 +139,6 @@ KResult<void> GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
     TRY_VOID(r);
   }
   absl::MutexLock l(&mu_);
-  if (req.mask & R::kSize) attrs_.size = req.size;
   if (req.mask & R::kMode) attrs_.mode = (attrs_.mode & S_IFMT) | w.mode;
   if (req.mask & R::kUid) attrs_.uid = req.uid;
   if (req.mask & R::kGid) attrs_.gid = req.gid;

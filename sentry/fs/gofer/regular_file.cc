@@ -13,12 +13,18 @@ namespace sandbox::fs::gofer {
 namespace {
 
 constexpr uint64_t kMaxFileSize = std::numeric_limits<int64_t>::max();
+constexpr uint64_t kPage = abi::kPageSize;
 
 Errno HostErrno() { return Errno(errno); }
 
 }  // namespace
 
-GoferRegularFile::~GoferRegularFile() {
+GoferRegularFile::~GoferRegularFile() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Nobody else can reach the inode now.
+  if (any_dirty_.load()) (void)WriteBackLocked(0, ~uint64_t{0});
+  if (platform::MemoryFile* mf = gfs().options().memory_file) {
+    for (const auto& [index, page] : pages_) mf->Free(page.mf_offset, kPage);
+  }
   for (FdCache::Slot& s : slots_) gfs().fd_cache().Forget(s);
 }
 
@@ -84,6 +90,11 @@ KResult<size_t> GoferRegularFile::ReadAt(absl::Span<uint8_t> dst,
                                          uint64_t offset) {
   if (dst.empty()) return size_t{0};
   if (offset >= kMaxFileSize) return size_t{0};
+  // Stores through shared mappings first, so read(2) sees them.
+  // (Best effort: a failed write-back stays dirty and is retried.)
+  if (any_dirty_.load(std::memory_order_acquire)) {
+    (void)WriteBack(0, ~uint64_t{0});
+  }
   TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/true, /*write=*/false));
   for (;;) {
     ssize_t n =
@@ -127,6 +138,9 @@ KResult<size_t> GoferRegularFile::WriteAt(absl::Span<const uint8_t> src,
   if (n < 0) return HostErrno();
   size_t done = std::min(static_cast<size_t>(n), len);
   NoteWrite(*offset + done);
+  if (any_pages_.load(std::memory_order_acquire)) {
+    UpdateCachedPages(src.first(done), *offset);
+  }
   if ((sync_flags & O_SYNC) == O_SYNC) {
     if (fsync(fd->get()) != 0) return HostErrno();
   } else if (sync_flags & O_DSYNC) {
@@ -144,6 +158,7 @@ KResult<int64_t> GoferRegularFile::SeekDataOrHole(int64_t offset, int whence) {
 }
 
 KResult<void> GoferRegularFile::Fsync(bool data_only) {
+  TRY_VOID(WriteBack(0, ~uint64_t{0}));
   std::shared_ptr<HostFd> fd = AnyCachedFd();
   if (fd == nullptr) {
     wire::Empty e;
@@ -158,14 +173,23 @@ KResult<void> GoferRegularFile::Fsync(bool data_only) {
 KResult<void> GoferRegularFile::Truncate(uint64_t size) {
   if (size > kMaxFileSize) return kEFBIG;
   if (gfs().read_only()) return kEROFS;
+  // Dirty pages below the new end must reach the host first.
+  TRY_VOID(WriteBack(0, size));
+  const uint64_t old_size = Attrs().size;
   FdCache& cache = gfs().fd_cache();
   std::shared_ptr<HostFd> fd = cache.Get(slots_[O_RDWR]);
   if (fd == nullptr) fd = cache.Get(slots_[O_WRONLY]);
-  if (fd == nullptr) return GoferInode::Truncate(size);
-  if (ftruncate(fd->get(), static_cast<off_t>(size)) != 0) return HostErrno();
-  absl::MutexLock l(&mu_);
-  attrs_.size = size;
-  MarkStaleLocked();
+  if (fd == nullptr) {
+    TRY_VOID(GoferInode::Truncate(size));
+  } else {
+    if (ftruncate(fd->get(), static_cast<off_t>(size)) != 0) {
+      return HostErrno();
+    }
+    absl::MutexLock l(&mu_);
+    attrs_.size = size;
+    MarkStaleLocked();
+  }
+  TruncateCache(old_size, size);
   return OkResult();
 }
 
@@ -230,6 +254,11 @@ KResult<int64_t> GoferFileDescription::Seek(int64_t offset, int whence) {
     size = static_cast<int64_t>(s);
   }
   return SeekLocked(offset, whence, size);
+}
+
+std::shared_ptr<mm::Mappable> GoferFileDescription::GetMappable() {
+  if (file_->gfs().options().memory_file == nullptr) return nullptr;
+  return file_;
 }
 
 KResult<void> GoferFileDescription::Sync(bool data_only) {

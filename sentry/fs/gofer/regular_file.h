@@ -13,24 +13,62 @@
 // under append_mu_, so appends are atomic among the Sentry's writers.
 // O_SYNC / O_DSYNC descriptions fsync / fdatasync after each write.
 //
+// mmap (page_cache.cc): the inode is an mm::Mappable whose pages are a page
+// cache in the memory file (Options::memory_file), filled from the host FD
+// on first touch. Coherence with read/write: write(2) goes to the host and
+// into the cached pages it overlaps; read(2) first writes dirty pages back.
+// Pages translated while a shared writable mapping exists are dirty (stores
+// do not fault, so they stay dirty while such a mapping exists); they are
+// written back (never past the host's end of file) when such a mapping
+// goes, on fsync, before read and truncate, and when the inode dies.
+// msync(2) does not reach the Mappable yet (the mm has no hook): a store is
+// on the host at the latest when its mapping goes.
+// Shared (non-exclusive) mounts do not see host changes to cached pages.
+//
 // Locking: append_mu_ serializes appending writes of this inode (it is
 // taken before Inode::mu_, and a Gofer Open may be made under it).
+// mappings_mu_ (an AddMapping lock) is taken before MemoryManager locks,
+// cache_mu_ (the pages) after them (Translate); a Gofer Open may be made
+// under cache_mu_ (filling a page needs an FD).
 #ifndef SENTRY_FS_GOFER_REGULAR_FILE_H_
 #define SENTRY_FS_GOFER_REGULAR_FILE_H_
 
+#include <atomic>
 #include <memory>
+#include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/types/span.h"
 #include "sentry/fs/gofer/fd_cache.h"
 #include "sentry/fs/gofer/inode.h"
+#include "sentry/mm/mappable.h"
+#include "sentry/mm/mapping_set.h"
 #include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::fs::gofer {
 
-class GoferRegularFile final : public GoferInode {
+class GoferRegularFile final : public GoferInode, public mm::Mappable {
  public:
   using GoferInode::GoferInode;
   ~GoferRegularFile() override;
+
+  // mm::Mappable (page_cache.cc).
+  void AddMapping(mm::MappingSpace* space, uintptr_t addr, uint64_t offset,
+                  uint64_t length, bool writable) override
+      ABSL_LOCKS_EXCLUDED(mappings_mu_);
+  void RemoveMapping(mm::MappingSpace* space, uintptr_t addr, uint64_t offset,
+                     uint64_t length, bool writable) override
+      ABSL_LOCKS_EXCLUDED(mappings_mu_);
+  KResult<std::vector<mm::Translation>> Translate(
+      uint64_t required_offset, uint64_t required_length,
+      uint64_t optional_offset, uint64_t optional_length,
+      platform::AccessType access) override ABSL_LOCKS_EXCLUDED(cache_mu_);
+  void Residency(uint64_t offset, uint64_t pages, uint8_t* vec) override
+      ABSL_LOCKS_EXCLUDED(cache_mu_);
+  // Writes dirty cached pages in [offset, end) back to the host.
+  KResult<void> WriteBack(uint64_t offset, uint64_t end)
+      ABSL_LOCKS_EXCLUDED(cache_mu_);
+  size_t cached_pages() const ABSL_LOCKS_EXCLUDED(cache_mu_);
 
   KResult<std::shared_ptr<vfs::VfsFile>> Open(const vfs::VirtualDentry& vd,
                                               uint32_t flags) override;
@@ -64,8 +102,32 @@ class GoferRegularFile final : public GoferInode {
   std::shared_ptr<HostFd> AnyCachedFd();
   void NoteWrite(uint64_t end) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Copies src (just written at `offset`) into the cached pages it covers.
+  void UpdateCachedPages(absl::Span<const uint8_t> src, uint64_t offset)
+      ABSL_LOCKS_EXCLUDED(cache_mu_);
+  // Drops cached pages past `size` (truncation) and zeroes the tail of the
+  // last one; mappings of the dropped range are invalidated first.
+  void TruncateCache(uint64_t old_size, uint64_t size)
+      ABSL_LOCKS_EXCLUDED(mappings_mu_, cache_mu_);
+  KResult<void> WriteBackLocked(uint64_t offset, uint64_t end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_mu_);
+
   FdCache::Slot slots_[3];  // by access mode; guarded by the FdCache
   absl::Mutex append_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+
+  struct Page {
+    uint64_t mf_offset = 0;
+    bool dirty = false;
+  };
+  absl::Mutex mappings_mu_;
+  mm::MappingSet mappings_ ABSL_GUARDED_BY(mappings_mu_);
+  // Shared writable mappings now (read by Translate without mappings_mu_).
+  std::atomic<int64_t> writable_mappings_{0};
+  mutable absl::Mutex cache_mu_;
+  absl::btree_map<uint64_t, Page> pages_ ABSL_GUARDED_BY(cache_mu_);
+  // Whether pages_ holds a dirty page (read without cache_mu_ as a hint).
+  std::atomic<bool> any_dirty_{false};
+  std::atomic<bool> any_pages_{false};
 };
 
 class GoferFileDescription final : public vfs::VfsFile {
@@ -83,7 +145,8 @@ class GoferFileDescription final : public vfs::VfsFile {
                          int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   KResult<void> Sync(bool data_only) override;
-  // mmap is not done yet (no page cache over the host FD): ENODEV.
+  // The inode's page cache, or null (ENODEV) without a memory file.
+  std::shared_ptr<mm::Mappable> GetMappable() override;
 
  private:
   static constexpr uint32_t kRwfAppend = 0x10, kRwfNoappend = 0x20;
