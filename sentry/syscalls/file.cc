@@ -447,8 +447,7 @@ SyscallResult Ioctl(Task& t, Fd fd, uint32_t cmd, uint64_t arg) {
       if (!inode.IsRegular() && !inode.IsDir() && !inode.IsSymlink()) {
         return kENOTTY;
       }
-      TRY_VOID(
-          t.CopyOutObj<int64_t>(arg, static_cast<int64_t>(inode.Attrs().size)));
+      TRY_VOID(t.CopyOutObj<int64_t>(arg, inode.Stat().st_size));
       return uint64_t{0};
     }
     default:

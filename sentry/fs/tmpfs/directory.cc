@@ -21,6 +21,7 @@ void Directory::Insert(std::string_view name,
   int64_t cookie = next_cookie_++;
   entries_.emplace(cookie, Entry{std::string(name), std::move(inode)});
   by_name_.emplace(std::string(name), cookie);
+  num_entries_.store(entries_.size(), std::memory_order_relaxed);
 }
 
 std::shared_ptr<vfs::Inode> Directory::Erase(std::string_view name) {
@@ -30,7 +31,18 @@ std::shared_ptr<vfs::Inode> Directory::Erase(std::string_view name) {
   std::shared_ptr<vfs::Inode> inode = std::move(e->second.inode);
   entries_.erase(e);
   by_name_.erase(it);
+  num_entries_.store(entries_.size(), std::memory_order_relaxed);
   return inode;
+}
+
+abi::Stat Directory::Stat() const {
+  constexpr int64_t kBogoDirentSize = 20;
+  abi::Stat st = vfs::Inode::Stat();
+  st.st_size =
+      kBogoDirentSize *
+      static_cast<int64_t>(num_entries_.load(std::memory_order_relaxed) + 2);
+  st.st_blocks = 0;
+  return st;
 }
 
 void Directory::MarkRemoved() {

@@ -12,6 +12,7 @@
 #ifndef SENTRY_FS_TMPFS_DIRECTORY_H_
 #define SENTRY_FS_TMPFS_DIRECTORY_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,9 @@ class Directory final : public TmpfsInode {
                             std::string_view new_name, uint32_t flags) override;
   KResult<void> IterDirents(int64_t offset, vfs::DirentSink sink) override;
   bool IsEmptyDir() override;
+  // st_size as Linux's tmpfs reports it: BOGO_DIRENT_SIZE (20) per entry
+  // plus two for "." and ".."; no blocks.
+  abi::Stat Stat() const override;
 
  private:
   struct Entry {
@@ -61,6 +65,8 @@ class Directory final : public TmpfsInode {
       ABSL_GUARDED_BY(fs_.tree_mu());
   int64_t next_cookie_ ABSL_GUARDED_BY(fs_.tree_mu()) = 2;
   bool removed_ ABSL_GUARDED_BY(fs_.tree_mu()) = false;
+  // entries_.size(), readable by stat without tree_mu.
+  std::atomic<uint64_t> num_entries_{0};
 };
 
 }  // namespace sandbox::fs::tmpfs

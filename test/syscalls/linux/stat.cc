@@ -216,5 +216,24 @@ TEST(StatTest, LongPathIsEnametoolong) {
   EXPECT_THAT(stat(p.c_str(), &st), SyscallFailsWithErrno(ENAMETOOLONG));
 }
 
+TEST(StatTest, TmpfsDirectorySizeCountsEntries) {
+  std::string d = "/dev/shm/stat_test_" + std::to_string(getpid());
+  ASSERT_THAT(mkdir(d.c_str(), 0755), SyscallSucceeds());
+  struct stat st;
+  ASSERT_THAT(stat(d.c_str(), &st), SyscallSucceeds());
+  // tmpfs: 20 bytes per entry, "." and ".." included; no blocks.
+  EXPECT_EQ(st.st_size, 40);
+  EXPECT_EQ(st.st_blocks, 0);
+  ASSERT_THAT(mkdir((d + "/a").c_str(), 0755), SyscallSucceeds());
+  ASSERT_THAT(symlink("x", (d + "/b").c_str()), SyscallSucceeds());
+  ASSERT_THAT(stat(d.c_str(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_size, 80);
+  ASSERT_THAT(rmdir((d + "/a").c_str()), SyscallSucceeds());
+  ASSERT_THAT(unlink((d + "/b").c_str()), SyscallSucceeds());
+  ASSERT_THAT(stat(d.c_str(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_size, 40);
+  ASSERT_THAT(rmdir(d.c_str()), SyscallSucceeds());
+}
+
 }  // namespace
 }  // namespace sandbox::testutil
