@@ -83,6 +83,7 @@ abi::Stat Inode::Stat() const {
 }
 
 KResult<void> Inode::SetAttr(const SetAttrRequest& req) {
+  TRY_VOID(CheckSetAttr(req));
   if (req.mask & SetAttrRequest::kSize) {
     if (type_ == S_IFDIR) return kEISDIR;
     if (type_ != S_IFREG) return kEINVAL;

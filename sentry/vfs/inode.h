@@ -197,6 +197,13 @@ class Inode : public std::enable_shared_from_this<Inode> {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  protected:
+  // Called first by SetAttr, without mu_: the file system's own refusal of
+  // a change (tmpfs: F_SEAL_EXEC forbids changing exec bits, EPERM, as
+  // shmem_setattr). Default: none.
+  virtual KResult<void> CheckSetAttr(const SetAttrRequest&)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    return OkResult();
+  }
   // Changes the size of a regular file (truncate/ftruncate/O_TRUNC). Called
   // without mu_ so that an implementation can invalidate mappings (which
   // takes MemoryManager locks) between its own critical sections.

@@ -273,6 +273,16 @@ void RegularFile::InitMemfd(std::string name, uint32_t seals) {
   seals_.store(seals, std::memory_order_release);
 }
 
+KResult<void> RegularFile::CheckSetAttr(const vfs::SetAttrRequest& req) {
+  if (!(req.mask & vfs::SetAttrRequest::kMode) ||
+      !(seals_.load(std::memory_order_acquire) & kSealExec)) {
+    return OkResult();
+  }
+  absl::ReaderMutexLock l(&mu_);
+  if ((attrs_.mode ^ req.mode) & 0111) return kEPERM;
+  return OkResult();
+}
+
 KResult<void> RegularFile::PunchHole(uint64_t offset, uint64_t length) {
   return Allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
 }

@@ -115,6 +115,9 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
   KResult<void> Allocate(uint32_t mode, uint64_t offset, uint64_t len) override
       ABSL_LOCKS_EXCLUDED(mu_, mappings_mu_);
   uint64_t BlocksLocked() const override ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // F_SEAL_EXEC: the exec bits may not change (EPERM).
+  KResult<void> CheckSetAttr(const vfs::SetAttrRequest& req) override
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   Filesystem& tmpfs() const { return static_cast<Filesystem&>(fs()); }

@@ -340,6 +340,11 @@ TEST(MemfdTest, NoexecSealMakesTheFileNonExecutableForGood) {
   EXPECT_THAT(fcntl(fd.get(), F_GET_SEALS),
               SyscallSucceedsWithValue(F_SEAL_EXEC));
   EXPECT_THAT(fcntl(fd.get(), F_ADD_SEALS, F_SEAL_GROW), SyscallSucceeds());
+  // The exec bits may never change; the others may.
+  EXPECT_THAT(fchmod(fd.get(), 0766), SyscallFailsWithErrno(EPERM));
+  EXPECT_THAT(fchmod(fd.get(), 0600), SyscallSucceeds());
+  ASSERT_THAT(fstat(fd.get(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
 TEST(MemfdTest, ExecSealOnAnExecutableFileImpliesWriteSeals) {
