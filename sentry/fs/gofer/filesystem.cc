@@ -89,6 +89,9 @@ KResult<std::shared_ptr<GoferInode>> GoferFilesystem::InodeFor(
         case S_IFLNK:
           inode = std::make_shared<GoferSymlink>(*this, wi);
           break;
+        case S_IFIFO:
+          inode = std::make_shared<GoferFifo>(*this, wi);
+          break;
         default:
           inode = std::make_shared<GoferSpecial>(*this, wi);
           break;

@@ -346,6 +346,24 @@ TEST_F(GoferFsTest, NameChanges) {
   ExpectMatchesHost(vfs::StatAt(Base(), "/", 0), tree_.root());
 }
 
+TEST_F(GoferFsTest, FifoPipesInTheSentry) {
+  ASSERT_EQ(mkfifo(Host("fifo").c_str(), 0600), 0);
+  Mount();
+  auto rw = Open("/fifo", O_RDWR);  // neither end waits
+  ASSERT_OK(rw);
+  auto w = Open("/fifo", O_WRONLY | O_NONBLOCK);  // a reader exists
+  ASSERT_OK(w);
+  ASSERT_OK(Write(**w, "through"));
+  vfs::IoContext ctx;
+  uint8_t buf[16];
+  auto n = (*rw)->Read(ctx, absl::MakeSpan(buf));
+  ASSERT_OK(n);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), *n), "through");
+  ExpectMatchesHost(vfs::StatAt(Base(), "/fifo", 0), Host("fifo"));
+  ASSERT_OK(vfs::MknodAt(Base(), "/sock", S_IFSOCK | 0600, 0, 0));
+  EXPECT_ERRNO(Open("/sock", O_RDONLY), kENXIO);
+}
+
 TEST_F(GoferFsTest, OpenUnlinkedFileKeepsWorking) {
   WriteFile(Host("f"), "keep");
   Mount();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sentry/fs/gofer/filesystem.h"
+#include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/vfs/inode.h"
 
 namespace sandbox::fs::gofer {
@@ -95,8 +96,23 @@ class GoferSymlink final : public GoferInode {
   std::string target_ ABSL_GUARDED_BY(target_mu_);
 };
 
-// FIFOs, sockets, device nodes: attributes only (open gives ENXIO; the
-// Gofer never opens devices, and FIFOs are not done yet).
+// A FIFO: its pipe lives in the Sentry (sentry/fs/pipe), shared by the
+// sandbox's openers of this inode, as Linux's i_pipe; a host process using
+// the host FIFO is not connected to it.
+class GoferFifo final : public GoferInode {
+ public:
+  using GoferInode::GoferInode;
+  KResult<std::shared_ptr<vfs::VfsFile>> Open(const vfs::VirtualDentry& vd,
+                                              uint32_t flags) override {
+    return fifo_.Open(vd, flags);
+  }
+
+ private:
+  pipe::FifoState fifo_;
+};
+
+// Sockets, device nodes: attributes only (open gives ENXIO; the Gofer never
+// opens devices, and host sockets are not connected through it).
 class GoferSpecial final : public GoferInode {
  public:
   using GoferInode::GoferInode;
