@@ -2,6 +2,7 @@
 // Gofer server on a temporary directory.
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -344,6 +345,29 @@ TEST_F(GoferFsTest, NameChanges) {
   EXPECT_THAT(List("/"), UnorderedElementsAreArray(
                              std::vector<std::string>{".", "..", "d"}));
   ExpectMatchesHost(vfs::StatAt(Base(), "/", 0), tree_.root());
+}
+
+TEST_F(GoferFsTest, FallocateOnTheHost) {
+  ::gofer::testing::WriteFile(Host("f"), std::string(8192, 'a'));
+  Mount();
+  auto f = Open("/f", O_RDWR);
+  ASSERT_OK(f);
+  ASSERT_OK(vfs::Fallocate(**f, 0, 8192, 4096));
+  struct stat hs;
+  ASSERT_EQ(lstat(Host("f").c_str(), &hs), 0);
+  EXPECT_EQ(hs.st_size, 12288);
+  ExpectMatchesHost(vfs::StatAt(Base(), "/f", 0), Host("f"));
+  auto punched =
+      vfs::Fallocate(**f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096);
+  if (!punched.ok() && punched.error() == kEOPNOTSUPP) {
+    GTEST_SKIP() << "no hole punching on the test directory";
+  }
+  ASSERT_OK(punched);
+  std::string host = HostRead(Host("f"));
+  EXPECT_EQ(host.substr(0, 4096), std::string(4096, '\0'));
+  EXPECT_EQ(host.substr(4096, 4096), std::string(4096, 'a'));
+  EXPECT_ERRNO(vfs::Fallocate(**f, FALLOC_FL_COLLAPSE_RANGE, 0, 4096),
+               kEOPNOTSUPP);
 }
 
 TEST_F(GoferFsTest, FifoPipesInTheSentry) {

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -191,6 +192,43 @@ KResult<void> GoferRegularFile::Truncate(uint64_t size) {
   }
   TruncateCache(old_size, size);
   return OkResult();
+}
+
+KResult<void> GoferRegularFile::Allocate(uint32_t mode, uint64_t offset,
+                                         uint64_t len) {
+  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) return kEOPNOTSUPP;
+  if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE)) {
+    return kEOPNOTSUPP;
+  }
+  if (offset > kMaxFileSize || len > kMaxFileSize - offset) return kEFBIG;
+  if (gfs().read_only()) return kEROFS;
+  // Stores through mappings first, so a punch is not undone by them.
+  TRY_VOID(WriteBack(0, ~uint64_t{0}));
+  TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/false, /*write=*/true));
+  if (fallocate(fd->get(), static_cast<int>(mode), static_cast<off_t>(offset),
+                static_cast<off_t>(len)) != 0) {
+    return HostErrno();
+  }
+  if (mode & FALLOC_FL_PUNCH_HOLE) {
+    if (any_pages_.load(std::memory_order_acquire)) {
+      static const uint8_t kZeros[kPage] = {};
+      for (uint64_t pos = offset; pos < offset + len;) {
+        size_t n = static_cast<size_t>(std::min(kPage, offset + len - pos));
+        UpdateCachedPages(absl::MakeConstSpan(kZeros, n), pos);
+        pos += n;
+      }
+    }
+    MarkStale();
+  } else if (mode & FALLOC_FL_KEEP_SIZE) {
+    MarkStale();
+  } else {
+    NoteWrite(offset + len);
+  }
+  return OkResult();
+}
+
+KResult<void> GoferRegularFile::PunchHole(uint64_t offset, uint64_t length) {
+  return Allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
 }
 
 // ---- GoferFileDescription ----

@@ -65,6 +65,12 @@ class GoferRegularFile final : public GoferInode, public mm::Mappable {
       platform::AccessType access) override ABSL_LOCKS_EXCLUDED(cache_mu_);
   void Residency(uint64_t offset, uint64_t pages, uint8_t* vec) override
       ABSL_LOCKS_EXCLUDED(cache_mu_);
+  // MADV_REMOVE: fallocate(PUNCH_HOLE | KEEP_SIZE).
+  KResult<void> PunchHole(uint64_t offset, uint64_t length) override;
+  // fallocate(2) on a writable host FD: 0 and KEEP_SIZE allocate,
+  // PUNCH_HOLE|KEEP_SIZE frees (cached pages read zeros there at once);
+  // other modes EOPNOTSUPP. The host's errors (ENOSPC, EOPNOTSUPP) pass.
+  KResult<void> Allocate(uint32_t mode, uint64_t offset, uint64_t len) override;
   // Writes dirty cached pages in [offset, end) back to the host.
   KResult<void> WriteBack(uint64_t offset, uint64_t end)
       ABSL_LOCKS_EXCLUDED(cache_mu_);
