@@ -69,6 +69,7 @@ KResult<uint64_t> DoOpen(Task& t, int32_t dirfd, UserCString path,
                          const OpenHow& how) {
   TRY_VOID(CheckOpenHow(how));
   TRY(std::string p, CopyInPath(t, path));
+  TRY_VOID(t.fd_table().CheckFree(NofileLimit(t)));
   TRY(vfs::ResolveBase base, BaseAt(t, dirfd, p));
   uint32_t flags = static_cast<uint32_t>(how.flags);
   TRY(std::shared_ptr<vfs::VfsFile> file,

@@ -32,6 +32,15 @@ std::shared_ptr<FdTable> FdTable::Fork() const {
   return copy;
 }
 
+KResult<void> FdTable::CheckFree(uint64_t limit) const {
+  limit = std::min(limit, kNrOpen);
+  absl::MutexLock l(&mu_);
+  size_t fd = first_free_hint_;
+  while (fd < entries_.size() && entries_[fd].file != nullptr) ++fd;
+  if (fd >= limit) return kEMFILE;
+  return OkResult();
+}
+
 KResult<int> FdTable::Install(FileRef file, int min_fd, bool cloexec,
                               uint64_t limit) {
   if (min_fd < 0) return kEINVAL;

@@ -46,6 +46,12 @@ class FdTable {
   // `limit` (RLIMIT_NOFILE): EMFILE if none, EINVAL if min_fd >= limit.
   KResult<int> Install(FileRef file, int min_fd, bool cloexec, uint64_t limit);
 
+  // EMFILE unless some descriptor below `limit` is free: what open(2)
+  // checks before its walk (Linux reserves the descriptor first), so that a
+  // full table neither reports ENOENT nor creates a file. Install still
+  // decides (another thread may take the slot meanwhile).
+  KResult<void> CheckFree(uint64_t limit) const;
+
   // dup2/dup3: installs `file` at `fd`, replacing what was there. EBADF if
   // fd is negative or >= limit. Returns the replaced description (or null).
   KResult<FileRef> InstallAt(int fd, FileRef file, bool cloexec,

@@ -5,6 +5,7 @@
 #include <linux/close_range.h>
 #include <linux/openat2.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -407,6 +408,29 @@ TEST(OpenTest, Dup3) {
   ASSERT_THAT(dup3(fd.get(), 200, O_CLOEXEC), SyscallSucceedsWithValue(200));
   EXPECT_EQ(fcntl(200, F_GETFD), FD_CLOEXEC);
   close(200);
+}
+
+TEST(OpenTest, FullTableIsEmfileBeforeTheWalk) {
+  std::string missing = NewTempPath();
+  EXPECT_THAT(InForkedChild([&] {
+                struct rlimit lim = {8, 8};
+                if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(2);
+                for (int i = 0; i < 8; ++i) {
+                  if (fcntl(i, F_GETFD) < 0 && open("/", O_RDONLY) < 0) {
+                    _exit(3);
+                  }
+                }
+                // Full: EMFILE, not ENOENT, and nothing is created.
+                if (open(missing.c_str(), O_RDONLY) >= 0 || errno != EMFILE) {
+                  _exit(4);
+                }
+                if (open(missing.c_str(), O_CREAT | O_RDWR, 0600) >= 0 ||
+                    errno != EMFILE) {
+                  _exit(5);
+                }
+                if (access(missing.c_str(), F_OK) == 0) _exit(6);
+              }),
+              ExitedWithCode(0));
 }
 
 }  // namespace
