@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -94,6 +95,34 @@ TEST_F(GoferMmapTest, PagesComeFromTheHost) {
   m->Residency(0, 3, vec);
   EXPECT_EQ(vec[1], 1);
   EXPECT_EQ(vec[2], 1);
+}
+
+TEST_F(GoferMmapTest, RunsOfPagesFilledInOrder) {
+  constexpr int kPages = 37;  // more than one fill run, a partial last page
+  std::string data;
+  for (int i = 0; i < kPages; ++i) data += std::string(kPage, 'A' + i % 26);
+  data.resize(data.size() - 100);
+  ::gofer::testing::WriteFile(Host("f"), data);
+  MountWithCache();
+  auto f = Open("/f", O_RDONLY);
+  ASSERT_OK(f);
+  auto m = (*f)->GetMappable();
+  ASSERT_NE(m, nullptr);
+  auto t = m->Translate(0, kPages * kPage, 0, kPages * kPage, r_);
+  ASSERT_OK(t);
+  uint64_t next = 0;
+  for (const mm::Translation& tr : *t) {
+    ASSERT_EQ(tr.offset, next);
+    for (uint64_t p = 0; p < tr.length; p += kPage) {
+      const uint64_t pos = tr.offset + p;
+      size_t n = std::min<size_t>(kPage, data.size() - pos);
+      EXPECT_EQ(MfRead(tr.file_offset + p, n), data.substr(pos, n)) << pos;
+    }
+    next = tr.offset + tr.length;
+  }
+  EXPECT_EQ(next, kPages * kPage);
+  EXPECT_EQ(MfRead(t->back().file_offset + t->back().length - 100, 100),
+            std::string(100, '\0'));
 }
 
 TEST_F(GoferMmapTest, SharedStoresReachTheHostAndWritesReachMappings) {

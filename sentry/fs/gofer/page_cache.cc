@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "sentry/fs/gofer/regular_file.h"
 
@@ -70,7 +71,6 @@ KResult<std::vector<mm::Translation>> GoferRegularFile::Translate(
   for (uint64_t off = required_offset; off < end; off += kPage) {
     auto it = pages_.find(off / kPage);
     if (it == pages_.end()) {
-      // Fill from the host: what lies past its end stays zero.
       if (fd == nullptr) {
         KResult<std::shared_ptr<HostFd>> got = GetFd(true, false);
         if (!got.ok()) {
@@ -79,20 +79,12 @@ KResult<std::vector<mm::Translation>> GoferRegularFile::Translate(
         }
         fd = std::move(got).value();
       }
-      alignas(64) uint8_t buf[kPage];
-      ssize_t n;
-      do {
-        n = pread(fd->get(), buf, kPage, static_cast<off_t>(off));
-      } while (n < 0 && errno == EINTR);
-      absl::StatusOr<uint64_t> page = mf->Allocate(kPage);
-      if (n < 0 || !page.ok() ||
-          (n > 0 && !mf->Write(*page, buf, static_cast<size_t>(n)))) {
-        if (page.ok()) mf->Free(*page, kPage);
+      KResult<void> filled = FillLocked(*fd, off, end);
+      if (!filled.ok()) {
         if (off >= required_end) break;  // the optional part may stay out
-        return n < 0 ? kEIO : kENOMEM;
+        return filled.error();
       }
-      it = pages_.emplace(off / kPage, Page{*page, false}).first;
-      any_pages_.store(true, std::memory_order_release);
+      it = pages_.find(off / kPage);
     }
     if (dirty) {
       it->second.dirty = true;
@@ -106,6 +98,40 @@ KResult<std::vector<mm::Translation>> GoferRegularFile::Translate(
     }
   }
   return out;
+}
+
+KResult<void> GoferRegularFile::FillLocked(HostFd& fd, uint64_t off,
+                                           uint64_t end) {
+  platform::MemoryFile* mf = gfs().options().memory_file;
+  // The run of absent pages from `off`, read with one pread.
+  uint64_t run = 0;
+  while (run < kFillRun && off + run * kPage < end &&
+         !pages_.contains(off / kPage + run)) {
+    ++run;
+  }
+  const size_t bytes = static_cast<size_t>(run * kPage);
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes]);
+  size_t got = 0;
+  while (got < bytes) {  // short reads only at the end of the file
+    ssize_t n = pread(fd.get(), buf.get() + got, bytes - got,
+                      static_cast<off_t>(off + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return kEIO;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  absl::StatusOr<uint64_t> base = mf->Allocate(bytes);
+  if (!base.ok()) return kENOMEM;
+  // What lies past the host's end of file stays zero (Allocate zeroes).
+  if (got > 0 && !mf->Write(*base, buf.get(), got)) {
+    mf->Free(*base, bytes);
+    return kENOMEM;
+  }
+  for (uint64_t i = 0; i < run; ++i) {
+    pages_.emplace(off / kPage + i, Page{*base + i * kPage, false});
+  }
+  any_pages_.store(true, std::memory_order_release);
+  return OkResult();
 }
 
 void GoferRegularFile::Residency(uint64_t offset, uint64_t pages,

@@ -117,6 +117,11 @@ class GoferRegularFile final : public GoferInode, public mm::Mappable {
       ABSL_LOCKS_EXCLUDED(mappings_mu_, cache_mu_);
   KResult<void> WriteBackLocked(uint64_t offset, uint64_t end)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_mu_);
+  // Caches the run of absent pages from `off` (page-aligned; at most
+  // kFillRun pages, below `end`) with one pread of the host FD.
+  KResult<void> FillLocked(HostFd& fd, uint64_t off, uint64_t end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_mu_);
+  static constexpr uint64_t kFillRun = 16;
 
   FdCache::Slot slots_[3];  // by access mode; guarded by the FdCache
   absl::Mutex append_mu_ ABSL_ACQUIRED_BEFORE(mu_);
