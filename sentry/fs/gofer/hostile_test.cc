@@ -22,6 +22,7 @@
 #include "sentry/kernel/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
+#include "sentry/vfs/xattr_ops.h"
 
 namespace sandbox::fs::gofer {
 namespace {
@@ -252,6 +253,42 @@ TEST_F(HostileGoferTest, OpenWithoutFdIsEio) {
                 }
               }).ok());
   EXPECT_EQ(vfs::OpenAt(Base(), "/f", O_RDONLY, 0, 0).error(), kEIO);
+}
+
+TEST_F(HostileGoferTest, BadSymlinkAndXattrRepliesAreEio) {
+  ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
+                switch (static_cast<wire::MessageType>(m.header.type)) {
+                  case wire::MessageType::kWalk: {
+                    wire::WalkReq req;
+                    wire::Decode(m.payload, &req);
+                    wire::Stat st = DirStat(req.names[0] == "link" ? 20 : 21);
+                    if (req.names[0] == "link") {
+                      st.mode = S_IFLNK | 0777;
+                      wire::WalkResp r = OneInode(20, st);
+                      r.status = wire::WalkStatus::kSymlink;
+                      return Reply(sock, m, r);
+                    }
+                    st.mode = S_IFREG | 0644;
+                    return Reply(sock, m, OneInode(21, st));
+                  }
+                  case wire::MessageType::kReadlink:
+                    return Reply(sock, m,
+                                 wire::ReadlinkResp{std::string("a\0b", 3)});
+                  case wire::MessageType::kGetXattr:
+                    // A length that is not the value's.
+                    return Reply(sock, m, wire::GetXattrResp{2, "abc"});
+                  case wire::MessageType::kListXattr:
+                    // An empty name between two NULs.
+                    return Reply(
+                        sock, m,
+                        wire::ListXattrResp{9, std::string("user.a\0\0\0", 9)});
+                  default:
+                    return ReplyError(sock, m, EINVAL);
+                }
+              }).ok());
+  EXPECT_EQ(vfs::ReadlinkAt(Base(), "/link").error(), kEIO);
+  EXPECT_EQ(vfs::GetXattrAt(Base(), "/file", true, "user.a").error(), kEIO);
+  EXPECT_EQ(vfs::ListXattrAt(Base(), "/file", true).error(), kEIO);
 }
 
 TEST(HostileAttach, RootThatIsNotADirectoryIsEio) {
