@@ -402,23 +402,47 @@ TEST_F(GoferFsTest, OpenUnlinkedFileKeepsWorking) {
 
 TEST_F(GoferFsTest, SetAttrReachesHost) {
   WriteFile(Host("f"), "abc");
+  ASSERT_EQ(symlink("f", Host("link").c_str()), 0);
   Mount();
-  auto vd = vfs::StatAt(Base(), "/f", 0);
-  ASSERT_OK(vd);
-  auto f = Open("/f", O_RDONLY);
-  ASSERT_OK(f);
-  // vfs::Inode::SetAttr is not virtual yet: call the gofer one directly.
-  auto& inode = static_cast<GoferInode&>((*f)->inode());
-  vfs::SetAttrRequest req;
-  req.mask = vfs::SetAttrRequest::kMode | vfs::SetAttrRequest::kMtime;
-  req.mode = 0600;
-  req.mtime = {1000000, 5};
-  ASSERT_OK(inode.SetAttr(req));
+  ASSERT_OK(vfs::ChmodAt(Base(), "/f", 0600, 0));
   struct stat hs;
   ASSERT_EQ(lstat(Host("f").c_str(), &hs), 0);
   EXPECT_EQ(hs.st_mode & 07777, 0600u);
+  ExpectMatchesHost(vfs::StatAt(Base(), "/f", 0), Host("f"));
+
+  const abi::Timespec times[2] = {{2000000, 7}, {1000000, 5}};
+  ASSERT_OK(vfs::UtimensAt(Base(), "/f", times, 0));
+  ASSERT_EQ(lstat(Host("f").c_str(), &hs), 0);
+  EXPECT_EQ(hs.st_atim.tv_sec, 2000000);
+  EXPECT_EQ(hs.st_atim.tv_nsec, 7);
   EXPECT_EQ(hs.st_mtim.tv_sec, 1000000);
   EXPECT_EQ(hs.st_mtim.tv_nsec, 5);
+  ExpectMatchesHost(vfs::StatAt(Base(), "/f", 0), Host("f"));
+
+  // The ids must exist on the host (Bazel's sandbox maps only a few).
+  WriteFile(Host("probe"), "");
+  if (lchown(Host("probe").c_str(), 1234, 5678) == 0) {
+    ASSERT_OK(vfs::ChownAt(Base(), "/f", 1234, 5678, 0));
+    ASSERT_EQ(lstat(Host("f").c_str(), &hs), 0);
+    EXPECT_EQ(hs.st_uid, 1234u);
+    EXPECT_EQ(hs.st_gid, 5678u);
+    // lchown: the link itself.
+    ASSERT_OK(vfs::ChownAt(Base(), "/link", 4321, 8765, AT_SYMLINK_NOFOLLOW));
+    ASSERT_EQ(lstat(Host("link").c_str(), &hs), 0);
+    EXPECT_EQ(hs.st_uid, 4321u);
+    ExpectMatchesHost(vfs::StatAt(Base(), "/link", AT_SYMLINK_NOFOLLOW),
+                      Host("link"));
+    ExpectMatchesHost(vfs::StatAt(Base(), "/f", 0), Host("f"));
+  }
+  EXPECT_ERRNO(vfs::ChmodAt(Base(), "/link", 0600, AT_SYMLINK_NOFOLLOW),
+               kEOPNOTSUPP);
+
+  // O_TRUNC with the file's writable FD cached: no Gofer call.
+  { ASSERT_OK(Open("/f", O_RDWR)); }
+  const uint64_t before = fs_->rpc_count();
+  { ASSERT_OK(Open("/f", O_WRONLY | O_TRUNC)); }
+  EXPECT_EQ(fs_->rpc_count(), before);
+  EXPECT_EQ(HostRead(Host("f")), "");
   ExpectMatchesHost(vfs::StatAt(Base(), "/f", 0), Host("f"));
 }
 

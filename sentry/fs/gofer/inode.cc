@@ -100,16 +100,14 @@ abi::Stat GoferInode::Stat() const {
   return st;
 }
 
-KResult<void> GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
+KResult<void> GoferInode::CheckSetAttr(const vfs::SetAttrRequest& req) {
   using R = vfs::SetAttrRequest;
+  // The base's checks come after this hook; Linux's order puts them first.
   if (req.mask & R::kSize) {
     if (IsDir()) return kEISDIR;
     if (!IsRegular()) return kEINVAL;
   }
   if (gfs().read_only()) return kEROFS;
-  // Size first, through Truncate (regular files keep their page cache
-  // consistent there), then the rest in one call.
-  if (req.mask & R::kSize) TRY_VOID(Truncate(req.size));
   wire::SetAttrReq w;
   w.handle = handle_;
   if (req.mask & R::kMode) {
@@ -124,28 +122,24 @@ KResult<void> GoferInode::SetAttr(const vfs::SetAttrRequest& req) {
     w.mask |= wire::kSetGid;
     w.gid = req.gid;
   }
-  if (req.mask & R::kAtime) {
-    w.mask |= wire::kSetAtime;
-    w.atime = {req.atime.tv_sec, static_cast<uint32_t>(req.atime.tv_nsec)};
+  // With a size change the times are "now", which the host's truncation
+  // sets itself (do_truncate's ATTR_MTIME | ATTR_CTIME): no extra call.
+  if (!(req.mask & R::kSize)) {
+    if (req.mask & R::kAtime) {
+      w.mask |= wire::kSetAtime;
+      w.atime = {req.atime.tv_sec, static_cast<uint32_t>(req.atime.tv_nsec)};
+    }
+    if (req.mask & R::kMtime) {
+      w.mask |= wire::kSetMtime;
+      w.mtime = {req.mtime.tv_sec, static_cast<uint32_t>(req.mtime.tv_nsec)};
+    }
   }
-  if (req.mask & R::kMtime) {
-    w.mask |= wire::kSetMtime;
-    w.mtime = {req.mtime.tv_sec, static_cast<uint32_t>(req.mtime.tv_nsec)};
-  }
-  if (w.mask != 0) {
-    wire::Empty e;
-    KResult<void> r = gfs().Call(w, &e);
-    MarkStale();  // even a failure may have applied a prefix
-    TRY_VOID(r);
-  }
-  absl::MutexLock l(&mu_);
-  if (req.mask & R::kMode) attrs_.mode = (attrs_.mode & S_IFMT) | w.mode;
-  if (req.mask & R::kUid) attrs_.uid = req.uid;
-  if (req.mask & R::kGid) attrs_.gid = req.gid;
-  if (req.mask & R::kAtime) attrs_.atime = req.atime;
-  if (req.mask & R::kMtime) attrs_.mtime = req.mtime;
-  stale_ = true;  // ctime (and blocks) are the host's
-  return OkResult();
+  // ctime (and blocks) are the host's: refetched at the next stat, after
+  // the base class has updated the cache and Truncate has run.
+  MarkStale();
+  if (w.mask == 0) return OkResult();
+  wire::Empty e;
+  return gfs().Call(w, &e);
 }
 
 KResult<void> GoferInode::Truncate(uint64_t size) {

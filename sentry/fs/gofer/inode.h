@@ -40,13 +40,6 @@ class GoferInode : public vfs::Inode {
   // that fails the cached values are returned).
   abi::Stat Stat() const override ABSL_LOCKS_EXCLUDED(mu_);
 
-  // chmod/chown/utimes/truncate on the host (one SetAttr call; ctime is the
-  // host's), then the cache. NOTE: vfs::Inode::SetAttr is not virtual yet,
-  // so the VFS's chmod/chown/utimens reach only the base class (the cache)
-  // until it is; truncate and O_TRUNC reach the host through Truncate.
-  KResult<void> SetAttr(const vfs::SetAttrRequest& req)
-      ABSL_LOCKS_EXCLUDED(mu_);
-
   // Replaces the cached attributes with a host stat (ignored if its type
   // differs: a hostile reply must not change an inode's type).
   void ApplyStat(const wire::Stat& st) ABSL_LOCKS_EXCLUDED(mu_);
@@ -63,6 +56,13 @@ class GoferInode : public vfs::Inode {
   KResult<void> RemoveXattr(const std::string& name) override;
 
  protected:
+  // Called first by vfs::Inode::SetAttr: applies mode, owner and times on
+  // the host (one SetAttr call, none for a size-only change) before the
+  // base class updates the cache and calls Truncate for the size. A
+  // failure leaves the cache alone (the host may have applied a prefix:
+  // the inode is stale either way).
+  KResult<void> CheckSetAttr(const vfs::SetAttrRequest& req) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Truncate(2) of a regular file on the host.
   KResult<void> Truncate(uint64_t size) override ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t BlocksLocked() const override ABSL_SHARED_LOCKS_REQUIRED(mu_) {
