@@ -18,6 +18,7 @@
 #include "sentry/boot/boot_spec.h"
 #include "sentry/boot/seed.h"
 #include "sentry/fs/host/host_file.h"
+#include "sentry/fs/sys/synthetic.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
@@ -164,6 +165,11 @@ int BootMain(int argc, char** argv) {
   std::shared_ptr<vfs::MountNamespace> mntns = vfs::MountNamespace::Create(
       fs::tmpfs::Filesystem::Create(plat->memory_file(), {.root_mode = 0755}),
       0);
+  // /dev, /proc and /sys before the seed, whose /dev/shm tmpfs goes on /dev.
+  if (KResult<void> r = fs::MountSynthetic(*k, *mntns); !r.ok()) {
+    return Fail(absl::StrFormat("cannot mount /dev, /proc, /sys: %s",
+                                r.error().message()));
+  }
   {
     std::string why;
     KResult<void> seeded =

@@ -365,6 +365,8 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
   mm_.SetBrkStart(brk);
 
   TRY_VOID(BuildStack(out));
+  mm_.SetProcessImage(
+      {out.arg_start, out.arg_end, out.env_start, out.env_end, out.auxv});
   return out;
 }
 

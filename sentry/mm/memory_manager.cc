@@ -570,6 +570,16 @@ uintptr_t MemoryManager::brk_start() {
   return brk_start_;
 }
 
+void MemoryManager::SetProcessImage(ProcessImage image) {
+  absl::MutexLock ml(&mapping_mu_);
+  image_ = std::move(image);
+}
+
+MemoryManager::ProcessImage MemoryManager::process_image() {
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  return image_;
+}
+
 std::vector<VmaInfo> MemoryManager::Vmas() {
   absl::ReaderMutexLock ml(&mapping_mu_);
   std::vector<VmaInfo> out;

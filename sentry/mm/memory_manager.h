@@ -244,6 +244,15 @@ class MemoryManager : public MappingSpace {
   // loader before the guest runs.
   void SetBrkStart(uintptr_t start);
   uintptr_t brk_start();
+  // Where the loader put the initial argv and envp strings, and the auxv
+  // it wrote (Linux mm->arg_start..env_end, saved_auxv): /proc/pid/cmdline,
+  // environ, auxv. Set by the loader; copied by Fork.
+  struct ProcessImage {
+    uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> auxv;  // ends with AT_NULL
+  };
+  void SetProcessImage(ProcessImage image);
+  ProcessImage process_image();
   // Pre-populates [addr, addr+length) (all inside VMAs), like MAP_POPULATE.
   KResult<void> Populate(uintptr_t addr, size_t length);
 
@@ -418,6 +427,7 @@ class MemoryManager : public MappingSpace {
   absl::Mutex mapping_mu_ ABSL_ACQUIRED_BEFORE(active_mu_);
   VmaMap vmas_ ABSL_GUARDED_BY(mapping_mu_);
   uintptr_t brk_start_ ABSL_GUARDED_BY(mapping_mu_) = 0;
+  ProcessImage image_ ABSL_GUARDED_BY(mapping_mu_);
   // Sum of VMA lengths.
   uint64_t mapped_bytes_ ABSL_GUARDED_BY(mapping_mu_) = 0;
   uint64_t as_limit_ ABSL_GUARDED_BY(mapping_mu_) = UINT64_MAX;

@@ -34,6 +34,7 @@ KResult<std::unique_ptr<MemoryManager>> MemoryManager::Fork(
     absl::MutexLock al(&active_mu_);
     absl::MutexLock cal(&child->active_mu_);
     child->brk_start_ = brk_start_;
+    child->image_ = image_;
     child->brk_ = brk_;
     child->as_limit_ = as_limit_;
     child->data_limit_ = data_limit_;

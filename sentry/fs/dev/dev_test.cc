@@ -78,6 +78,7 @@ TEST_F(DevTest, RandomDiffersAndTtyHasNoDriver) {
   EXPECT_NE(memcmp(a, b, sizeof(a)), 0);
   EXPECT_EQ(vfs::OpenAt(base_, "/tty", O_RDWR, 0, 0).error(), kENXIO);
   EXPECT_EQ(vfs::MkdirAt(base_, "/newdir", 0755, 0).error(), kEPERM);
+  EXPECT_EQ(vfs::MkdirAt(base_, "/shm", 0755, 0).error(), kEEXIST);
 }
 
 }  // namespace

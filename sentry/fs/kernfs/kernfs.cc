@@ -80,9 +80,10 @@ KResult<void> Dir::IterDirents(int64_t offset, vfs::DirentSink sink) {
 
 // ---- Symlink ----
 
-Symlink::Symlink(Filesystem& fs, Target target, uint32_t uid, uint32_t gid)
+Symlink::Symlink(Filesystem& fs, Target target, uint32_t uid, uint32_t gid,
+                 uint32_t perm)
     : vfs::Inode(fs, fs.NextIno(),
-                 vfs::NewInodeAttrs{S_IFLNK | 0777, uid, gid, 0}),
+                 vfs::NewInodeAttrs{S_IFLNK | (perm & 0777), uid, gid, 0}),
       target_(std::move(target)) {}
 
 Symlink::Symlink(Filesystem& fs, std::string target)

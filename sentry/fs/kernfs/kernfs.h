@@ -113,7 +113,9 @@ class Dir : public vfs::Inode {
 class Symlink final : public vfs::Inode {
  public:
   using Target = std::function<KResult<std::string>()>;
-  Symlink(Filesystem& fs, Target target, uint32_t uid = 0, uint32_t gid = 0);
+  // `perm`: 0777 except for /proc/pid/fd links (their file's access).
+  Symlink(Filesystem& fs, Target target, uint32_t uid = 0, uint32_t gid = 0,
+          uint32_t perm = 0777);
   // A fixed target.
   Symlink(Filesystem& fs, std::string target);
   KResult<std::string> Readlink() override { return target_(); }

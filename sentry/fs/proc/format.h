@@ -1,0 +1,67 @@
+// Pure formatters for /proc files: Linux's exact layouts, from plain data,
+// so they are unit-tested without a kernel (format_test.cc).
+#ifndef SENTRY_FS_PROC_FORMAT_H_
+#define SENTRY_FS_PROC_FORMAT_H_
+
+#include <stdint.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sentry/kernel/limits.h"
+
+namespace sandbox::fs::proc {
+
+// /proc/pid/limits (fs/proc/base.c proc_pid_limits).
+std::string FormatLimits(const kernel::LimitSet& limits);
+
+// /proc/uptime: "<up>.<cs> <idle>.<cs>\n".
+std::string FormatUptime(int64_t uptime_ns, int64_t idle_ns);
+
+// /proc/loadavg: "0.00 0.00 0.00 running/total last_pid\n".
+std::string FormatLoadavg(int running, int total, int last_pid);
+
+// One "Name:  <n> kB" line of /proc/meminfo (show_val_kb: the name and
+// colon padded to 16 columns, the value right-aligned in 8).
+std::string MeminfoLine(const char* name, uint64_t kb);
+// /proc/meminfo from the memory totals in bytes.
+std::string FormatMeminfo(uint64_t total, uint64_t free, uint64_t available);
+
+// CPUID as the platform answers it: (leaf, subleaf) -> eax, ebx, ecx, edx.
+using CpuidFn = std::function<void(uint32_t, uint32_t, uint32_t[4])>;
+// The "flags" of /proc/cpuinfo for these CPUID answers: the names Linux
+// gives the CPUID feature bits (arch/x86/include/asm/cpufeatures.h), in
+// Linux's order. Linux's synthetic flags (constant_tsc, ...) are not
+// derived from CPUID and are not shown.
+std::vector<std::string> CpuFlags(const CpuidFn& cpuid);
+// /proc/cpuinfo for `ncpus` CPUs.
+std::string FormatCpuinfo(const CpuidFn& cpuid, int ncpus);
+
+// One /proc/pid/mountinfo line's data and the two formats.
+struct MountEntry {
+  uint64_t id = 0, parent_id = 0;
+  uint32_t dev_major = 0, dev_minor = 0;
+  std::string root;         // the mount's root inside its file system: "/"
+  std::string mount_point;  // as seen from the reader's root
+  uint32_t flags = 0;       // vfs::kMount*
+  std::string fs_type;
+  std::string source;
+};
+// Mount options as Linux shows them: rw|ro[,nosuid][,nodev][,noexec],relatime.
+std::string MountOptions(uint32_t flags);
+// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw\n"
+// (no propagation fields: every mount is private).
+std::string FormatMountinfoLine(const MountEntry& m);
+// "/dev/root / ext4 rw,relatime 0 0\n"
+std::string FormatMountsLine(const MountEntry& m);
+
+// Escapes ' ', '\t', '\n' and '\\' as octal (seq_path's " \t\n\\").
+std::string EscapePath(const std::string& path);
+
+// A random RFC 4122 version 4 UUID ("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx").
+std::string NewUuid();
+
+}  // namespace sandbox::fs::proc
+
+#endif  // SENTRY_FS_PROC_FORMAT_H_

@@ -1,0 +1,550 @@
+// Per-process files. Reading another task's state: the fields marked "task
+// thread" in kernel/task.h (name, credentials, FD table, FS context, mm
+// pointer) are read here from the reader's thread, as Linux reads them
+// under task_lock; the kernel has no lock for them yet, so a reader racing
+// with the task changing them (setuid, unshare, exit) may see either value.
+// For /proc/self the reader is the task itself and there is no race.
+#include "sentry/fs/proc/task_dir.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "sentry/fs/proc/format.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/vfs/operations.h"
+#include "sentry/vfs/vfs_file.h"
+
+namespace sandbox::fs::proc {
+namespace {
+
+using kernel::Task;
+using kernel::ThreadGroup;
+using Gen = kernfs::GeneratedFile::Generator;
+
+constexpr uint64_t kPage = 4096;
+
+// Whether `t` still holds its TID (not exited and reaped).
+bool Alive(Task* t) {
+  return t->kernel().root_pid_namespace().Lookup(t->tid()) == t;
+}
+
+// comm: PR_SET_NAME's name, else the executable's base name (at most 15
+// bytes, TASK_COMM_LEN - 1).
+std::string Comm(Task* t) {
+  std::string name = t->name();
+  if (name.empty()) {
+    std::string exe = t->thread_group().exe_path();
+    size_t slash = exe.rfind('/');
+    name = slash == std::string::npos ? exe : exe.substr(slash + 1);
+  }
+  if (name.size() > 15) name.resize(15);
+  return name;
+}
+
+// The task's address space while it runs (null after exit).
+std::shared_ptr<mm::MemoryManager> Mm(Task* t) {
+  if (!Alive(t)) return nullptr;
+  return t->mm_ref();
+}
+
+char StateChar(Task* t) {
+  if (t->thread_group().exit_status().has_value()) return 'Z';
+  return t == Task::Current() ? 'R' : 'S';
+}
+
+const char* StateName(char c) {
+  switch (c) {
+    case 'R':
+      return "R (running)";
+    case 'Z':
+      return "Z (zombie)";
+    default:
+      return "S (sleeping)";
+  }
+}
+
+// Bytes of the VMAs selected by `pred`.
+template <typename Pred>
+uint64_t VmaBytes(const std::vector<mm::VmaInfo>& vmas, Pred pred) {
+  uint64_t n = 0;
+  for (const mm::VmaInfo& v : vmas) {
+    if (pred(v)) n += v.end - v.start;
+  }
+  return n;
+}
+
+struct MemFigures {
+  uint64_t size = 0, rss = 0, data = 0, stack = 0, text = 0;
+};
+
+MemFigures Memory(mm::MemoryManager& m) {
+  std::vector<mm::VmaInfo> vmas = m.Vmas();
+  MemFigures f;
+  f.size = m.MappedBytes();
+  f.rss = m.BackedBytes();
+  // Linux: data_vm = VM_WRITE & ~VM_SHARED & ~VM_STACK; stack_vm =
+  // VM_STACK (grows-down); exec_vm = VM_EXEC & ~VM_WRITE & ~VM_STACK.
+  f.data = VmaBytes(vmas, [](const mm::VmaInfo& v) {
+    return (v.prot & PROT_WRITE) && !v.shared && !v.grows_down &&
+           v.name != "[stack]";
+  });
+  f.stack = VmaBytes(vmas, [](const mm::VmaInfo& v) {
+    return v.grows_down || v.name == "[stack]";
+  });
+  f.text = VmaBytes(vmas, [](const mm::VmaInfo& v) {
+    return (v.prot & PROT_EXEC) && !(v.prot & PROT_WRITE) && !v.grows_down;
+  });
+  return f;
+}
+
+// Signals ignored and caught, as bit masks (bit sig-1).
+void SignalMasks(ThreadGroup& tg, uint64_t* ignored, uint64_t* caught) {
+  *ignored = *caught = 0;
+  for (int sig = 1; sig <= abi::kNumSignals; ++sig) {
+    uint64_t h = tg.GetAction(sig).handler;
+    if (h == 1) {  // SIG_IGN
+      *ignored |= uint64_t{1} << (sig - 1);
+    } else if (h != 0) {
+      *caught |= uint64_t{1} << (sig - 1);
+    }
+  }
+}
+
+uint32_t NumCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+std::string StatusText(Task* t) {
+  ThreadGroup& tg = t->thread_group();
+  const kernel::Credentials& c = t->creds();
+  ThreadGroup* parent = tg.parent();
+  char state = StateChar(t);
+  std::string out;
+  absl::StrAppendFormat(&out, "Name:\t%s\n", Comm(t));
+  if (Alive(t)) {
+    absl::StrAppendFormat(&out, "Umask:\t%04o\n", t->fs().umask());
+  }
+  absl::StrAppendFormat(&out, "State:\t%s\n", StateName(state));
+  absl::StrAppendFormat(&out, "Tgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\n",
+                        tg.tgid(), t->tid(), parent ? parent->tgid() : 0);
+  out += "TracerPid:\t0\n";
+  absl::StrAppendFormat(&out, "Uid:\t%u\t%u\t%u\t%u\n", c.ruid, c.euid, c.suid,
+                        c.fsuid);
+  absl::StrAppendFormat(&out, "Gid:\t%u\t%u\t%u\t%u\n", c.rgid, c.egid, c.sgid,
+                        c.fsgid);
+  absl::StrAppendFormat(&out, "FDSize:\t%u\n", 64);
+  out += "Groups:\t";
+  for (uint32_t g : c.groups) absl::StrAppendFormat(&out, "%u ", g);
+  out += "\n";
+  absl::StrAppendFormat(&out,
+                        "NStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n",
+                        tg.tgid(), t->tid(), tg.pgid(), tg.sid());
+  if (std::shared_ptr<mm::MemoryManager> m = Mm(t)) {
+    MemFigures f = Memory(*m);
+    auto kb = [&out](const char* name, uint64_t bytes) {
+      absl::StrAppendFormat(&out, "%s:\t%8u kB\n", name, bytes / 1024);
+    };
+    kb("VmPeak", f.size);
+    kb("VmSize", f.size);
+    kb("VmLck", 0);
+    kb("VmPin", 0);
+    kb("VmHWM", f.rss);
+    kb("VmRSS", f.rss);
+    kb("RssAnon", f.rss);
+    kb("RssFile", 0);
+    kb("RssShmem", 0);
+    kb("VmData", f.data);
+    kb("VmStk", f.stack);
+    kb("VmExe", f.text);
+    kb("VmLib", 0);
+    kb("VmPTE", 0);
+    kb("VmSwap", 0);
+  }
+  absl::StrAppendFormat(&out, "Threads:\t%u\n", tg.TaskCount());
+  absl::StrAppendFormat(&out, "SigQ:\t0/%u\n",
+                        tg.GetLimit(RLIMIT_SIGPENDING).rlim_cur);
+  uint64_t ign, cgt;
+  SignalMasks(tg, &ign, &cgt);
+  out += "SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n";
+  absl::StrAppendFormat(&out,
+                        "SigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
+                        t->signal_mask(), ign, cgt);
+  absl::StrAppendFormat(&out,
+                        "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\n"
+                        "CapBnd:\t%016x\nCapAmb:\t%016x\n",
+                        c.cap_inheritable, c.cap_permitted, c.cap_effective,
+                        c.cap_bounding, c.cap_ambient);
+  absl::StrAppendFormat(&out, "NoNewPrivs:\t%d\n", t->no_new_privs() ? 1 : 0);
+  out += "Seccomp:\t0\nSeccomp_filters:\t0\n";
+  uint32_t ncpus = NumCpus();
+  std::string mask;
+  for (uint32_t i = 0; i < (ncpus + 3) / 4; ++i) {
+    uint32_t bits = std::min<uint32_t>(4, ncpus - 4 * i);
+    mask.insert(mask.begin(), "0123456789abcdef"[(1u << bits) - 1]);
+  }
+  absl::StrAppendFormat(&out, "Cpus_allowed:\t%s\n", mask);
+  if (ncpus == 1) {
+    out += "Cpus_allowed_list:\t0\n";
+  } else {
+    absl::StrAppendFormat(&out, "Cpus_allowed_list:\t0-%u\n", ncpus - 1);
+  }
+  out += "Mems_allowed:\t1\nMems_allowed_list:\t0\n";
+  out += "voluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n";
+  return out;
+}
+
+// /proc/pid/stat (fs/proc/array.c do_task_stat): 52 fields.
+std::string StatText(Task* t) {
+  ThreadGroup& tg = t->thread_group();
+  ThreadGroup* parent = tg.parent();
+  MemFigures f;
+  uint64_t brk = 0;
+  mm::MemoryManager::ProcessImage img;
+  if (std::shared_ptr<mm::MemoryManager> m = Mm(t)) {
+    f = Memory(*m);
+    brk = m->brk_start();
+    img = m->process_image();
+  }
+  uint64_t ign, cgt;
+  SignalMasks(tg, &ign, &cgt);
+  abi::Rlimit64 rss = tg.GetLimit(RLIMIT_RSS);
+  // Fields 1-9: pid comm state ppid pgrp session tty_nr tpgid flags
+  // (PF_FORKNOEXEC|PF_RANDOMIZE); 10-17 faults and times (no accounting);
+  // 18-25: priority nice num_threads itrealvalue starttime vsize rss rsslim;
+  // 26-30 code/stack addresses (0, as Linux shows them to a non-ptracer);
+  // 31-34 signal blocked sigignore sigcatch; 35-37 wchan nswap cnswap;
+  // 38-46 exit_signal processor rt_priority policy delayacct guest_time
+  // cguest_time start_data end_data; 47-52 start_brk arg_start arg_end
+  // env_start env_end exit_code.
+  std::string out = absl::StrFormat(
+      "%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 %u 0 0 %u %u %u ",
+      t->tid(), Comm(t), StateChar(t), parent ? parent->tgid() : 0, tg.pgid(),
+      tg.sid(), tg.TaskCount(), f.size, f.rss / kPage, rss.rlim_cur);
+  absl::StrAppendFormat(&out, "0 0 0 0 0 0 %u %u %u 0 0 0 ", t->signal_mask(),
+                        ign, cgt);
+  absl::StrAppendFormat(&out, "17 0 0 0 0 0 0 0 0 %u %u %u %u %u 0\n", brk,
+                        img.arg_start, img.arg_end, img.env_start, img.env_end);
+  return out;
+}
+
+std::string StatmText(Task* t) {
+  MemFigures f;
+  if (std::shared_ptr<mm::MemoryManager> m = Mm(t)) f = Memory(*m);
+  return absl::StrFormat("%u %u 0 %u 0 %u 0\n", f.size / kPage, f.rss / kPage,
+                         f.text / kPage, (f.data + f.stack) / kPage);
+}
+
+// Guest memory [start, end) of `m`, read as the kernel (access_remote_vm
+// with FOLL_FORCE); stops at the first unreadable byte.
+std::string ReadRange(mm::MemoryManager& m, uintptr_t start, uintptr_t end) {
+  if (end <= start) return "";
+  std::string out(end - start, '\0');
+  KResult<size_t> n = m.ForceCopyIn(start, out.data(), out.size());
+  out.resize(n.ok() ? *n : 0);
+  return out;
+}
+
+// /proc/pid/cmdline (get_mm_cmdline): the argv strings; if the process
+// overwrote the final NUL (setproctitle), the text runs on into the
+// environment area up to the first NUL, at most a page.
+std::string CmdlineText(Task* t) {
+  std::shared_ptr<mm::MemoryManager> m = Mm(t);
+  if (m == nullptr) return "";
+  mm::MemoryManager::ProcessImage img = m->process_image();
+  std::string args = ReadRange(*m, img.arg_start, img.arg_end);
+  if (!args.empty() && args.back() != '\0') {
+    std::string more = ReadRange(*m, img.arg_end, img.arg_end + kPage);
+    size_t nul = more.find('\0');
+    args += more.substr(0, nul);
+  }
+  return args;
+}
+
+std::string EnvironText(Task* t) {
+  std::shared_ptr<mm::MemoryManager> m = Mm(t);
+  if (m == nullptr) return "";
+  mm::MemoryManager::ProcessImage img = m->process_image();
+  return ReadRange(*m, img.env_start, img.env_end);
+}
+
+std::string AuxvText(Task* t) {
+  std::shared_ptr<mm::MemoryManager> m = Mm(t);
+  if (m == nullptr) return "";
+  std::vector<std::pair<uint64_t, uint64_t>> auxv = m->process_image().auxv;
+  std::string out(auxv.size() * 16, '\0');
+  for (size_t i = 0; i < auxv.size(); ++i) {
+    memcpy(out.data() + 16 * i, &auxv[i].first, 8);
+    memcpy(out.data() + 16 * i + 8, &auxv[i].second, 8);
+  }
+  return out;
+}
+
+// The reader's root, else the task's.
+vfs::VirtualDentry ReaderRoot(const vfs::VirtualDentry& fallback) {
+  if (Task* cur = Task::Current(); cur != nullptr) {
+    vfs::VirtualDentry r = cur->fs().Root();
+    if (r.ok()) return r;
+  }
+  return fallback;
+}
+
+vfs::VirtualDentry TaskRoot(Task* t) {
+  if (!Alive(t)) return {};
+  return t->fs().Root();
+}
+
+KResult<std::string> LinkTarget(Task* t, bool cwd) {
+  if (!Alive(t)) return kENOENT;
+  vfs::VirtualDentry root = t->fs().Root();
+  if (!root.ok()) return kENOENT;
+  return PathForReader(cwd ? t->fs().Cwd() : root, root);
+}
+
+// The fd numbers open in `t`, ascending.
+std::vector<int> OpenFds(Task* t) {
+  std::vector<int> fds;
+  if (!Alive(t)) return fds;
+  std::shared_ptr<vfs::FdTable> table = t->fd_table_ref();
+  size_t want = table->Count();
+  for (int fd = 0;
+       fds.size() < want && fd < static_cast<int>(vfs::FdTable::kNrOpen);
+       ++fd) {
+    if (table->Get(fd) != nullptr) fds.push_back(fd);
+  }
+  return fds;
+}
+
+KResult<vfs::FileRef> FileOf(Task* t, std::string_view name, bool* cloexec) {
+  int fd;
+  if (!absl::SimpleAtoi(absl::string_view(name.data(), name.size()), &fd) ||
+      fd < 0 || !Alive(t))
+    return kENOENT;
+  if (absl::StrCat(fd) != name) return kENOENT;  // "01", "+1"
+  KResult<vfs::FileRef> f = t->fd_table_ref()->Get(fd, cloexec);
+  if (!f.ok() || *f == nullptr) return kENOENT;
+  return f;
+}
+
+// What readlink of /proc/pid/fd/N gives.
+std::string FdLinkText(Task* t, const vfs::FileRef& f) {
+  if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
+    return PathForReader(vf->vd(), TaskRoot(t));
+  }
+  KResult<abi::Stat> st = f->Stat();
+  uint64_t ino = st.ok() ? st->st_ino : 0;
+  uint32_t type = st.ok() ? (st->st_mode & S_IFMT) : 0;
+  if (type == S_IFIFO) return absl::StrCat("pipe:[", ino, "]");
+  if (type == S_IFSOCK) return absl::StrCat("socket:[", ino, "]");
+  // The stdio the sandbox was handed (a host file the guest has no path
+  // for), as gVisor shows it.
+  return absl::StrCat("host:[", ino, "]");
+}
+
+std::string FdinfoText(const vfs::FileRef& f, bool cloexec) {
+  KResult<int64_t> pos = f->Seek(0, SEEK_CUR);
+  uint32_t flags = f->status_flags() | (cloexec ? O_CLOEXEC : 0);
+  uint64_t mnt_id = 0, ino = 0;
+  if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
+    mnt_id = vf->vd().mount->id();
+    ino = vf->inode().ino();
+  } else if (KResult<abi::Stat> st = f->Stat(); st.ok()) {
+    ino = st->st_ino;
+  }
+  return absl::StrFormat("pos:\t%d\nflags:\t0%o\nmnt_id:\t%u\nino:\t%u\n",
+                         pos.ok() ? *pos : 0, flags, mnt_id, ino);
+}
+
+std::vector<std::string> FdNames(Task* t) {
+  std::vector<std::string> names;
+  for (int fd : OpenFds(t)) names.push_back(absl::StrCat(fd));
+  return names;
+}
+
+std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs, Task* t,
+                                      bool info, uint32_t uid, uint32_t gid) {
+  auto dir = std::make_shared<kernfs::Dir>(fs, 0500, uid, gid);
+  kernfs::Filesystem* fsp = &fs;
+  dir->SetDynamic(
+      [t] { return FdNames(t); },
+      [fsp, t, info, uid,
+       gid](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
+        bool cloexec = false;
+        TRY(vfs::FileRef f, FileOf(t, name, &cloexec));
+        std::string n(name);
+        if (info) {
+          return std::shared_ptr<vfs::Inode>(
+              std::make_shared<kernfs::GeneratedFile>(
+                  *fsp, 0400,
+                  [t, n]() -> KResult<std::string> {
+                    bool cloexec = false;
+                    TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
+                    return FdinfoText(f, cloexec);
+                  },
+                  uid, gid));
+        }
+        uint32_t perm = (f->readable() ? 0500 : 0) | (f->writable() ? 0300 : 0);
+        return std::shared_ptr<vfs::Inode>(std::make_shared<kernfs::Symlink>(
+            *fsp,
+            [t, n]() -> KResult<std::string> {
+              bool cloexec = false;
+              TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
+              return FdLinkText(t, f);
+            },
+            uid, gid, perm));
+      });
+  return dir;
+}
+
+std::shared_ptr<vfs::Inode> File(kernfs::Filesystem& fs, uint32_t perm,
+                                 uint32_t uid, uint32_t gid, Gen gen) {
+  return std::make_shared<kernfs::GeneratedFile>(fs, perm, std::move(gen), uid,
+                                                 gid);
+}
+
+}  // namespace
+
+std::string PathForReader(const vfs::VirtualDentry& vd,
+                          const vfs::VirtualDentry& fallback_root) {
+  vfs::VirtualDentry root = ReaderRoot(fallback_root);
+  if (!root.ok()) return "/";
+  KResult<std::string> p = vfs::GetCwd(root, vd);
+  if (p.ok()) return *p;
+  return "/ (deleted)";
+}
+
+std::string MountinfoText(const vfs::VirtualDentry& root, bool mountinfo) {
+  if (!root.ok()) return "";
+  struct Item {
+    std::shared_ptr<vfs::Mount> mount;
+    std::shared_ptr<vfs::Mount> parent;
+    std::shared_ptr<vfs::Dentry> point;
+  };
+  std::vector<Item> items;
+  {
+    absl::ReaderMutexLock l(&vfs::MountLock());
+    std::vector<std::shared_ptr<vfs::Mount>> stack = {root.mount};
+    while (!stack.empty()) {
+      std::shared_ptr<vfs::Mount> m = std::move(stack.back());
+      stack.pop_back();
+      items.push_back({m, m->ParentLocked(), m->MountPointLocked()});
+      for (auto& c : m->ChildrenLocked()) stack.push_back(std::move(c));
+    }
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.mount->id() < b.mount->id();
+  });
+  std::string out;
+  for (const Item& it : items) {
+    MountEntry e;
+    e.id = it.mount->id();
+    e.parent_id = it.parent ? it.parent->id() : e.id;
+    if (it.mount == root.mount) {
+      e.mount_point = "/";
+    } else {
+      KResult<std::string> p = vfs::GetCwd(root, {it.parent, it.point});
+      if (!p.ok()) continue;  // no longer reachable
+      e.mount_point = *p;
+    }
+    uint64_t dev = it.mount->fs().dev();
+    e.dev_major = major(dev);
+    e.dev_minor = minor(dev);
+    e.root = "/";
+    e.flags = it.mount->flags();
+    e.fs_type = std::string(it.mount->fs().type_name());
+    e.source = e.fs_type;
+    out += mountinfo ? FormatMountinfoLine(e) : FormatMountsLine(e);
+  }
+  return out;
+}
+
+std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
+                                       bool thread_dir) {
+  const kernel::Credentials& c = t->creds();
+  uint32_t uid = c.euid, gid = c.egid;
+  auto dir = std::make_shared<kernfs::Dir>(fs, 0555, uid, gid);
+  dir->Add("status", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             return StatusText(t);
+           }));
+  dir->Add("stat", File(fs, 0444, uid, gid,
+                        [t]() -> KResult<std::string> { return StatText(t); }));
+  dir->Add("statm", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             return StatmText(t);
+           }));
+  dir->Add("cmdline", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             return CmdlineText(t);
+           }));
+  dir->Add("environ", File(fs, 0400, uid, gid, [t]() -> KResult<std::string> {
+             return EnvironText(t);
+           }));
+  dir->Add("auxv", File(fs, 0400, uid, gid,
+                        [t]() -> KResult<std::string> { return AuxvText(t); }));
+  dir->Add("comm", File(fs, 0644, uid, gid, [t]() -> KResult<std::string> {
+             return Comm(t) + "\n";
+           }));
+  dir->Add("maps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             std::shared_ptr<mm::MemoryManager> m = Mm(t);
+             return m ? m->MapsText() : std::string();
+           }));
+  dir->Add("limits", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             return FormatLimits(t->thread_group().limits());
+           }));
+  dir->Add("mounts", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             return MountinfoText(TaskRoot(t), false);
+           }));
+  dir->Add("mountinfo", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             return MountinfoText(TaskRoot(t), true);
+           }));
+  dir->Add("exe", std::make_shared<kernfs::Symlink>(
+                      fs,
+                      [t]() -> KResult<std::string> {
+                        if (!Alive(t)) return kENOENT;
+                        return t->thread_group().exe_path();
+                      },
+                      uid, gid));
+  dir->Add("cwd", std::make_shared<kernfs::Symlink>(
+                      fs, [t] { return LinkTarget(t, true); }, uid, gid));
+  dir->Add("root", std::make_shared<kernfs::Symlink>(
+                       fs, [t] { return LinkTarget(t, false); }, uid, gid));
+  dir->Add("fd", NewFdDir(fs, t, false, uid, gid));
+  dir->Add("fdinfo", NewFdDir(fs, t, true, uid, gid));
+  if (!thread_dir) {
+    auto tasks = std::make_shared<kernfs::Dir>(fs, 0555, uid, gid);
+    kernfs::Filesystem* fsp = &fs;
+    tasks->SetDynamic(
+        [t] {
+          std::vector<std::string> names;
+          for (Task* th : t->thread_group().Tasks()) {
+            if (Alive(th)) names.push_back(absl::StrCat(th->tid()));
+          }
+          return names;
+        },
+        [fsp,
+         t](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
+          for (Task* th : t->thread_group().Tasks()) {
+            if (absl::StrCat(th->tid()) == name && Alive(th)) {
+              return NewTaskDir(*fsp, th, true);
+            }
+          }
+          return kENOENT;
+        });
+    dir->Add("task", tasks);
+  }
+  return dir;
+}
+
+}  // namespace sandbox::fs::proc
