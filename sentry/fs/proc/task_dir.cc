@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sentry/fs/proc/format.h"
+#include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -422,9 +423,27 @@ std::string PathForReader(const vfs::VirtualDentry& vd,
                           const vfs::VirtualDentry& fallback_root) {
   vfs::VirtualDentry root = ReaderRoot(fallback_root);
   if (!root.ok()) return "/";
+  if (auto* f = dynamic_cast<tmpfs::RegularFile*>(&vd.dentry->inode());
+      f != nullptr && !f->memfd_name().empty()) {
+    return absl::StrCat("/", f->memfd_name(), " (deleted)");  // as d_path
+  }
   KResult<std::string> p = vfs::GetCwd(root, vd);
   if (p.ok()) return *p;
-  return "/ (deleted)";
+  // d_path of an unlinked file: its last path, " (deleted)" appended.
+  std::shared_ptr<vfs::Dentry> parent;
+  std::string name;
+  {
+    absl::ReaderMutexLock l(&vd.dentry->fs().tree_mu());
+    parent = vd.dentry->parent();
+    name = vd.dentry->name();
+  }
+  std::string dir = "/";
+  if (parent != nullptr) {
+    KResult<std::string> pp = vfs::GetCwd(root, {vd.mount, parent});
+    if (pp.ok()) dir = *pp;
+  }
+  if (dir.back() != '/') dir += '/';
+  return absl::StrCat(dir, name, " (deleted)");
 }
 
 std::string MountinfoText(const vfs::VirtualDentry& root, bool mountinfo) {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -183,6 +184,32 @@ TEST(ProcTest, MapsShowsAFreshMapping) {
   EXPECT_NE(ReadFile("/proc/self/maps").find("[stack]"), std::string::npos);
 }
 
+TEST(ProcTest, AnotherProcessesDirectory) {
+  int p[2];
+  ASSERT_THAT(pipe(p), SyscallSucceeds());
+  pid_t child = fork();
+  if (child == 0) {
+    close(p[1]);
+    char c;
+    (void)!read(p[0], &c, 1);  // sleeps until the parent closes its end
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  close(p[0]);
+  std::string dir = "/proc/" + std::to_string(child);
+  EXPECT_THAT(DirNames("/proc"), ::testing::Contains(std::to_string(child)));
+  std::string status = ReadFile(dir + "/status");
+  EXPECT_EQ(StatusValue(status, "Pid"), std::to_string(child));
+  EXPECT_EQ(StatusValue(status, "PPid"), std::to_string(getpid()));
+  std::string text = ReadFile(dir + "/stat");
+  EXPECT_EQ(text.rfind(std::to_string(child) + " (", 0), 0u) << text;
+  close(p[1]);
+  int ws;
+  ASSERT_THAT(waitpid(child, &ws, 0), SyscallSucceedsWithValue(child));
+  struct stat st;
+  EXPECT_THAT(stat(dir.c_str(), &st), SyscallFailsWithErrno(ENOENT));
+}
+
 TEST(ProcTest, CmdlineEnvironAuxv) {
   std::string cmdline = ReadFile("/proc/self/cmdline");
   ASSERT_FALSE(cmdline.empty());
@@ -246,6 +273,19 @@ TEST(ProcTest, FdAndFdinfo) {
   EXPECT_EQ(StatusValue(info, "ino"), std::to_string(st.st_ino));
   EXPECT_EQ(Readlink("/proc/self/fd/99999"), "");
   EXPECT_EQ(errno, ENOENT);
+}
+
+TEST(ProcTest, FdLinksOfUnlinkedFilesAndMemfds) {
+  std::string path = NewTempPath();
+  FileDescriptor fd(open(path.c_str(), O_CREAT | O_RDWR, 0600));
+  ASSERT_TRUE(fd.valid());
+  ASSERT_THAT(unlink(path.c_str()), SyscallSucceeds());
+  EXPECT_EQ(Readlink("/proc/self/fd/" + std::to_string(fd.get())),
+            path + " (deleted)");
+  FileDescriptor m(static_cast<int>(syscall(SYS_memfd_create, "procfs", 0)));
+  ASSERT_TRUE(m.valid());
+  EXPECT_EQ(Readlink("/proc/self/fd/" + std::to_string(m.get())),
+            "/memfd:procfs (deleted)");
 }
 
 TEST(ProcTest, MountinfoShape) {
