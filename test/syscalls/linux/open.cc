@@ -20,6 +20,26 @@
 namespace sandbox::testutil {
 namespace {
 
+// Drops the effective capabilities (and the permitted ones unless
+// `keep_permitted`), staying uid 0: "unprivileged" without needing other
+// ids, which a user namespace may not map. False if capset fails.
+bool DropCapabilities(bool keep_permitted) {
+  struct {
+    uint32_t version;
+    int pid;
+  } header = {0x20080522, 0};  // _LINUX_CAPABILITY_VERSION_3
+  struct {
+    uint32_t effective, permitted, inheritable;
+  } data[2] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  for (auto& d : data) {
+    d.effective = 0;
+    d.inheritable = 0;
+    if (!keep_permitted) d.permitted = 0;
+  }
+  return syscall(SYS_capset, &header, data) == 0;
+}
+
 TEST(OpenTest, CreateMakesAnEmptyFileWithModeMinusUmask) {
   std::string path = NewTempPath();
   mode_t old = umask(022);
@@ -329,16 +349,18 @@ TEST(OpenTest, Openat2Resolve) {
   if (fd >= 0) close(fd);
 }
 
-TEST(OpenTest, UnprivilegedOpenOfPrivateFileIsEacces) {
-  TempPath file = TempPath::CreateFile(0600);
-  ASSERT_THAT(chmod(file.path().c_str(), 0600), SyscallSucceeds());
-  ASSERT_THAT(chmod(TempDir().c_str(), 0755), SyscallSucceeds());
+TEST(OpenTest, WithoutCapabilitiesOwnerBitsApply) {
+  TempPath file = TempPath::CreateFile(0200);
+  ASSERT_THAT(chmod(file.path().c_str(), 0200), SyscallSucceeds());
   EXPECT_THAT(
       InForkedChild([&] {
-        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+        if (!DropCapabilities(false)) _exit(2);
+        // Write-only for the owner: reading is EACCES.
         if (open(file.path().c_str(), O_RDONLY) >= 0 || errno != EACCES) {
           _exit(3);
         }
+        int fd = open(file.path().c_str(), O_WRONLY);
+        if (fd < 0) _exit(4);
       }),
       ExitedWithCode(0));
 }
