@@ -1,6 +1,7 @@
 #include "sentry/fs/proc/format.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include <cstring>
@@ -373,6 +374,42 @@ std::string MountOptions(uint32_t flags) {
   if (flags & vfs::kMountNoExec) s += ",noexec";
   s += ",relatime";
   return s;
+}
+
+std::string FormatMapsLine(const mm::VmaInfo& v) {
+  std::string line = absl::StrFormat(
+      "%08x-%08x %c%c%c%c %08x 00:00 0 ", v.start, v.end,
+      (v.prot & PROT_READ) ? 'r' : '-', (v.prot & PROT_WRITE) ? 'w' : '-',
+      (v.prot & PROT_EXEC) ? 'x' : '-', v.shared ? 's' : 'p', v.offset);
+  if (!v.name.empty()) {
+    if (line.size() < 72) line.append(72 - line.size(), ' ');
+    line += ' ';
+    line += v.name;
+  }
+  line += '\n';
+  return line;
+}
+
+std::string VmFlags(const mm::VmaInfo& v) {
+  std::string out;
+  auto add = [&out](bool on, const char* mnemonic) {
+    if (on) absl::StrAppend(&out, mnemonic, " ");
+  };
+  add(v.prot & PROT_READ, "rd");
+  add(v.prot & PROT_WRITE, "wr");
+  add(v.prot & PROT_EXEC, "ex");
+  add(v.shared && (v.max_prot & PROT_WRITE), "sh");
+  add(v.max_prot & PROT_READ, "mr");
+  add(v.max_prot & PROT_WRITE, "mw");
+  add(v.max_prot & PROT_EXEC, "me");
+  add(v.shared, "ms");
+  add(v.grows_down, "gd");
+  add(v.locked, "lo");
+  add(v.dont_fork, "dc");
+  // VM_ACCOUNT: private writable mappings are charged to commit.
+  add(!v.shared && (v.max_prot & PROT_WRITE), "ac");
+  add(v.wipe_on_fork, "wf");
+  return out;
 }
 
 std::string EscapePath(const std::string& path) {

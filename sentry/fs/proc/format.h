@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sentry/kernel/limits.h"
+#include "sentry/mm/memory_manager.h"
 
 namespace sandbox::fs::proc {
 
@@ -55,6 +56,13 @@ std::string MountOptions(uint32_t flags);
 std::string FormatMountinfoLine(const MountEntry& m);
 // "/dev/root / ext4 rw,relatime 0 0\n"
 std::string FormatMountsLine(const MountEntry& m);
+
+// One /proc/pid/maps line without the newline (show_map_vma): the name,
+// if any, padded to column 73.
+std::string FormatMapsLine(const mm::VmaInfo& v);
+// The VmFlags of /proc/pid/smaps: two-letter mnemonics each followed by a
+// space, in Linux's order (rd wr ex sh mr mw me ms gd lo dc ac wf).
+std::string VmFlags(const mm::VmaInfo& v);
 
 // Escapes ' ', '\t', '\n' and '\\' as octal (seq_path's " \t\n\\").
 std::string EscapePath(const std::string& path);

@@ -1,6 +1,7 @@
 #include "sentry/fs/proc/format.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #include <string>
 #include <vector>
@@ -104,6 +105,25 @@ TEST(FormatTest, MountLines) {
             "proc /my\\040dir proc rw,nosuid,nodev,noexec,relatime 0 0\n");
   e.flags = vfs::kMountReadOnly;
   EXPECT_EQ(MountOptions(e.flags), "ro,relatime");
+}
+
+TEST(FormatTest, MapsLineAndVmFlags) {
+  mm::VmaInfo v;
+  v.start = 0x7ffc0000;
+  v.end = 0x7ffc2000;
+  v.prot = v.max_prot = PROT_READ | PROT_WRITE;
+  v.grows_down = true;
+  v.name = "[stack]";
+  std::string line = FormatMapsLine(v);
+  EXPECT_EQ(line.substr(0, 40), "7ffc0000-7ffc2000 rw-p 00000000 00:00 0 ");
+  EXPECT_EQ(line.substr(40, 33), std::string(33, ' '));
+  EXPECT_EQ(line.substr(72), " [stack]\n");
+  EXPECT_EQ(VmFlags(v), "rd wr mr mw gd ac ");
+  v.name.clear();
+  v.shared = true;
+  v.prot = PROT_READ;
+  EXPECT_EQ(FormatMapsLine(v), "7ffc0000-7ffc2000 r--s 00000000 00:00 0 \n");
+  EXPECT_EQ(VmFlags(v), "rd sh mr mw ms gd ");
 }
 
 TEST(FormatTest, UuidShape) {

@@ -3,8 +3,9 @@
 // Layout (what Linux has; PIDs are the sandbox's, from the root PID
 // namespace):
 //   self -> <tgid of the reader>, thread-self -> <tgid>/task/<tid>
-//   <pid>/ for each process (task_dir.cc): status stat statm comm maps
-//     limits mounts mountinfo exe cwd root fd/ fdinfo/ task/<tid>/
+//   <pid>/ for each process (task_dir.cc): status stat statm cmdline
+//     environ auxv comm maps smaps limits mounts mountinfo exe cwd root fd/
+//     fdinfo/ task/<tid>/
 //   cpuinfo (the platform's CPUID), meminfo, stat, uptime, loadavg,
 //   version, filesystems, mounts -> self/mounts
 //   sys/kernel/{hostname,domainname,osrelease,ostype,version,pid_max,
@@ -19,8 +20,7 @@
 // freed while the kernel lives (sentry/kernel README), so inodes keep raw
 // Task pointers and check liveness through the PID namespace.
 //
-// Not done: cmdline, environ, auxv (the loader's argument and auxv ranges
-// are not kept on the mm yet), smaps, /proc/pid/fd links are plain
+// Not done: mem, io, ns/, pagemap; /proc/pid/fd links are plain
 // symlinks (opening one walks the path it names, not the open file: no
 // magic links in the VFS yet), CPU times and start times (no accounting),
 // writable sysctls.

@@ -295,6 +295,60 @@ std::string AuxvText(Task* t) {
   return out;
 }
 
+// /proc/pid/smaps (show_smap): each VMA's maps line, then its counters.
+// Resident pages come from Mincore (this mm's pages, or the file's cached
+// pages for a file or shared mapping); they are counted as private dirty
+// for private mappings and shared dirty for shared ones (no per-page
+// dirty or sharing accounting yet), so Pss == Rss.
+std::string SmapsText(Task* t) {
+  std::shared_ptr<mm::MemoryManager> m = Mm(t);
+  if (m == nullptr) return "";
+  std::string out;
+  std::vector<uint8_t> vec;
+  for (const mm::VmaInfo& v : m->Vmas()) {
+    out += FormatMapsLine(v);
+    uint64_t pages = (v.end - v.start) / kPage, resident = 0;
+    vec.assign(pages, 0);
+    for (uint64_t done = 0; done < pages;) {
+      KResult<size_t> n =
+          m->Mincore(v.start + done * kPage, pages - done, vec.data() + done);
+      if (!n.ok() || *n == 0) break;
+      done += *n;
+    }
+    for (uint8_t b : vec) resident += b & 1;
+    uint64_t rss = resident * kPage;
+    bool anon_private = v.anonymous && !v.shared;
+    struct {
+      const char* name;
+      uint64_t bytes;
+    } lines[] = {{"Size", v.end - v.start},
+                 {"KernelPageSize", kPage},
+                 {"MMUPageSize", kPage},
+                 {"Rss", rss},
+                 {"Pss", rss},
+                 {"Pss_Dirty", rss},
+                 {"Shared_Clean", 0},
+                 {"Shared_Dirty", v.shared ? rss : 0},
+                 {"Private_Clean", 0},
+                 {"Private_Dirty", v.shared ? 0 : rss},
+                 {"Referenced", rss},
+                 {"Anonymous", anon_private ? rss : 0},
+                 {"LazyFree", 0},
+                 {"AnonHugePages", 0},
+                 {"ShmemPmdMapped", 0},
+                 {"FilePmdMapped", 0},
+                 {"Shared_Hugetlb", 0},
+                 {"Private_Hugetlb", 0},
+                 {"Swap", 0},
+                 {"SwapPss", 0},
+                 {"Locked", v.locked ? rss : 0}};
+    for (const auto& l : lines) out += MeminfoLine(l.name, l.bytes / 1024);
+    out += "THPeligible:    0\n";
+    absl::StrAppend(&out, "VmFlags: ", VmFlags(v), "\n");
+  }
+  return out;
+}
+
 // The reader's root, else the task's.
 vfs::VirtualDentry ReaderRoot(const vfs::VirtualDentry& fallback) {
   if (Task* cur = Task::Current(); cur != nullptr) {
@@ -518,6 +572,9 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
   dir->Add("maps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
              std::shared_ptr<mm::MemoryManager> m = Mm(t);
              return m ? m->MapsText() : std::string();
+           }));
+  dir->Add("smaps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+             return SmapsText(t);
            }));
   dir->Add("limits", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
              return FormatLimits(t->thread_group().limits());
