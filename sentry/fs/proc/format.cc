@@ -320,8 +320,12 @@ std::string FormatCpuinfo(const CpuidFn& cpuid, int ncpus) {
       for (uint32_t v : e) model_name += RegString(v);
     }
     model_name = model_name.c_str();  // up to the NUL
+    // Linux strips the padding some CPUs put on either side.
     size_t first = model_name.find_first_not_of(' ');
-    model_name = first == std::string::npos ? "" : model_name.substr(first);
+    size_t last = model_name.find_last_not_of(' ');
+    model_name = first == std::string::npos
+                     ? ""
+                     : model_name.substr(first, last - first + 1);
   }
   if (model_name.empty()) model_name = "unknown";
   std::string addr_sizes;

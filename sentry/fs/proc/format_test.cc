@@ -66,7 +66,13 @@ void FakeCpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
       if (sub == 0) r[1] = 1 << 5;
       break;
     case 0x80000000:
-      r[0] = 0x80000001;
+      r[0] = 0x80000004;
+      break;
+    case 0x80000002:
+      memcpy(r, "  Fake CPU 1GHz ", 16);
+      break;
+    case 0x80000003:
+      memcpy(r, "                ", 16);
       break;
     case 0x80000001:
       r[3] = 1 << 29;
@@ -82,6 +88,7 @@ TEST(FormatTest, CpuFlagsInLinuxOrder) {
                       "cpu family\t: 6\nmodel\t\t: 85\n"),
             std::string::npos);
   EXPECT_NE(info.find("stepping\t: 4\n"), std::string::npos);
+  EXPECT_NE(info.find("model name\t: Fake CPU 1GHz\n"), std::string::npos);
   EXPECT_NE(info.find("flags\t\t: fpu sse2 lm pni avx2\n"), std::string::npos);
   EXPECT_NE(info.find("processor\t: 1\n"), std::string::npos);
   EXPECT_NE(info.find("clflush size\t: 64\n"), std::string::npos);
