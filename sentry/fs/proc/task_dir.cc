@@ -55,7 +55,8 @@ std::string Comm(Task* t) {
   return name;
 }
 
-// The task's address space while it runs (null after exit).
+// The task's address space while it runs (null once it exits: the run loop
+// drops it before the TID is released).
 std::shared_ptr<mm::MemoryManager> Mm(Task* t) {
   if (!Alive(t)) return nullptr;
   return t->mm_ref();
@@ -374,7 +375,10 @@ KResult<std::string> LinkTarget(Task* t, bool cwd) {
 std::vector<int> OpenFds(Task* t) {
   std::vector<int> fds;
   if (!Alive(t)) return fds;
+  // Null while the task exits (its run loop drops the table before the
+  // TID is released).
   std::shared_ptr<vfs::FdTable> table = t->fd_table_ref();
+  if (table == nullptr) return fds;
   size_t want = table->Count();
   for (int fd = 0;
        fds.size() < want && fd < static_cast<int>(vfs::FdTable::kNrOpen);
@@ -390,7 +394,9 @@ KResult<vfs::FileRef> FileOf(Task* t, std::string_view name, bool* cloexec) {
       fd < 0 || !Alive(t))
     return kENOENT;
   if (absl::StrCat(fd) != name) return kENOENT;  // "01", "+1"
-  KResult<vfs::FileRef> f = t->fd_table_ref()->Get(fd, cloexec);
+  std::shared_ptr<vfs::FdTable> table = t->fd_table_ref();
+  if (table == nullptr) return kENOENT;  // exiting
+  KResult<vfs::FileRef> f = table->Get(fd, cloexec);
   if (!f.ok() || *f == nullptr) return kENOENT;
   return f;
 }
