@@ -107,7 +107,7 @@ GeneratedFile::GeneratedFile(Filesystem& fs, uint32_t perm, std::string content)
 KResult<std::shared_ptr<vfs::VfsFile>> GeneratedFile::Open(
     const vfs::VirtualDentry& vd, uint32_t flags) {
   return std::shared_ptr<vfs::VfsFile>(
-      std::make_shared<GeneratedFileDescription>(vd, flags, gen_));
+      std::make_shared<GeneratedFileDescription>(vd, flags, gen_, writer_));
 }
 
 KResult<size_t> GeneratedFileDescription::ReadAtLocked(absl::Span<uint8_t> dst,

@@ -127,8 +127,13 @@ class Symlink final : public vfs::Inode {
 class GeneratedFile final : public vfs::Inode {
  public:
   using Generator = std::function<KResult<std::string>()>;
+  // Handles one write(2) of these bytes; returns the count consumed.
+  using Writer = std::function<KResult<size_t>(std::string_view)>;
   GeneratedFile(Filesystem& fs, uint32_t perm, Generator gen, uint32_t uid = 0,
                 uint32_t gid = 0);
+  // Makes writes go to `writer` (else they fail with EINVAL). Only while
+  // building.
+  void SetWriter(Writer writer) { writer_ = std::move(writer); }
   // Fixed content.
   GeneratedFile(Filesystem& fs, uint32_t perm, std::string content);
 
@@ -139,6 +144,7 @@ class GeneratedFile final : public vfs::Inode {
 
  private:
   const Generator gen_;
+  Writer writer_;
 };
 
 // An open GeneratedFile (seq_file): lseek with SEEK_SET/SEEK_CUR only,
@@ -146,18 +152,24 @@ class GeneratedFile final : public vfs::Inode {
 class GeneratedFileDescription final : public vfs::VfsFile {
  public:
   GeneratedFileDescription(vfs::VirtualDentry vd, uint32_t flags,
-                           GeneratedFile::Generator gen)
-      : VfsFile(std::move(vd), flags), gen_(std::move(gen)) {}
+                           GeneratedFile::Generator gen,
+                           GeneratedFile::Writer writer = nullptr)
+      : VfsFile(std::move(vd), flags),
+        gen_(std::move(gen)),
+        writer_(std::move(writer)) {}
 
   KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override;
   KResult<size_t> PRead(vfs::IoContext& ctx, absl::Span<uint8_t> dst,
                         int64_t offset) override;
-  KResult<size_t> Write(vfs::IoContext&, absl::Span<const uint8_t>) override {
-    return kEINVAL;
+  // To the file's writer, at any offset (like Linux's simple proc writes);
+  // EINVAL without one.
+  KResult<size_t> Write(vfs::IoContext&,
+                        absl::Span<const uint8_t> src) override {
+    return WriteAll(src);
   }
-  KResult<size_t> PWrite(vfs::IoContext&, absl::Span<const uint8_t>,
+  KResult<size_t> PWrite(vfs::IoContext&, absl::Span<const uint8_t> src,
                          int64_t) override {
-    return kEINVAL;
+    return WriteAll(src);
   }
   KResult<int64_t> Seek(int64_t offset, int whence) override;
 
@@ -166,7 +178,14 @@ class GeneratedFileDescription final : public vfs::VfsFile {
   KResult<size_t> ReadAtLocked(absl::Span<uint8_t> dst, int64_t offset)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(offset_mu_);
 
+  KResult<size_t> WriteAll(absl::Span<const uint8_t> src) {
+    if (!writer_) return kEINVAL;
+    return writer_(std::string_view(reinterpret_cast<const char*>(src.data()),
+                                    src.size()));
+  }
+
   const GeneratedFile::Generator gen_;
+  const GeneratedFile::Writer writer_;
   bool generated_ ABSL_GUARDED_BY(offset_mu_) = false;
   std::string data_ ABSL_GUARDED_BY(offset_mu_);
 };

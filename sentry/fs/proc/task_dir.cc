@@ -572,9 +572,21 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
            }));
   dir->Add("auxv", File(fs, 0400, uid, gid,
                         [t]() -> KResult<std::string> { return AuxvText(t); }));
-  dir->Add("comm", File(fs, 0644, uid, gid, [t]() -> KResult<std::string> {
-             return Comm(t) + "\n";
-           }));
+  auto comm = std::make_shared<kernfs::GeneratedFile>(
+      fs, 0644, [t]() -> KResult<std::string> { return Comm(t) + "\n"; }, uid,
+      gid);
+  // comm_write: the first 15 bytes, as written (a newline included), for
+  // the writer's own thread group only (EINVAL for others). The name is a
+  // task-thread field, so only the writer's own task is renamed here; a
+  // write to a sibling thread's comm is refused with EINVAL too.
+  comm->SetWriter([t](std::string_view data) -> KResult<size_t> {
+    if (Task::Current() != t) return kEINVAL;
+    std::string name(data.substr(0, 15));
+    name = name.c_str();  // up to a NUL, as set_task_comm's strscpy
+    t->set_name(std::move(name));
+    return data.size();
+  });
+  dir->Add("comm", comm);
   dir->Add("maps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
              std::shared_ptr<mm::MemoryManager> m = Mm(t);
              return m ? m->MapsText() : std::string();

@@ -144,6 +144,22 @@ TEST(ProcTest, CommIsTheExecutableBaseName) {
   EXPECT_EQ(ReadFile("/proc/self/comm"), base + "\n");
   ASSERT_THAT(prctl(PR_SET_NAME, "renamed"), SyscallSucceeds());
   EXPECT_EQ(ReadFile("/proc/self/comm"), "renamed\n");
+  // Writing comm renames the task: 15 bytes at most, a newline kept.
+  {
+    FileDescriptor fd(open("/proc/self/comm", O_WRONLY));
+    ASSERT_TRUE(fd.valid());
+    EXPECT_THAT(write(fd.get(), "byproc", 6), SyscallSucceedsWithValue(6));
+  }
+  char name[17] = {};
+  ASSERT_THAT(prctl(PR_GET_NAME, name), SyscallSucceeds());
+  EXPECT_STREQ(name, "byproc");
+  {
+    FileDescriptor fd(open("/proc/self/comm", O_WRONLY));
+    ASSERT_TRUE(fd.valid());
+    EXPECT_THAT(write(fd.get(), "a-very-long-name-indeed", 23),
+                SyscallSucceedsWithValue(23));
+  }
+  EXPECT_EQ(ReadFile("/proc/self/comm"), "a-very-long-nam\n");
   ASSERT_THAT(prctl(PR_SET_NAME, base.c_str()), SyscallSucceeds());
 }
 
