@@ -2,9 +2,9 @@
 
 #include <sys/stat.h>
 
+#include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/tmpfs/directory.h"
 #include "sentry/fs/tmpfs/inode.h"
-#include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 
 namespace sandbox::fs::tmpfs {
