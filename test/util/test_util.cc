@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,5 +81,22 @@ TempPath::~TempPath() {
 }
 
 size_t PageSize() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+bool DropCapabilities(bool keep_permitted) {
+  struct {
+    uint32_t version;
+    int pid;
+  } header = {0x20080522, 0};  // _LINUX_CAPABILITY_VERSION_3
+  struct {
+    uint32_t effective, permitted, inheritable;
+  } data[2] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  for (auto& d : data) {
+    d.effective = 0;
+    d.inheritable = 0;
+    if (!keep_permitted) d.permitted = 0;
+  }
+  return syscall(SYS_capset, &header, data) == 0;
+}
 
 }  // namespace sandbox::testutil

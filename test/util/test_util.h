@@ -167,6 +167,12 @@ class TempPath {
 // The page size, from sysconf.
 size_t PageSize();
 
+// Drops the effective and inheritable capabilities (and the permitted ones
+// unless `keep_permitted`), staying uid 0: "unprivileged" without needing
+// other ids, which a user namespace may not map. False if capget or capset
+// fails.
+bool DropCapabilities(bool keep_permitted);
+
 }  // namespace sandbox::testutil
 
 #endif  // TEST_UTIL_TEST_UTIL_H_

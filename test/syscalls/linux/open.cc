@@ -20,26 +20,6 @@
 namespace sandbox::testutil {
 namespace {
 
-// Drops the effective capabilities (and the permitted ones unless
-// `keep_permitted`), staying uid 0: "unprivileged" without needing other
-// ids, which a user namespace may not map. False if capset fails.
-bool DropCapabilities(bool keep_permitted) {
-  struct {
-    uint32_t version;
-    int pid;
-  } header = {0x20080522, 0};  // _LINUX_CAPABILITY_VERSION_3
-  struct {
-    uint32_t effective, permitted, inheritable;
-  } data[2] = {};
-  if (syscall(SYS_capget, &header, data) != 0) return false;
-  for (auto& d : data) {
-    d.effective = 0;
-    d.inheritable = 0;
-    if (!keep_permitted) d.permitted = 0;
-  }
-  return syscall(SYS_capset, &header, data) == 0;
-}
-
 TEST(OpenTest, CreateMakesAnEmptyFileWithModeMinusUmask) {
   std::string path = NewTempPath();
   mode_t old = umask(022);
