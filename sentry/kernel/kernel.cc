@@ -44,6 +44,11 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
       std::move(args.cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
+  // comm starts as the executable's base name (TASK_COMM_LEN - 1 bytes).
+  const std::string& exe = tg->exe_path();
+  std::string comm = exe.substr(exe.rfind('/') + 1);  // npos + 1 == 0
+  if (comm.size() > 15) comm.resize(15);
+  task->set_name(std::move(comm));
   tg->AddTask(task.get());
   tg->set_pgid_sid(tid, tid);
   Task* raw = task.get();
@@ -61,6 +66,7 @@ KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
       parent.fd_table_ref(), parent.fs_ref(), parent.mm_ref(), std::move(cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
+  task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
   tg.AddTask(task.get());
   Task* raw = task.get();
@@ -83,6 +89,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu) {
       std::move(cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
+  task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
   tg->AddTask(task.get());
   tg->set_pgid_sid(ptg.pgid(), ptg.sid());

@@ -163,6 +163,26 @@ TEST(ProcTest, CommIsTheExecutableBaseName) {
   ASSERT_THAT(prctl(PR_SET_NAME, base.c_str()), SyscallSucceeds());
 }
 
+// PR_GET_NAME starts as the executable's base name (15 bytes at most), and
+// fork copies the name the parent set.
+TEST(ProcTest, PrGetNameStartsAsTheExecutableAndIsInherited) {
+  std::string exe = Readlink("/proc/self/exe");
+  ASSERT_FALSE(exe.empty());
+  std::string base = exe.substr(exe.rfind('/') + 1).substr(0, 15);
+  char name[17] = {};
+  ASSERT_THAT(prctl(PR_GET_NAME, name), SyscallSucceeds());
+  EXPECT_STREQ(name, base.c_str());
+
+  ASSERT_THAT(prctl(PR_SET_NAME, "parent-name"), SyscallSucceeds());
+  int status = InForkedChild([] {
+    char child[17] = {};
+    if (prctl(PR_GET_NAME, child) != 0) _exit(2);
+    if (strcmp(child, "parent-name") != 0) _exit(3);
+  });
+  EXPECT_THAT(status, ExitedWithCode(0));
+  ASSERT_THAT(prctl(PR_SET_NAME, base.c_str()), SyscallSucceeds());
+}
+
 TEST(ProcTest, StatmHasSevenFields) {
   std::vector<std::string> f = Fields(ReadFile("/proc/self/statm"));
   ASSERT_EQ(f.size(), 7u);
