@@ -74,6 +74,14 @@ class FileDescription {
   bool readable() const;
   bool writable() const;
   bool nonblocking() const { return status_flags() & O_NONBLOCK; }
+  // Whether a write through `ctx` goes to the end of the file: pwritev2's
+  // RWF_APPEND forces it, RWF_NOAPPEND cancels O_APPEND, else O_APPEND.
+  bool Appends(const IoContext& ctx) const {
+    constexpr uint32_t kRwfAppend = 0x10, kRwfNoappend = 0x20;
+    if (ctx.rw_flags & kRwfAppend) return true;
+    if (ctx.rw_flags & kRwfNoappend) return false;
+    return status_flags() & O_APPEND;
+  }
 
   // read(2)/write(2) at the description's offset. Blocking implementations
   // wait interruptibly on ctx.interrupt_fd and return ERESTARTSYS when it

@@ -233,12 +233,6 @@ KResult<void> GoferRegularFile::PunchHole(uint64_t offset, uint64_t length) {
 
 // ---- GoferFileDescription ----
 
-bool GoferFileDescription::Appends(const vfs::IoContext& ctx) const {
-  if (ctx.rw_flags & kRwfAppend) return true;
-  if (ctx.rw_flags & kRwfNoappend) return false;
-  return status_flags() & O_APPEND;
-}
-
 KResult<size_t> GoferFileDescription::Read(vfs::IoContext&,
                                            absl::Span<uint8_t> dst) {
   if (!readable()) return kEBADF;

@@ -160,8 +160,6 @@ class GoferFileDescription final : public vfs::VfsFile {
   std::shared_ptr<mm::Mappable> GetMappable() override;
 
  private:
-  static constexpr uint32_t kRwfAppend = 0x10, kRwfNoappend = 0x20;
-  bool Appends(const vfs::IoContext& ctx) const;
   uint32_t SyncFlags() const { return status_flags() & (O_SYNC | O_DSYNC); }
 
   const std::shared_ptr<GoferRegularFile> file_;

@@ -363,13 +363,6 @@ KResult<std::shared_ptr<vfs::VfsFile>> RegularFile::Open(
       vd, flags, std::static_pointer_cast<RegularFile>(shared_from_this())));
 }
 
-bool RegularFileDescription::Appends(const vfs::IoContext& ctx) const {
-  // pwritev2: RWF_APPEND forces appending, RWF_NOAPPEND cancels O_APPEND.
-  if (ctx.rw_flags & kRwfAppend) return true;
-  if (ctx.rw_flags & kRwfNoappend) return false;
-  return status_flags() & O_APPEND;
-}
-
 KResult<size_t> RegularFileDescription::Read(vfs::IoContext&,
                                              absl::Span<uint8_t> dst) {
   if (!readable()) return kEBADF;

@@ -171,10 +171,6 @@ class RegularFileDescription final : public vfs::VfsFile {
   const std::shared_ptr<RegularFile>& file() const { return file_; }
 
  private:
-  static constexpr uint32_t kRwfAppend = 0x10, kRwfNoappend = 0x20;
-  // Whether a write through `ctx` goes to the end of the file.
-  bool Appends(const vfs::IoContext& ctx) const;
-
   const std::shared_ptr<RegularFile> file_;
 };
 
