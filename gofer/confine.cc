@@ -9,7 +9,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +65,46 @@ absl::Status EnterUserNamespace() {
   return s;
 }
 
+// Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134).
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' &&
+        s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+        s[i + 3] >= '0' && s[i + 3] <= '7') {
+      out.push_back(static_cast<char>((s[i + 1] - '0') * 64 +
+                                      (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// After a recursive bind at `dir`: detaches every submount below it that
+// may be detached (deepest first). Locked ones (EINVAL/EPERM) stay; no walk
+// crosses into them (RESOLVE_NO_XDEV).
+void DetachUnlockedSubmounts(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::vector<std::string> below;
+  std::string line;
+  const std::string prefix = dir + "/";
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    if (!(fields >> id >> parent >> devno >> root >> point)) continue;
+    point = Unescape(point);
+    if (point.compare(0, prefix.size(), prefix) == 0) below.push_back(point);
+  }
+  std::sort(below.begin(), below.end(),
+            [](const std::string& a, const std::string& b) {
+              return std::count(a.begin(), a.end(), '/') >
+                     std::count(b.begin(), b.end(), '/');
+            });
+  for (const std::string& p : below) umount2(p.c_str(), MNT_DETACH);
+}
+
 }  // namespace
 
 absl::Status DropCapabilities() {
@@ -95,7 +139,8 @@ absl::Status DropCapabilities() {
   return absl::OkStatus();
 }
 
-absl::Status Confine(const ConfineOptions& options) {
+absl::Status Confine(const ConfineOptions& options,
+                     std::vector<UniqueFd>* volume_roots) {
   if (options.root.empty() || options.root[0] != '/') {
     return absl::InvalidArgumentError("root must be an absolute path");
   }
@@ -118,6 +163,14 @@ absl::Status Confine(const ConfineOptions& options) {
   for (const BindMount& m : options.submounts) {
     sources.emplace_back(open(m.source.c_str(), O_PATH | O_CLOEXEC));
     if (!sources.back().valid()) return Errno(absl::StrCat("open ", m.source));
+  }
+  std::vector<UniqueFd> volume_sources;
+  for (const Volume& v : options.volumes) {
+    volume_sources.emplace_back(
+        open(v.source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!volume_sources.back().valid()) {
+      return Errno(absl::StrCat("open ", v.source));
+    }
   }
   // A private tmpfs to build the new root in (pivot_root needs the new
   // root to be a mount point other than the current root, which a bind of
@@ -147,6 +200,7 @@ absl::Status Confine(const ConfineOptions& options) {
                                  MS_BIND | MS_REC, nullptr) != 0) {
       return Errno(absl::StrCat("bind ", options.root));
     }
+    DetachUnlockedSubmounts(new_root);
   }
   host_root.reset();
   UniqueFd root(open(new_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -163,6 +217,25 @@ absl::Status Confine(const ConfineOptions& options) {
     }
   }
   sources.clear();
+  // Volumes: bound in the staging tmpfs (outside the new root), remounted
+  // nodev/nosuid(/ro), then held only by an O_PATH descriptor.
+  std::vector<UniqueFd> volumes;
+  for (size_t i = 0; i < options.volumes.size(); ++i) {
+    std::string dir = absl::StrCat(staging, "/volume", i);
+    if (mkdir(dir.c_str(), 0700) != 0) return Errno("mkdir staging volume");
+    std::string from = absl::StrCat("/proc/self/fd/", volume_sources[i].get());
+    if (mount(from.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      return Errno(absl::StrCat("bind volume ", options.volumes[i].source));
+    }
+    unsigned long flags = MS_REMOUNT | MS_BIND | kMountFlags;
+    if (options.volumes[i].read_only) flags |= MS_RDONLY;
+    if (mount(nullptr, dir.c_str(), nullptr, flags, nullptr) != 0) {
+      return Errno(absl::StrCat("remount volume ", options.volumes[i].source));
+    }
+    volumes.emplace_back(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!volumes.back().valid()) return Errno("open volume");
+  }
+  volume_sources.clear();
   if (fchdir(root.get()) != 0) return Errno("fchdir root");
   // nodev, nosuid (and ro) on every mount. Not noexec: the Sentry maps
   // donated FDs of guest binaries PROT_EXEC.
@@ -190,7 +263,9 @@ absl::Status Confine(const ConfineOptions& options) {
   if (syscall(SYS_pivot_root, ".", ".") != 0) return Errno("pivot_root");
   if (umount2(".", MNT_DETACH) != 0) return Errno("detach old root");
   if (chdir("/") != 0 || chroot("/") != 0) return Errno("chroot /");
-  return DropCapabilities();
+  s = DropCapabilities();
+  if (s.ok() && volume_roots != nullptr) *volume_roots = std::move(volumes);
+  return s;
 }
 
 }  // namespace gofer

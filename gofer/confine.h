@@ -14,7 +14,12 @@
 //      chosen submount is then bound
 //      (non-recursively) onto a target opened beneath the root with no
 //      symlink followed. Every mount is nodev and nosuid; read-only ones
-//      are remounted MS_RDONLY.
+//      are remounted MS_RDONLY. When the non-recursive bind is refused
+//      (submounts locked by a user namespace, e.g. inside Bazel's test
+//      sandbox), the recursive bind's unlocked submounts are detached
+//      again, so the tree is as close as allowed to the non-recursive one.
+//      Volumes (options.volumes) are bound beside the new root, opened
+//      O_PATH, and survive only through those descriptors.
 //   3. pivot_root into the new root and detach the old one (the staging
 //      tmpfs with it): nothing of the host is reachable by path any more.
 //   4. Only the capabilities file serving needs stay (CHOWN, DAC_OVERRIDE,
@@ -34,12 +39,22 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gofer/protocol/unique_fd.h"
 
 namespace gofer {
 
 struct BindMount {
   std::string source;  // Host path.
   std::string target;  // Path below the root, e.g. "data/x"; must exist.
+  bool read_only = false;
+};
+
+// A host directory served beside the root (runsc do --bind): bound
+// non-recursively (nodev, nosuid, read-only if asked) in the staging tmpfs
+// and kept open when the old root is detached, so it is reachable only
+// through the descriptor Confine returns, never from the served root.
+struct Volume {
+  std::string source;  // Host path (trusted configuration).
   bool read_only = false;
 };
 
@@ -50,9 +65,13 @@ struct ConfineOptions {
   // Step 0. In it the Gofer can reach only what the caller's uid can, and
   // can chown only to the caller's uid and gid (others are EINVAL).
   bool user_namespace = false;
+  std::vector<Volume> volumes;
 };
 
-absl::Status Confine(const ConfineOptions& options);
+// On success *volume_roots (if not null) holds one O_PATH directory FD per
+// options.volumes entry, in order.
+absl::Status Confine(const ConfineOptions& options,
+                     std::vector<UniqueFd>* volume_roots = nullptr);
 
 // Step 4 alone (also used when the Gofer runs unconfined for tests):
 // keeps only the file-serving capabilities. Without CAP_SETPCAP the

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
@@ -44,6 +45,24 @@ absl::StatusOr<GoferConfig> ParseGoferFlags(
         return absl::InvalidArgumentError(absl::StrCat("bad flag ", a));
       }
       if (parts.size() == 2) m.path = parts[1];
+      config.mounts.push_back(m);
+    } else if (absl::ConsumePrefix(&arg, "--volume=")) {
+      // FD:SRC[:ro]; SRC may itself contain ':'.
+      std::vector<std::string> parts = absl::StrSplit(arg, ':');
+      ServedMount m;
+      Volume v;
+      v.read_only = m.read_only = TakeRo(&parts);
+      if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &m.sock_fd) ||
+          m.sock_fd < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("bad flag ", a));
+      }
+      v.source = absl::StrJoin(parts.begin() + 1, parts.end(), ":");
+      if (v.source.empty() || v.source[0] != '/') {
+        return absl::InvalidArgumentError(
+            absl::StrCat("bad flag ", a, ": SRC must be an absolute path"));
+      }
+      m.volume = static_cast<int>(config.volumes.size());
+      config.volumes.push_back(v);
       config.mounts.push_back(m);
     } else if (absl::ConsumePrefix(&arg, "--bind=")) {
       std::vector<std::string> parts = absl::StrSplit(arg, ':');

@@ -6,6 +6,10 @@
 //                              serves relative to the root (default the
 //                              root), ":ro" to refuse changes (repeatable,
 //                              at least one)
+//   --volume=FD:SRC[:ro]       one connection serving the host directory SRC
+//                              (absolute), bound beside the root when
+//                              confined and unreachable from it
+//                              (repeatable)
 //   --bind=SRC:TARGET[:ro]     a host directory bound below the root when
 //                              confined (repeatable)
 //   --root-ro                  mount the root read-only when confined

@@ -27,6 +27,24 @@ TEST(Flags, ParsesEverything) {
   EXPECT_TRUE(c->seccomp);
 }
 
+TEST(Flags, ParsesVolumes) {
+  auto c = ParseGoferFlags(
+      {"--root=/", "--serve=3:ro", "--volume=4:/a:b", "--volume=5:/c:ro"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->mounts.size(), 3u);
+  EXPECT_EQ(c->mounts[0].volume, -1);
+  EXPECT_EQ(c->mounts[1].sock_fd, 4);
+  EXPECT_EQ(c->mounts[1].volume, 0);
+  EXPECT_FALSE(c->mounts[1].read_only);
+  EXPECT_EQ(c->mounts[2].volume, 1);
+  EXPECT_TRUE(c->mounts[2].read_only);
+  ASSERT_EQ(c->volumes.size(), 2u);
+  EXPECT_EQ(c->volumes[0].source, "/a:b");
+  EXPECT_FALSE(c->volumes[0].read_only);
+  EXPECT_EQ(c->volumes[1].source, "/c");
+  EXPECT_TRUE(c->volumes[1].read_only);
+}
+
 TEST(Flags, RejectsBadInput) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{
@@ -38,6 +56,9 @@ TEST(Flags, RejectsBadInput) {
            {"--root=/r", "--serve=3:a:b"},
            {"--root=/r", "--serve=3", "--bind=/a"},
            {"--root=/r", "--serve=3", "--bind=:b"},
+           {"--root=/r", "--volume=3"},
+           {"--root=/r", "--volume=3:rel"},
+           {"--root=/r", "--volume=x:/a"},
            {"--root=/r", "--serve=3", "--frobnicate"},
        }) {
     EXPECT_FALSE(ParseGoferFlags(args).ok()) << args.back();

@@ -30,13 +30,31 @@ absl::Status RunGofer(const GoferConfig& config) {
           "FD ", m.sock_fd, " is not a connected AF_UNIX SOCK_STREAM socket"));
     }
   }
+  for (const ServedMount& m : config.mounts) {
+    if (m.volume >= 0 &&
+        (static_cast<size_t>(m.volume) >= config.volumes.size() ||
+         !m.path.empty())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("connection on FD ", m.sock_fd, ": bad volume"));
+    }
+  }
   UniqueFd base;
+  std::vector<UniqueFd> volumes;
   if (config.confine) {
-    absl::Status s = Confine({config.root, config.root_read_only,
-                              config.submounts, config.user_namespace});
+    absl::Status s =
+        Confine({config.root, config.root_read_only, config.submounts,
+                 config.user_namespace, config.volumes},
+                &volumes);
     if (!s.ok()) return s;
     base.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   } else {
+    for (const Volume& v : config.volumes) {
+      volumes.emplace_back(
+          open(v.source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!volumes.back().valid()) {
+        return absl::ErrnoToStatus(errno, absl::StrCat("open ", v.source));
+      }
+    }
     base.reset(open(config.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (base.valid()) {
       absl::Status s = DropCapabilities();
@@ -49,7 +67,8 @@ absl::Status RunGofer(const GoferConfig& config) {
   std::vector<UniqueFd> roots;
   for (const ServedMount& m : config.mounts) {
     UniqueFd dir;
-    int err = OpenPathBeneath(base.get(), m.path, &dir);
+    int err = m.volume >= 0 ? OpenPathBeneath(volumes[m.volume].get(), "", &dir)
+                            : OpenPathBeneath(base.get(), m.path, &dir);
     struct stat st;
     if (err == 0 && fstat(dir.get(), &st) != 0) err = errno;
     if (err == 0 && !S_ISDIR(st.st_mode)) err = ENOTDIR;
@@ -60,6 +79,7 @@ absl::Status RunGofer(const GoferConfig& config) {
     roots.push_back(std::move(dir));
   }
   base.reset();
+  volumes.clear();
   // Each handle holds one or two host FDs: allow as many as the hard limit.
   struct rlimit nofile;
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&

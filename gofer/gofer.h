@@ -21,6 +21,9 @@ struct ServedMount {
   // without following symlinks.
   std::string path;
   bool read_only = false;  // Enforced by the server (EROFS).
+  // If >= 0: serves GoferConfig::volumes[volume] (path must be empty)
+  // instead of a directory below the root.
+  int volume = -1;
 };
 
 struct GoferConfig {
@@ -29,6 +32,9 @@ struct GoferConfig {
   bool user_namespace = false;  // ConfineOptions::user_namespace.
   bool root_read_only = false;
   std::vector<BindMount> submounts;
+  // Host directories served beside the root (confine.h Volume), each by
+  // the ServedMount that names its index.
+  std::vector<Volume> volumes;
   bool seccomp = true;  // seccomp.h.
   std::vector<ServedMount> mounts;
 };

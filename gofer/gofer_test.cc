@@ -39,8 +39,9 @@ struct Gofer {
   std::vector<std::unique_ptr<GoferClient>> clients;
 };
 
-// Starts the binary; serve_args are the PATH[:ro] parts of each --serve
-// (one socketpair each, the gofer's end at FD 10, 11, ...). pre_exec runs
+// Starts the binary; serve_args are the PATH[:ro] parts of each --serve,
+// or "@SRC[:ro]" for a --volume (one socketpair each, the gofer's end at
+// FD 10, 11, ...). pre_exec runs
 // in the child before exec (e.g. to set up mounts).
 Gofer Start(std::vector<std::string> args,
             const std::vector<std::string>& serve_args,
@@ -52,6 +53,11 @@ Gofer Start(std::vector<std::string> args,
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     g.clients.push_back(std::make_unique<GoferClient>(UniqueFd(sv[0])));
     theirs.push_back(sv[1]);
+    if (!serve_args[i].empty() && serve_args[i][0] == '@') {  // A volume.
+      args.push_back("--volume=" + std::to_string(10 + i) + ":" +
+                     serve_args[i].substr(1));
+      continue;
+    }
     args.push_back("--serve=" + std::to_string(10 + i) +
                    (serve_args[i].empty() ? "" : ":" + serve_args[i]));
   }
@@ -337,6 +343,41 @@ TEST(GoferHostRoot, ConfinedOverTheHostRootHidesProcSysDev) {
   ASSERT_EQ(c.Call(StatfsReq{a.root.handle}, &sf), 0);
   EXPECT_NE(sf.flags & ST_NODEV, 0u);
   EXPECT_NE(sf.flags & ST_RDONLY, 0u);
+  int status = Stop(g);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// runsc do --bind: a host directory served beside the host root (a
+// volume) on its own connection, writable, while the root stays
+// read-only; the volume is not reachable from the root connection's tree
+// (the staging mount it was bound in is gone).
+TEST_F(GoferBinaryTest, ConfinedServesAVolumeBesideTheRoot) {
+  if (!CanConfine()) {
+    GTEST_SKIP() << "SKIP: cannot create namespaces (needs CAP_SYS_ADMIN)";
+  }
+  Gofer g = Start({"--root=/", "--root-ro"}, {"ro", "@" + tree_.root()});
+  GoferClient& root = *g.clients[0];
+  GoferClient& vol = *g.clients[1];
+  AttachResp a;
+  ASSERT_EQ(vol.Call(AttachReq{}, &a), 0) << "gofer failed to start";
+  EXPECT_FALSE(a.read_only);
+  WalkResp w;
+  ASSERT_EQ(vol.Call(WalkReq{a.root.handle, {"d", "f"}}, &w), 0);
+  ASSERT_EQ(w.status, WalkStatus::kOk);
+  InodeResp ir;
+  UniqueFd fd;
+  ASSERT_EQ(vol.Call(CreateReq{a.root.handle, "made", O_RDWR, 0600}, &ir, &fd),
+            0);
+  ASSERT_EQ(write(fd.get(), "v", 1), 1);
+  std::ifstream made(tree_.root() + "/made");
+  std::string content;
+  made >> content;
+  EXPECT_EQ(content, "v");
+  AttachResp ra;
+  ASSERT_EQ(root.Call(AttachReq{}, &ra), 0);
+  EXPECT_TRUE(ra.read_only);
+  EXPECT_EQ(root.Call(MkdirReq{ra.root.handle, "x", 0700}, &ir), EROFS);
   int status = Stop(g);
   ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
