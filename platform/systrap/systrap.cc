@@ -175,6 +175,39 @@ std::string SeccompNeeds() {
          "prctl/arch_prctl probes, rseq.";
 }
 
+std::vector<HostSyscallNeed> SystrapSeccompSyscalls() {
+  // int arguments: the kernel reads the low 32 bits only.
+  constexpr uint64_t kInt = 0xffffffffu;
+  return {
+      {SYS_futex, {{1, kInt, FUTEX_WAIT}}, "wait on a slot or control word"},
+      {SYS_futex, {{1, kInt, FUTEX_WAKE}}, "wake a stub or the source"},
+      {SYS_read, {}, "a stub's reply pipe (non-blocking)"},
+      {SYS_poll, {}, "wait for a stub's reply pipe"},
+      {SYS_recvmsg,
+       {{2, kInt, MSG_DONTWAIT | MSG_CMSG_CLOEXEC}},
+       "a new stub's reply pipe from the source stub"},
+      {SYS_fcntl, {{1, kInt, F_GETFL}}, "reply pipe flags"},
+      {SYS_fcntl, {{1, kInt, F_SETFL}}, "reply pipe O_NONBLOCK"},
+      {SYS_tgkill, {{2, kInt, 0}}, "does a stub thread exist"},
+      {SYS_tgkill, {{2, kInt, SIGCHLD}}, "interrupt a stub thread"},
+      {SYS_sched_setaffinity, {}, "pin a stub thread to a CPU"},
+      {SYS_getcpu, {}, "sched_getcpu without rseq"},
+      {SYS_pidfd_open, {{1, kInt, 0}}, "a new stub's pidfd"},
+      {SYS_pidfd_send_signal, {{1, kInt, SIGKILL}}, "kill a stub"},
+      {SYS_waitid, {{0, kInt, 3 /*P_PIDFD*/}}, "reap a stub"},
+      {SYS_epoll_ctl, {}, "watch stub pidfds"},
+      {SYS_epoll_wait, {}, "service thread"},
+      {SYS_write, {}, "stop eventfd; reply pipes"},
+      {SYS_close, {}, "pidfds and reply pipes of dead stubs"},
+      {SYS_fallocate,
+       {{1, kInt, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE}},
+       "MemoryFile::Free"},
+      {SYS_munmap, {}, "stub region at destruction"},
+      {SYS_kill, {{1, kInt, SIGKILL}}, "error path of a new stub"},
+      {SYS_wait4, {}, "error path of a new stub"},
+  };
+}
+
 namespace {
 
 class SystrapPlatform;

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "platform/memory_file.h"
@@ -106,6 +107,23 @@ pid_t SystrapStubPid(AddressSpace& as);
 // sched_setaffinity, pidfd_open, pidfd_send_signal(SIGKILL),
 // waitid(P_PIDFD), epoll_ctl/epoll_wait, fallocate, ... (see systrap.cc).
 std::string SeccompNeeds();
+
+// The same needs in a form the Sentry's allowlist takes directly (see
+// sentry/confine/seccomp.h): syscall `nr` is needed when every check
+// ((arg[index] & mask) == value) holds; several entries for one number are
+// alternatives. Only what the platform calls after NewSystrapPlatform
+// returned: creation happens before any filter.
+struct HostSyscallNeed {
+  struct Arg {
+    unsigned index;
+    uint64_t mask;
+    uint64_t value;
+  };
+  int nr;
+  std::vector<Arg> args;
+  const char* why;
+};
+std::vector<HostSyscallNeed> SystrapSeccompSyscalls();
 
 }  // namespace sandbox::platform
 
