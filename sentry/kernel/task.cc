@@ -78,6 +78,28 @@ void Task::SetBlocker(Blocker* b) {
   }
 }
 
+std::shared_ptr<const Credentials> Task::CredsRef() {
+  absl::MutexLock l(&mu_);
+  return creds_;
+}
+
+void Task::CommitCreds(Credentials next) {
+  const Credentials& old = *creds_;
+  if (old.euid != next.euid || old.egid != next.egid ||
+      old.fsuid != next.fsuid || old.fsgid != next.fsgid ||
+      (next.cap_permitted & ~old.cap_permitted) != 0) {
+    tg_->set_dumpable(0);  // suid_dumpable
+    pdeathsig_ = 0;
+  }
+  std::shared_ptr<const Credentials> c =
+      std::make_shared<const Credentials>(std::move(next));
+  {
+    absl::MutexLock l(&mu_);
+    creds_.swap(c);
+  }
+  // `c` now holds the old object: freed here unless a reader still has it.
+}
+
 void Task::DrainInterrupts() {
   if (!interrupt_pending_.exchange(false, std::memory_order_acq_rel)) return;
   uint64_t v;

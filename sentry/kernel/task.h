@@ -60,8 +60,16 @@ class Task final : public vfs::UserMemory {
   void set_tid(ThreadId tid) { tid_ = tid; }
   Kernel& kernel() const { return kernel_; }
   ThreadGroup& thread_group() const { return *tg_; }
-  // Task thread.
+  // Credentials (credentials.h has the design). creds(): the task's own
+  // thread only, no lock (it is the only writer). CredsRef(): any thread;
+  // a snapshot that stays valid while held.
   const Credentials& creds() const { return *creds_; }
+  std::shared_ptr<const Credentials> CredsRef() ABSL_LOCKS_EXCLUDED(mu_);
+  // commit_creds: installs `next` (task thread). As Linux, a change of
+  // euid, egid, fsuid or fsgid, or a permitted set that is not a subset of
+  // the old one, makes the process non-dumpable (suid_dumpable = 0) and
+  // clears the parent-death signal.
+  void CommitCreds(Credentials next) ABSL_LOCKS_EXCLUDED(mu_);
   // Shared references for a new thread of this task's process.
   std::shared_ptr<ThreadGroup> thread_group_ref() const { return tg_; }
   std::shared_ptr<const Credentials> creds_ref() const { return creds_; }
@@ -165,20 +173,22 @@ class Task final : public vfs::UserMemory {
   Kernel& kernel_;
   ThreadId tid_ = 0;
   const std::shared_ptr<ThreadGroup> tg_;
-  std::shared_ptr<const Credentials> creds_;  // task thread
-  std::shared_ptr<vfs::FdTable> fds_;         // task thread
-  std::shared_ptr<vfs::FsContext> fs_;        // task thread
-  std::shared_ptr<mm::MemoryManager> mm_;     // task thread
-  platform::CpuState cpu_;                    // task thread
-  uint64_t signal_mask_ = 0;                  // task thread
-  uint64_t clear_child_tid_ = 0;              // task thread
-  uint64_t robust_list_ = 0;                  // task thread
-  bool exit_requested_ = false;               // task thread
-  std::string name_;                          // task thread
-  int pdeathsig_ = 0;                         // task thread
-  bool no_new_privs_ = false;                 // task thread
-  AltStack alt_stack_;                        // task thread
-  int exit_code_ = 0;                         // task thread
+  // Written by the task thread under mu_; read by it without mu_, by other
+  // threads under mu_ (CredsRef).
+  std::shared_ptr<const Credentials> creds_;
+  std::shared_ptr<vfs::FdTable> fds_;      // task thread
+  std::shared_ptr<vfs::FsContext> fs_;     // task thread
+  std::shared_ptr<mm::MemoryManager> mm_;  // task thread
+  platform::CpuState cpu_;                 // task thread
+  uint64_t signal_mask_ = 0;               // task thread
+  uint64_t clear_child_tid_ = 0;           // task thread
+  uint64_t robust_list_ = 0;               // task thread
+  bool exit_requested_ = false;            // task thread
+  std::string name_;                       // task thread
+  int pdeathsig_ = 0;                      // task thread
+  bool no_new_privs_ = false;              // task thread
+  AltStack alt_stack_;                     // task thread
+  int exit_code_ = 0;                      // task thread
 
   // An eventfd that is readable while an interrupt is pending; blocking host
   // waits poll it. Immutable.

@@ -133,7 +133,8 @@ uint32_t NumCpus() {
 
 std::string StatusText(Task* t) {
   ThreadGroup& tg = t->thread_group();
-  const kernel::Credentials& c = t->creds();
+  std::shared_ptr<const kernel::Credentials> creds = t->CredsRef();
+  const kernel::Credentials& c = *creds;  // another task: a snapshot
   ThreadGroup* parent = tg.parent();
   char state = StateChar(t);
   std::string out;
@@ -553,7 +554,8 @@ std::string MountinfoText(const vfs::VirtualDentry& root, bool mountinfo) {
 
 std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
                                        bool thread_dir) {
-  const kernel::Credentials& c = t->creds();
+  std::shared_ptr<const kernel::Credentials> creds = t->CredsRef();
+  const kernel::Credentials& c = *creds;  // another task: a snapshot
   uint32_t uid = c.euid, gid = c.egid;
   auto dir = std::make_shared<kernfs::Dir>(fs, 0555, uid, gid);
   dir->Add("status", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
