@@ -1,4 +1,8 @@
-// Identity syscalls: the task's credentials as data.
+// Identity syscalls: the task's credentials as data. The get* calls are
+// here; identity_set.cc changes ids and groups, identity_caps.cc
+// capabilities.
+#include "sentry/syscalls/identity.h"
+
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/credentials.h"
 #include "sentry/syscalls/table.h"
@@ -53,6 +57,8 @@ void RegisterIdentitySyscalls(SyscallTable& t) {
   t.Full<&Getresuid>(nr::getresuid);
   t.Full<&Getresgid>(nr::getresgid);
   t.Full<&Getgroups>(nr::getgroups);
+  RegisterIdentitySetSyscalls(t);
+  RegisterIdentityCapsSyscalls(t);
 }
 
 }  // namespace sandbox::syscalls

@@ -13,6 +13,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/identity.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
@@ -207,8 +208,13 @@ SyscallResult Prctl(Task& t, int32_t option, uint64_t arg2, uint64_t arg3,
       if (arg2 != 0 || arg3 != 0 || arg4 != 0 || arg5 != 0) return kEINVAL;
       return uint64_t{t.no_new_privs() ? 1u : 0u};
     case PR_CAPBSET_READ:
-      if (arg2 > static_cast<uint64_t>(kernel::kCapLastCap)) return kEINVAL;
-      return (t.creds().cap_bounding >> arg2) & 1;
+    case PR_CAPBSET_DROP:
+    case PR_CAP_AMBIENT:
+    case PR_GET_KEEPCAPS:
+    case PR_SET_KEEPCAPS:
+    case PR_GET_SECUREBITS:
+    case PR_SET_SECUREBITS:
+      return CapabilityPrctl(t, option, arg2, arg3, arg4, arg5);
     default:
       return kEINVAL;
   }
