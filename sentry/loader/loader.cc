@@ -36,8 +36,13 @@ struct Image {
 
 class Loader {
  public:
-  Loader(mm::MemoryManager& mm, const LoadArgs& args, std::string* error)
-      : mm_(mm), args_(args), error_(error), layout_(mm.layout()) {}
+  Loader(mm::MemoryManager& mm, const LoadArgs& args, std::string* error,
+         bool* committed)
+      : mm_(mm),
+        args_(args),
+        error_(error),
+        committed_(committed),
+        layout_(mm.layout()) {}
 
   KResult<LoadResult> Run(FileReader& file);
 
@@ -48,22 +53,28 @@ class Loader {
   }
   KResult<Image> MapImage(FileReader& file, const ElfInfo& info, uintptr_t bias,
                           const std::string& name);
+  uint64_t file_size_ = 0;  // of the file MapImage is reading
   KResult<uintptr_t> DynBase(const ElfInfo& info);
-  KResult<uintptr_t> ReserveInterp(const ElfInfo& info);
+  KResult<uintptr_t> MmapBase(const ElfInfo& info, const char* what);
   KResult<void> MapStack(bool exec, LoadResult& out);
   KResult<void> BuildStack(LoadResult& out);
 
   mm::MemoryManager& mm_;
   const LoadArgs& args_;
   std::string* error_;
+  bool* committed_;
   const mm::Layout& layout_;
   std::vector<std::string> argv_;
 };
 
+// ELF_ET_DYN_BASE: 2/3 of the address space (DEFAULT_MAP_WINDOW / 3 * 2).
+uint64_t EtDynBase(const mm::Layout& layout) { return layout.max_addr / 3 * 2; }
+
 KResult<uintptr_t> Loader::DynBase(const ElfInfo& info) {
-  // ELF_ET_DYN_BASE (2/3 of the address space) + arch_mmap_rnd(), aligned
-  // to the largest segment alignment, like Linux for PIE programs.
-  uint64_t base = PageRoundDown(layout_.max_addr / 3 * 2);
+  // A PIE with an interpreter: ELF_ET_DYN_BASE + arch_mmap_rnd(), aligned
+  // to the largest segment alignment, then ELF_PAGESTART(base - vaddr), as
+  // Linux's load_elf_binary.
+  uint64_t base = PageRoundDown(EtDynBase(layout_));
   if (layout_.randomize) base += (mm::RandomU64() & ((1ull << 28) - 1)) << 12;
   base &= ~(info.max_align - 1);
   const uint64_t span = info.max_vaddr - info.min_vaddr;
@@ -77,9 +88,11 @@ KResult<uintptr_t> Loader::DynBase(const ElfInfo& info) {
   return base - info.min_vaddr;
 }
 
-KResult<uintptr_t> Loader::ReserveInterp(const ElfInfo& info) {
-  // The interpreter goes where mmap would put it (top-down below the mmap
-  // base), aligned like its segments ask.
+KResult<uintptr_t> Loader::MmapBase(const ElfInfo& info, const char* what) {
+  // The interpreter (and an ET_DYN without PT_INTERP, e.g. ld.so run
+  // directly or a static PIE: Linux 6.1's load_bias 0) goes where mmap
+  // would put it (top-down below the mmap base), aligned like its segments
+  // ask.
   const uint64_t span = info.max_vaddr - info.min_vaddr;
   const uint64_t pad =
       info.max_align > kPageSize ? info.max_align - kPageSize : 0;
@@ -87,7 +100,9 @@ KResult<uintptr_t> Loader::ReserveInterp(const ElfInfo& info) {
                      .prot = PROT_NONE,
                      .flags = MAP_PRIVATE | MAP_ANONYMOUS});
   if (!r.ok()) {
-    return Fail(r.error(), "no room in the address space for the interpreter");
+    return Fail(
+        r.error(),
+        absl::StrFormat("no room in the address space for the %s", what));
   }
   uintptr_t start = (*r + info.max_align - 1) & ~(info.max_align - 1);
   TRY_VOID(mm_.Munmap(*r, span + pad));
@@ -98,6 +113,7 @@ KResult<uintptr_t> Loader::ReserveInterp(const ElfInfo& info) {
 KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
                                 uintptr_t bias, const std::string& name) {
   Image img;
+  file_size_ = info.file_size;
   img.bias = bias;
   img.entry = info.ehdr.e_entry + bias;
   img.phdr = info.phdr_vaddr != 0 ? info.phdr_vaddr + bias : 0;
@@ -136,7 +152,15 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
     // before the segment in its first page come from the file too.
     const uint64_t lead = vaddr - start;
     const uint64_t file_off = ph.p_offset - lead;
-    const uint64_t file_len = lead + ph.p_filesz;
+    uint64_t file_len = lead + ph.p_filesz;
+    // Without bss (p_memsz == p_filesz) the rest of the last page holds
+    // the file's next bytes, as Linux's file mapping shows them; with bss
+    // it is zero (padzero), as is the anonymous memory here.
+    if (ph.p_memsz == ph.p_filesz) {
+      const uint64_t page_end = PageRoundUp(vaddr + ph.p_filesz) - start;
+      const uint64_t avail = file_size_ > file_off ? file_size_ - file_off : 0;
+      file_len = std::max(file_len, std::min(page_end, avail));
+    }
     buf.resize(std::min<uint64_t>(kCopyChunk, std::max<uint64_t>(file_len, 1)));
     for (uint64_t done = 0; done < file_len;) {
       const size_t k = std::min<uint64_t>(buf.size(), file_len - done);
@@ -303,30 +327,36 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
   argv_ = args_.argv;
   if (argv_.empty()) argv_.push_back("");  // as Linux >= 5.18
 
+  // ---- Before the point of no return (load_elf_binary up to
+  // begin_new_exec): errors are returned to execve's caller. ----
   std::string why;
-  auto parsed = ParseElf(file, &why);
+  auto parsed = ParseElfHeaders(file, ElfRole::kProgram, &why);
   if (!parsed.ok()) return Fail(parsed.error(), why);
-  const ElfInfo& info = *parsed;
+  ElfInfo& info = *parsed;
   const std::string& name = args_.exec_path;
 
   ElfInfo interp_info;
   std::unique_ptr<FileReader> interp_file;
-  if (!info.interpreter.empty()) {
+  if (info.has_interpreter) {
     out.interpreter = info.interpreter;
     if (!args_.open_interpreter) {
       return Fail(kENOEXEC, absl::StrFormat(
                                 "dynamically linked program (interpreter %s): "
-                                "only static executables are supported",
+                                "no way to open the interpreter",
                                 info.interpreter));
     }
-    auto f = args_.open_interpreter(info.interpreter);
+    // open_exec(): the walk's errors, EACCES (not a regular file, no
+    // execute permission, noexec mount), ENOENT for an empty path.
+    auto f = info.interpreter.empty()
+                 ? KResult<std::unique_ptr<FileReader>>(kENOENT)
+                 : args_.open_interpreter(info.interpreter);
     if (!f.ok()) {
       return Fail(f.error(),
                   absl::StrFormat("opening interpreter %s: %s",
                                   info.interpreter, f.error().name()));
     }
     interp_file = std::move(f).value();
-    auto ip = ParseElf(*interp_file, &why);
+    auto ip = ParseElfHeaders(*interp_file, ElfRole::kInterpreter, &why);
     if (!ip.ok()) {
       return Fail(ip.error(),
                   absl::StrFormat("interpreter %s: %s", info.interpreter, why));
@@ -334,12 +364,38 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
     interp_info = std::move(ip).value();
   }
 
+  // ---- The point of no return (begin_new_exec). From here a failure
+  // leaves `mm` half-built; execve kills the process with SIGSEGV. ----
+  if (committed_ != nullptr) *committed_ = true;
+
+  if (auto v = ValidateSegments(info, info.file_size, &why); !v.ok()) {
+    return Fail(v.error(), absl::StrFormat("%s: %s", name, why));
+  }
+  if (interp_file != nullptr) {
+    // load_elf_interp(): the type first (EINVAL), then the segments.
+    if (interp_info.ehdr.e_type != ET_EXEC &&
+        interp_info.ehdr.e_type != ET_DYN) {
+      return Fail(kEINVAL,
+                  absl::StrFormat("interpreter %s is not an executable or a "
+                                  "shared object (e_type %d)",
+                                  info.interpreter, interp_info.ehdr.e_type));
+    }
+    if (auto v = ValidateSegments(interp_info, interp_info.file_size, &why);
+        !v.ok()) {
+      return Fail(v.error(),
+                  absl::StrFormat("interpreter %s: %s", info.interpreter, why));
+    }
+  }
+
   TRY_VOID(MapStack(info.executable_stack, out));
   out.executable_stack = info.executable_stack;
 
   uintptr_t bias = 0;
-  if (info.ehdr.e_type == ET_DYN) {
+  const bool dyn = info.ehdr.e_type == ET_DYN;
+  if (dyn && interp_file != nullptr) {
     TRY(bias, DynBase(info));
+  } else if (dyn) {
+    TRY(bias, MmapBase(info, "position-independent program"));
   }
   TRY(Image main, MapImage(file, info, bias, name));
   out.load_bias = main.bias;
@@ -349,18 +405,27 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
   out.entry = main.entry;
 
   if (interp_file != nullptr) {
-    TRY(uintptr_t ibias, ReserveInterp(interp_info));
+    uintptr_t ibias = 0;
+    if (interp_info.ehdr.e_type == ET_DYN) {
+      TRY(ibias, MmapBase(interp_info, "interpreter"));
+    }
     TRY(Image interp,
         MapImage(*interp_file, interp_info, ibias, info.interpreter));
-    out.interp_base = interp_info.min_vaddr + interp.bias;
+    // AT_BASE: Linux's load_addr, the interpreter's load bias (its first
+    // segment's page minus ELF_PAGESTART(p_vaddr)); 0 for an ET_EXEC one.
+    out.interp_base = interp.bias;
     out.entry = interp.entry;
   }
 
   // The heap starts after the program (plus up to 32 MiB when randomising,
-  // as arch_randomize_brk()).
+  // as arch_randomize_brk()). A randomised ET_DYN run without interpreter
+  // (ld.so itself, a static PIE) has its heap moved to ELF_ET_DYN_BASE,
+  // away from the mmap area it was loaded into, as Linux does.
   uintptr_t brk = main.end;
-  if (layout_.randomize)
+  if (layout_.randomize) {
+    if (dyn && interp_file == nullptr) brk = PageRoundUp(EtDynBase(layout_));
     brk += (mm::RandomU64() % (32 << 20)) & ~(kPageSize - 1);
+  }
   out.brk_start = brk;
   mm_.SetBrkStart(brk);
 
@@ -373,8 +438,10 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
 }  // namespace
 
 KResult<LoadResult> Load(mm::MemoryManager& mm, FileReader& file,
-                         const LoadArgs& args, std::string* error) {
-  Loader loader(mm, args, error);
+                         const LoadArgs& args, std::string* error,
+                         bool* committed) {
+  if (committed != nullptr) *committed = false;
+  Loader loader(mm, args, error, committed);
   return loader.Run(file);
 }
 

@@ -79,11 +79,20 @@ struct LoadResult {
 };
 
 // Loads `file` into `mm`, which must be fresh (no VMAs). On failure returns
-// ENOEXEC (bad or unsupported file; *error says why), E2BIG (arguments too
-// large), ENOMEM, or the reader's error; `mm` is then half-built and must be
-// discarded. `error` may be null.
+// ENOEXEC (bad or unsupported file; *error says why), ELIBBAD (bad
+// interpreter header), the interpreter's open error, EIO (headers past the
+// end of the file), EINVAL (bad segments, interpreter type), E2BIG
+// (arguments too large), ENOMEM, or the reader's error; `mm` is then
+// half-built and must be discarded. `error` may be null.
+//
+// *committed (if not null) says whether the failure came after the point
+// where Linux's execve can no longer return an error (begin_new_exec: the
+// ELF and interpreter headers were good); execve then kills the process
+// with SIGSEGV instead of returning the errno (elf.h lists which checks
+// are on which side).
 KResult<LoadResult> Load(mm::MemoryManager& mm, FileReader& file,
-                         const LoadArgs& args, std::string* error = nullptr);
+                         const LoadArgs& args, std::string* error = nullptr,
+                         bool* committed = nullptr);
 
 // AT_HWCAP as Linux computes it on x86: CPUID leaf 1 EDX.
 uint64_t HwcapFromPlatform(const platform::Platform& platform);

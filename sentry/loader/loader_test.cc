@@ -118,7 +118,9 @@ TEST_F(LoaderTest, StaticExecutableSegments) {
   ASSERT_TRUE(mm_->CopyIn(0x401122, &b, 1).ok());
   EXPECT_EQ(b, PatternByte(0x1122));
   ASSERT_TRUE(mm_->CopyIn(0x401123, &b, 1).ok());
-  EXPECT_EQ(b, 0);  // past p_filesz
+  // Past p_filesz of a segment without bss: the file's next byte (Linux
+  // maps the whole page).
+  EXPECT_EQ(b, PatternByte(0x1123));
   ASSERT_TRUE(mm_->CopyIn(0x403000, &b, 1).ok());
   EXPECT_EQ(b, PatternByte(0x2000));
   ASSERT_TRUE(mm_->CopyIn(0x403107, &b, 1).ok());
@@ -248,15 +250,48 @@ TEST_F(LoaderTest, EmptyArgvGetsEmptyArgv0) {
   EXPECT_EQ(Read64(r->stack_pointer + 24), 0u);
 }
 
-TEST_F(LoaderTest, StaticPieLoadsAtEtDynBase) {
+// Linux 6.1: a PIE with PT_INTERP goes to ELF_ET_DYN_BASE; one without
+// (a static PIE, ld.so run directly) where mmap puts it (load_bias 0).
+TEST_F(LoaderTest, PieWithInterpreterLoadsAtEtDynBase) {
+  LoadArgs args = Args();
+  const std::string interp = StaticPie().Build();
+  args.open_interpreter =
+      [&](const std::string&) -> KResult<std::unique_ptr<FileReader>> {
+    return std::unique_ptr<FileReader>(new BufferReader(interp));
+  };
+  TestElf e = StaticPie();
+  e.ph.insert(e.ph.begin(),
+              testing::Phdr(PT_INTERP, PF_R, 0x200, 0x200, 11, 11, 1));
+  e.eh.e_phnum = e.ph.size();
+  e.patches.push_back({0x200, std::string("/lib/ld.so\0", 11)});
   std::string why;
-  auto r = LoadBytes(StaticPie().Build(), Args(), &why);
+  auto r = LoadBytes(e.Build(), args, &why);
   ASSERT_TRUE(r.ok()) << why;
   const uintptr_t base = 0x555555554000;  // ELF_ET_DYN_BASE without ASLR
   EXPECT_EQ(r->load_bias, base);
-  EXPECT_EQ(r->entry, base + 0x1010);
+  EXPECT_EQ(r->program_entry, base + 0x1010);
   EXPECT_EQ(r->phdr_addr, base + 0x40);
   EXPECT_EQ(r->brk_start, base + 0x6000);
+  uint8_t b = 0;
+  ASSERT_TRUE(mm_->CopyIn(base + 0x1010, &b, 1).ok());
+  EXPECT_EQ(b, PatternByte(0x1010));
+  // The interpreter is below the mmap base; AT_BASE is its load bias.
+  EXPECT_LT(r->interp_base, mm_->layout().mmap_base);
+  EXPECT_GT(r->interp_base, base);
+  EXPECT_EQ(r->entry, r->interp_base + 0x1010);
+}
+
+TEST_F(LoaderTest, StaticPieLoadsWhereMmapPutsIt) {
+  std::string why;
+  auto r = LoadBytes(StaticPie().Build(), Args(), &why);
+  ASSERT_TRUE(r.ok()) << why;
+  const uintptr_t base = r->load_bias;
+  EXPECT_EQ(base % 4096, 0u);
+  EXPECT_LE(base + 0x6000, mm_->layout().mmap_base);
+  EXPECT_GT(base, 0x555555554000u);
+  EXPECT_EQ(r->entry, base + 0x1010);
+  EXPECT_EQ(r->phdr_addr, base + 0x40);
+  EXPECT_EQ(r->brk_start, base + 0x6000);  // no ASLR: right after the image
   uint8_t b = 0;
   ASSERT_TRUE(mm_->CopyIn(base + 0x1010, &b, 1).ok());
   EXPECT_EQ(b, PatternByte(0x1010));
@@ -273,8 +308,9 @@ TEST_F(LoaderTest, RandomizedLayoutVaries) {
               r1->stack_pointer != r2->stack_pointer);
   EXPECT_EQ(r1->stack_pointer % 16, 0u);
   EXPECT_EQ(r1->load_bias % 4096, 0u);
-  EXPECT_GE(r1->brk_start, r1->load_bias + 0x6000);
-  EXPECT_LT(r1->brk_start, r1->load_bias + 0x6000 + (32 << 20));
+  // Without an interpreter the heap moves to ELF_ET_DYN_BASE (+ < 32 MiB).
+  EXPECT_GE(r1->brk_start, 0x555555555000u);
+  EXPECT_LT(r1->brk_start, 0x555555555000u + (32 << 20));
 }
 
 TEST_F(LoaderTest, ExecutableStack) {
@@ -335,8 +371,16 @@ TEST_F(LoaderTest, InterpreterIsLoadedWhenItCanBeOpened) {
   };
   r = LoadBytes(WithInterp(StaticExec(), "/lib/ld.so").Build(), args, &why);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error(), kENOEXEC);
+  EXPECT_EQ(r.error(), kEIO);  // elf_read's short read
   EXPECT_THAT(why, HasSubstr("interpreter /lib/ld.so"));
+  NewMm(false);
+  args.open_interpreter =
+      [](const std::string&) -> KResult<std::unique_ptr<FileReader>> {
+    return std::unique_ptr<FileReader>(new BufferReader(std::string(100, 'x')));
+  };
+  r = LoadBytes(WithInterp(StaticExec(), "/lib/ld.so").Build(), args, &why);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), kELIBBAD);
   // And one that cannot be opened gives the opener's error.
   NewMm(false);
   args.open_interpreter =
@@ -346,6 +390,66 @@ TEST_F(LoaderTest, InterpreterIsLoadedWhenItCanBeOpened) {
   r = LoadBytes(WithInterp(StaticExec(), "/lib/ld.so").Build(), args, &why);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), kENOENT);
+}
+
+// What fails before Linux's point of no return is returned; what fails
+// after it is flagged (execve then kills the process with SIGSEGV).
+TEST_F(LoaderTest, CommittedSaysWhetherThePointOfNoReturnWasPassed) {
+  bool committed = true;
+  TestElf e = StaticExec();
+  e.eh.e_machine = EM_386;
+  BufferReader bad_header(e.Build());
+  auto r = Load(*mm_, bad_header, Args(), nullptr, &committed);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), kENOEXEC);
+  EXPECT_FALSE(committed);
+
+  NewMm(false);
+  e = StaticExec();
+  e.ph[2].p_filesz = 0x2001;  // > p_memsz: Linux's EINVAL after the commit
+  BufferReader bad_segment(e.Build());
+  std::string why;
+  r = Load(*mm_, bad_segment, Args(), &why, &committed);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), kEINVAL);
+  EXPECT_TRUE(committed);
+
+  // An interpreter of the wrong type: load_elf_interp's EINVAL, committed.
+  NewMm(false);
+  TestElf rel = StaticPie();
+  rel.eh.e_type = ET_REL;
+  const std::string rel_bytes = rel.Build();
+  LoadArgs args = Args();
+  args.open_interpreter =
+      [&](const std::string&) -> KResult<std::unique_ptr<FileReader>> {
+    return std::unique_ptr<FileReader>(new BufferReader(rel_bytes));
+  };
+  BufferReader prog(WithInterp(StaticExec(), "/lib/ld.so").Build());
+  r = Load(*mm_, prog, args, &why, &committed);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), kEINVAL);
+  EXPECT_TRUE(committed);
+  EXPECT_THAT(why, HasSubstr("e_type 1"));
+
+  NewMm(false);
+  BufferReader good(StaticExec().Build());
+  EXPECT_TRUE(Load(*mm_, good, Args(), nullptr, &committed).ok());
+}
+
+// The rest of a segment's last page: the file's next bytes without bss,
+// zeros with bss (Linux's file mapping, then padzero).
+TEST_F(LoaderTest, LastPageTailIsFileBytesOrZeroForBss) {
+  auto r = LoadBytes(StaticExec().Build(), Args(), nullptr);
+  ASSERT_TRUE(r.ok());
+  uint8_t b[2] = {};
+  // Segment 1: file 0x1000+0x123 at 0x401000, p_memsz == p_filesz.
+  ASSERT_TRUE(mm_->CopyIn(0x401123, b, 2).ok());
+  EXPECT_EQ(b[0], PatternByte(0x1123));
+  EXPECT_EQ(b[1], PatternByte(0x1124));
+  // Segment 2: file 0x2008+0x100 at 0x403008, bss up to 0x405008.
+  ASSERT_TRUE(mm_->CopyIn(0x403107, b, 2).ok());
+  EXPECT_EQ(b[0], PatternByte(0x2107));
+  EXPECT_EQ(b[1], 0);
 }
 
 TEST_F(LoaderTest, BadElfIsEnoexec) {
@@ -380,7 +484,7 @@ TEST_F(LoaderTest, SegmentsOutsideTheAddressSpaceAreEnoexec) {
   e.ph[2].p_vaddr = 0x800000000008;
   r = LoadBytes(e.Build(), Args(), &why);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error(), kENOEXEC);
+  EXPECT_EQ(r.error(), kENOMEM);  // a span over kMaxImageSpan
 
   // Over the stack.
   NewMm(false);

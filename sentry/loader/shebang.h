@@ -13,8 +13,9 @@
 namespace sandbox::loader {
 
 inline constexpr size_t kBinprmBufSize = 256;  // BINPRM_BUF_SIZE
-// execve follows at most this many interpreters (#! of #! ...), like Linux.
-inline constexpr int kMaxInterpreterDepth = 4;
+// Linux's exec_binprm() runs the binary handlers for depth 0..5: a chain
+// of at most 5 "#!" scripts ending in an ELF file; one more is ELOOP.
+inline constexpr int kMaxInterpreterDepth = 5;
 
 struct Shebang {
   std::string interpreter;

@@ -9,9 +9,12 @@
 namespace sandbox::loader {
 
 KResult<std::shared_ptr<vfs::VfsFile>> OpenExecutable(
-    const vfs::ResolveBase& base, std::string_view path) {
-  TRY(vfs::VirtualDentry vd, vfs::Resolve(base, path, vfs::ResolveOptions{}));
+    const vfs::ResolveBase& base, std::string_view path,
+    const vfs::ResolveOptions& opts) {
+  TRY(vfs::VirtualDentry vd, vfs::Resolve(base, path, opts));
   vfs::Inode& inode = vd.dentry->inode();
+  // O_NOFOLLOW's ELOOP for a final symlink that was not followed.
+  if (!opts.follow_final && inode.IsSymlink()) return kELOOP;
   if (!inode.IsRegular()) return kEACCES;
   if (vd.mount->flags() & vfs::kMountNoExec) return kEACCES;
   TRY_VOID(vfs::CheckPermission(base.creds, vfs::kMayExec, inode));

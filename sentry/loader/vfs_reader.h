@@ -18,9 +18,12 @@ namespace sandbox::loader {
 // Opens `path` for execution as execve does: the walk's errors (ENOENT,
 // ENOTDIR, ELOOP, EACCES, ENAMETOOLONG), then EACCES unless the final file
 // is a regular file with execute permission for base.creds on a mount
-// without MS_NOEXEC. Read permission is not needed (FMODE_EXEC).
+// without MS_NOEXEC. Read permission is not needed (FMODE_EXEC). `opts`:
+// execveat's AT_SYMLINK_NOFOLLOW (a final symlink is ELOOP) and
+// AT_EMPTY_PATH (an empty path names base.start).
 KResult<std::shared_ptr<vfs::VfsFile>> OpenExecutable(
-    const vfs::ResolveBase& base, std::string_view path);
+    const vfs::ResolveBase& base, std::string_view path,
+    const vfs::ResolveOptions& opts = {});
 
 // Reads an open file with PRead (the description's offset is untouched).
 class VfsFileReader : public FileReader {
