@@ -82,13 +82,50 @@ KResult<OverlayInode::Found> OverlayInode::FindReal(std::string_view name) {
   return f;
 }
 
+std::shared_ptr<OverlayInode> OverlayInode::Cached(std::string_view name) {
+  absl::MutexLock l(&dir_mu_);
+  auto it = children_.find(absl::string_view(name.data(), name.size()));
+  return it == children_.end() ? nullptr : it->second;
+}
+
+void OverlayInode::Remember(std::string_view name,
+                            std::shared_ptr<OverlayInode> n) {
+  {
+    absl::MutexLock l(&dir_mu_);
+    if (!children_.emplace(std::string(name), std::move(n)).second) return;
+  }
+  ofs().NoteCached(std::static_pointer_cast<OverlayInode>(shared_from_this()),
+                   std::string(name));
+}
+
+void OverlayInode::Forget(std::string_view name) {
+  absl::MutexLock l(&dir_mu_);
+  children_.erase(std::string(name));
+}
+
+void OverlayFilesystem::NoteCached(const std::shared_ptr<OverlayInode>& dir,
+                                   std::string name) {
+  absl::MutexLock l(&cache_mu_);
+  cached_.emplace_back(dir, std::move(name));
+  while (cached_.size() > kMaxCachedNames) {
+    auto [weak, old] = std::move(cached_.front());
+    cached_.pop_front();
+    if (std::shared_ptr<OverlayInode> d = weak.lock()) d->Forget(old);
+  }
+}
+
 KResult<std::shared_ptr<OverlayInode>> OverlayInode::LookupOverlay(
     std::string_view name) {
+  auto self = std::static_pointer_cast<OverlayInode>(shared_from_this());
+  if (std::shared_ptr<OverlayInode> n = Cached(name)) {
+    n->SetName(self, std::string(name));
+    return n;
+  }
   TRY(Found f, FindReal(name));
   std::shared_ptr<OverlayInode> n =
       ofs().GetInode(std::move(f.upper), std::move(f.lower));
-  n->SetName(std::static_pointer_cast<OverlayInode>(shared_from_this()),
-             std::string(name));
+  n->SetName(self, std::string(name));
+  Remember(name, n);
   return n;
 }
 
@@ -169,6 +206,7 @@ KResult<std::shared_ptr<vfs::Inode>> OverlayInode::CreateChild(
     std::string_view symlink_target) {
   // ovl_create_object: a whiteout cannot be made through the overlay.
   if ((attrs.mode & S_IFMT) == S_IFCHR && attrs.rdev == 0) return kEPERM;
+  Forget(name);
   TRY_VOID(ofs().CopyUpLocked(*this, kCopyAllData));
   std::shared_ptr<vfs::Dentry> up = upper();
   std::shared_ptr<vfs::Dentry> created;
@@ -209,6 +247,7 @@ KResult<std::shared_ptr<vfs::Inode>> OverlayInode::CreateTmpfile(
 KResult<void> OverlayInode::LinkChild(
     std::string_view name, const std::shared_ptr<vfs::Inode>& target) {
   auto& t = static_cast<OverlayInode&>(*target);
+  Forget(name);
   // ovl_link: the source is copied up and linked in the upper layer.
   TRY_VOID(ofs().CopyUpLocked(t, kCopyAllData));
   TRY_VOID(ofs().CopyUpLocked(*this, kCopyAllData));
@@ -232,6 +271,7 @@ KResult<void> OverlayInode::LinkChild(
 KResult<void> OverlayInode::RemoveChild(std::string_view name,
                                         vfs::Inode& child) {
   auto& c = static_cast<OverlayInode&>(child);
+  Forget(name);
   TRY_VOID(ofs().CopyUpLocked(*this, kCopyAllData));
   bool lower_positive = LowerPositive(name);
   // ovl_remove_and_whiteout / ovl_clear_empty: a merged directory that only
@@ -280,6 +320,8 @@ KResult<void> OverlayInode::RenameChild(std::string_view old_name,
   if (!to_r.ok() && to_r.error() != kENOENT) return to_r.error();
   std::shared_ptr<OverlayInode> to =
       to_r.ok() ? std::move(to_r).value() : nullptr;
+  Forget(old_name);
+  nd.Forget(new_name);
   // ovl_can_move without redirect_dir: a directory with a lower layer
   // (merged or lower-only) cannot be renamed.
   if (from->IsDir() && from->lower()) return kEXDEV;

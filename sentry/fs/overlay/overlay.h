@@ -32,6 +32,7 @@
 
 #include <stdint.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -130,8 +131,18 @@ class OverlayFilesystem final : public vfs::Filesystem {
   KResult<void> CopyData(const std::shared_ptr<vfs::Dentry>& lower,
                          const vfs::VirtualDentry& upper, uint64_t size);
 
+  // The bound of the directories' lookup caches: each cached name pins
+  // its lower dentry, hence a Gofer handle.
+  static constexpr size_t kMaxCachedNames = 2048;
+  // Records a cached name, evicting the oldest past the bound.
+  void NoteCached(const std::shared_ptr<OverlayInode>& dir, std::string name)
+      ABSL_LOCKS_EXCLUDED(cache_mu_);
+
   std::shared_ptr<vfs::Filesystem> upper_fs_;
   std::shared_ptr<vfs::Mount> upper_mount_;
+  absl::Mutex cache_mu_;  // before any OverlayInode::dir_mu_
+  std::deque<std::pair<std::weak_ptr<OverlayInode>, std::string>> cached_
+      ABSL_GUARDED_BY(cache_mu_);
   std::shared_ptr<vfs::Mount> lower_mount_;
   std::shared_ptr<vfs::Dentry> root_;
 
@@ -274,7 +285,19 @@ class OverlayInode final : public vfs::Inode {
   std::shared_ptr<OverlayInode> parent_ ABSL_GUARDED_BY(name_mu_);
   std::string name_ ABSL_GUARDED_BY(name_mu_);
 
+  // Lookup cache of a directory: name -> overlay inode (strong), so that a
+  // path walk does not merge the layers again (the VFS's dentry cache is
+  // weak). Entries change only under the overlay's tree_mu held
+  // exclusively (Forget), and the file system bounds their number
+  // (kMaxCachedNames, oldest first).
+  std::shared_ptr<OverlayInode> Cached(std::string_view name)
+      ABSL_LOCKS_EXCLUDED(dir_mu_);
+  void Remember(std::string_view name, std::shared_ptr<OverlayInode> n);
+  void Forget(std::string_view name) ABSL_LOCKS_EXCLUDED(dir_mu_);
+
   absl::Mutex dir_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<OverlayInode>> children_
+      ABSL_GUARDED_BY(dir_mu_);
   std::vector<int64_t> lower_cookies_ ABSL_GUARDED_BY(dir_mu_);
   absl::flat_hash_map<int64_t, int64_t> lower_cookie_index_
       ABSL_GUARDED_BY(dir_mu_);
