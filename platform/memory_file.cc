@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iterator>
 #include <map>
@@ -118,6 +119,23 @@ bool SafeCopy(Op op, uint8_t* base, void* other, size_t n) {
   return true;
 }
 
+// memmove(dst, src, n) with faults on either range turned into a false
+// return (the guard spans both).
+bool SafeMove(uint8_t* dst, const uint8_t* src, size_t n) {
+  CopyGuard& g = tls_guard;
+  g.start = reinterpret_cast<uintptr_t>(std::min<const uint8_t*>(dst, src));
+  g.end = reinterpret_cast<uintptr_t>(std::max<const uint8_t*>(dst, src)) + n;
+  if (sigsetjmp(g.env, 0) != 0) {
+    return false;
+  }
+  g.armed = 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  memmove(dst, src, n);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g.armed = 0;
+  return true;
+}
+
 class MemoryFileImpl final : public MemoryFile {
  public:
   MemoryFileImpl(int fd, uint8_t* base, uint64_t size)
@@ -208,6 +226,12 @@ class MemoryFileImpl final : public MemoryFile {
       }
     }
     return SafeCopy(Op::kZero, base_ + offset, nullptr, n);
+  }
+
+  bool Copy(uint64_t dst, uint64_t src, size_t n) override {
+    if (!InBounds(dst, n) || !InBounds(src, n)) return false;
+    if (n == 0 || dst == src) return true;
+    return SafeMove(base_ + dst, base_ + src, n);
   }
 
   uint8_t* Internal(uint64_t offset, size_t n) override {

@@ -47,6 +47,21 @@ class MemoryFile {
   virtual bool Write(uint64_t offset, const void* src, size_t n) = 0;
   // Zeroes [offset, offset+n) through the mapping.
   virtual bool Zero(uint64_t offset, size_t n) = 0;
+  // Copies [src, src+n) to [dst, dst+n) inside the file (the ranges may
+  // overlap), e.g. from a tmpfs page straight into a guest's page. Same
+  // failure rules as Read/Write. The default goes through a small buffer;
+  // implementations with a mapping copy directly.
+  virtual bool Copy(uint64_t dst, uint64_t src, size_t n) {
+    uint8_t buf[4096];
+    const bool forward = dst < src || dst >= src + n;  // memmove's order
+    for (size_t done = 0; done < n;) {
+      const size_t k = n - done < sizeof(buf) ? n - done : sizeof(buf);
+      const size_t at = forward ? done : n - done - k;
+      if (!Read(src + at, buf, k) || !Write(dst + at, buf, k)) return false;
+      done += k;
+    }
+    return true;
+  }
 
   // The Sentry's own mapping of [offset, offset+n), or nullptr if out of
   // bounds. Access through it is not SIGBUS-safe: use Read/Write for data

@@ -115,6 +115,39 @@ TEST(MemoryFileTest, FreeAndZeroReleasePages) {
   EXPECT_EQ(back, std::vector<uint8_t>(64 * 4096, 0));
 }
 
+TEST(MemoryFileTest, CopyInsideTheFile) {
+  auto mf = Make();
+  auto a = mf->Allocate(2 * 4096);
+  auto b = mf->Allocate(4096);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<uint8_t> data(8192);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i);
+  ASSERT_TRUE(mf->Write(*a, data.data(), data.size()));
+  ASSERT_TRUE(mf->Copy(*b + 10, *a + 4000, 1000));  // across a page
+  std::vector<uint8_t> back(1000);
+  ASSERT_TRUE(mf->Read(*b + 10, back.data(), back.size()));
+  EXPECT_EQ(back,
+            std::vector<uint8_t>(data.begin() + 4000, data.begin() + 5000));
+  // Overlapping ranges move like memmove.
+  ASSERT_TRUE(mf->Copy(*a + 1, *a, 100));
+  ASSERT_TRUE(mf->Read(*a, back.data(), 101));
+  EXPECT_EQ(back[0], 0);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(back[i + 1], i) << i;
+  // Out of bounds: nothing.
+  EXPECT_FALSE(mf->Copy(64 * kMiB - 10, *a, 11));
+  EXPECT_FALSE(mf->Copy(*a, 64 * kMiB - 10, 11));
+  // The buffered default (for other implementations) agrees.
+  ASSERT_TRUE(mf->MemoryFile::Copy(*b, *a + 1, 4096));
+  ASSERT_TRUE(mf->Read(*b, back.data(), 100));
+  EXPECT_EQ(back[0], 0);
+  EXPECT_EQ(back[1], 1);
+  // A SIGBUS on either side is a failure, not a crash.
+  ASSERT_EQ(ftruncate(mf->fd(), 4096), 0);
+  EXPECT_FALSE(mf->Copy(0, 4096 * 3, 10));
+  EXPECT_FALSE(mf->Copy(4096 * 3, 0, 10));
+  ASSERT_EQ(ftruncate(mf->fd(), 64 * kMiB), 0);
+}
+
 // Shrinking the file under the mapping makes accesses beyond the end raise
 // SIGBUS: copies must fail cleanly and the process must survive.
 TEST(MemoryFileTest, SigbusIsReportedNotFatal) {

@@ -139,6 +139,21 @@ class MemoryManager : public MappingSpace {
   // Linux on x86), CopyOut a writable one. n == 0 returns 0 without checks.
   KResult<size_t> CopyIn(uintptr_t addr, void* dst, size_t n);
   KResult<size_t> CopyOut(uintptr_t addr, const void* src, size_t n);
+  // Direct I/O (read(2)/write(2) of files whose data lives in the memory
+  // file, without a bounce buffer): calls fn(file_offset, at, k) for the
+  // successive pieces of [addr, addr+n) as runs of memory-file bytes, at
+  // = offset of the piece in the range. `write`: the guest's memory is
+  // written (CopyOut's rules: a writable VMA, copy-on-write broken first),
+  // else read (CopyIn's). fn returns how many of the k bytes it handled;
+  // fewer stops the walk. Returns the bytes handled; a piece the guest may
+  // not access ends the walk there, and is EFAULT if nothing was handled
+  // before it (fn returning 0 at once is 0, not EFAULT). n == 0 returns 0.
+  // fn runs with mapping_mu_ and active_mu_ held (shared or exclusive): it
+  // may take Mappable::Translate locks (a file's Inode::mu_) and use the
+  // MemoryFile, and must not call into any MemoryManager.
+  KResult<size_t> WalkGuest(
+      uintptr_t addr, size_t n, bool write,
+      absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn);
   // Zeroes guest memory, with CopyOut's rules.
   KResult<size_t> ZeroOut(uintptr_t addr, size_t n);
   // Reads a NUL-terminated string whose NUL lies within the first max_len
@@ -407,9 +422,17 @@ class MemoryManager : public MappingSpace {
     return prot;
   }
 
-  // The common copy loop. `write`: guest memory is written (needs
-  // PROT_WRITE unless force). fn(file_offset, offset_in_buffer, n) does the
-  // copy and returns false on a MemoryFile failure.
+  // The common walk. `write`: guest memory is written (needs PROT_WRITE
+  // unless force). fn(file_offset, offset_in_buffer, n) returns the bytes
+  // it handled; `stopped`: the walk ended because fn handled fewer.
+  struct WalkResult {
+    size_t done = 0;
+    bool stopped = false;
+  };
+  WalkResult WalkLoop(uintptr_t addr, size_t n, bool write, bool force,
+                      absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn);
+  // WalkLoop for plain copies: fn returns false on a MemoryFile failure;
+  // nothing copied is EFAULT.
   KResult<size_t> CopyLoop(
       uintptr_t addr, size_t n, bool write, bool force,
       absl::FunctionRef<bool(uint64_t, size_t, size_t)> fn);

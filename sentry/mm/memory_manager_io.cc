@@ -326,41 +326,64 @@ KResult<void> MemoryManager::Populate(uintptr_t addr, size_t length) {
 
 // ---- Copies. ----
 
-KResult<size_t> MemoryManager::CopyLoop(
+MemoryManager::WalkResult MemoryManager::WalkLoop(
     uintptr_t addr, size_t n, bool write, bool force,
-    absl::FunctionRef<bool(uint64_t, size_t, size_t)> fn) {
-  if (n == 0) return size_t{0};
+    absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) {
+  WalkResult r;
+  if (n == 0) return r;
   absl::ReaderMutexLock ml(&mapping_mu_);
-  size_t done = 0;
-  while (done < n) {
-    const uintptr_t cur = addr + done;
+  while (r.done < n) {
+    const uintptr_t cur = addr + r.done;
     if (cur < addr || cur >= layout_.max_addr) break;
     auto vit = FindVmaLocked(cur);
     if (vit == vmas_.end()) break;
     const Vma& vma = vit->second;
     if (!force && !AccessAllowed(vma.prot, !write, write, false)) break;
     size_t k = 0;
-    bool ok = false;
+    size_t got = 0;
     {
       absl::ReaderMutexLock al(&active_mu_);
       auto pit = FindPmaLocked(cur);
       if (pit != pmas_.end() && !(write && WriteNeedsWork(vma, pit->second))) {
-        k = std::min<uint64_t>(n - done, pit->second.end - cur);
-        ok = fn(pit->second.file_offset + (cur - pit->first), done, k);
+        k = std::min<uint64_t>(n - r.done, pit->second.end - cur);
+        got = fn(pit->second.file_offset + (cur - pit->first), r.done, k);
       }
     }
     if (k == 0) {
       absl::MutexLock al(&active_mu_);
       auto pit = EnsurePmaLocked(vit->first, vma, cur, write);
       if (!pit.ok()) break;
-      k = std::min<uint64_t>(n - done, (*pit)->second.end - cur);
-      ok = fn((*pit)->second.file_offset + (cur - (*pit)->first), done, k);
+      k = std::min<uint64_t>(n - r.done, (*pit)->second.end - cur);
+      got = fn((*pit)->second.file_offset + (cur - (*pit)->first), r.done, k);
     }
-    if (!ok) break;
-    done += k;
+    r.done += std::min(got, k);
+    if (got < k) {
+      r.stopped = true;
+      break;
+    }
   }
-  if (done == 0) return kEFAULT;
-  return done;
+  return r;
+}
+
+KResult<size_t> MemoryManager::CopyLoop(
+    uintptr_t addr, size_t n, bool write, bool force,
+    absl::FunctionRef<bool(uint64_t, size_t, size_t)> fn) {
+  if (n == 0) return size_t{0};
+  WalkResult r = WalkLoop(addr, n, write, force,
+                          [&](uint64_t off, size_t at, size_t k) -> size_t {
+                            return fn(off, at, k) ? k : 0;
+                          });
+  if (r.done == 0) return kEFAULT;
+  return r.done;
+}
+
+KResult<size_t> MemoryManager::WalkGuest(
+    uintptr_t addr, size_t n, bool write,
+    absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) {
+  if (n == 0) return size_t{0};
+  WalkResult r = WalkLoop(addr, n, write, /*force=*/false, fn);
+  if (r.done == 0 && !r.stopped) return kEFAULT;
+  return r.done;
 }
 
 KResult<size_t> MemoryManager::CopyIn(uintptr_t addr, void* dst, size_t n) {

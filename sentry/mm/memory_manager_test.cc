@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sentry/mm/guest_io.h"
 #include "sentry/mm/testing/fake_platform.h"
 
 namespace sandbox::mm {
@@ -558,6 +559,78 @@ TEST_F(MemoryManagerTest, CopyIsPartialAtBadPagesAndEfaultWhenNothing) {
   EXPECT_EQ(*r, 4096u);
   EXPECT_ERRNO(mm_->CopyOut(kBase + 2 * 4096, buf, 1), kEFAULT);
   EXPECT_ERRNO(mm_->ZeroOut(kBase + 2 * 4096, 1), kEFAULT);
+}
+
+TEST_F(MemoryManagerTest, WalkGuestGivesMemoryFileRunsWithCopyRules) {
+  FixedOk(kBase, 2 * 4096);
+  FixedOk(kBase + 2 * 4096, 4096, PROT_READ);
+  // Guest-written walk (a read(2)'s buffer): stops at the read-only page.
+  size_t seen = 0;
+  auto r =
+      mm_->WalkGuest(kBase + 10, 3 * 4096, /*write=*/true,
+                     [&](uint64_t off, size_t at, size_t k) -> size_t {
+                       EXPECT_EQ(at, seen);
+                       std::string b(k, 'w');
+                       EXPECT_TRUE(mm_->memory_file().Write(off, b.data(), k));
+                       seen += k;
+                       return k;
+                     });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 2 * 4096u - 10);
+  EXPECT_EQ(seen, 2 * 4096u - 10);
+  std::string back(2 * 4096 - 10, '\0');
+  ASSERT_TRUE(mm_->CopyIn(kBase + 10, back.data(), back.size()).ok());
+  EXPECT_EQ(back, std::string(back.size(), 'w'));
+  // Guest-read walk passes the read-only page.
+  r = mm_->WalkGuest(kBase, 3 * 4096, /*write=*/false,
+                     [](uint64_t, size_t, size_t k) -> size_t { return k; });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 3 * 4096u);
+  // Nothing accessible: EFAULT; fn handling nothing: 0; fn short: short.
+  EXPECT_ERRNO(
+      mm_->WalkGuest(kBase + 2 * 4096, 10, true,
+                     [](uint64_t, size_t, size_t k) -> size_t { return k; }),
+      kEFAULT);
+  EXPECT_ERRNO(
+      mm_->WalkGuest(kBase - 4096, 10, false,
+                     [](uint64_t, size_t, size_t k) -> size_t { return k; }),
+      kEFAULT);
+  EXPECT_EQ(
+      V(mm_->WalkGuest(kBase, 100, true,
+                       [](uint64_t, size_t, size_t) -> size_t { return 0; })),
+      0u);
+  EXPECT_EQ(V(mm_->WalkGuest(
+                kBase, 100, true,
+                [](uint64_t, size_t, size_t k) -> size_t { return k / 2; })),
+            50u);
+}
+
+TEST_F(MemoryManagerTest, GuestSegmentsWalkInOrderAndStopAtAFault) {
+  FixedOk(kBase, 4096);
+  FixedOk(kBase + 2 * 4096, 4096);
+  GuestSegments segs(*mm_, /*guest_written=*/true);
+  segs.Add(kBase + 4000, 96);
+  segs.Add(kBase + 100, 0);  // skipped
+  segs.Add(kBase + 2 * 4096, 50);
+  segs.Add(kBase + 4096, 10);  // unmapped: ends the walk
+  segs.Add(kBase, 10);
+  EXPECT_EQ(segs.size(), 96u + 50 + 10 + 10);
+  std::vector<size_t> ats;
+  auto all = [&](uint64_t, size_t at, size_t k) -> size_t {
+    ats.push_back(at);
+    return k;
+  };
+  auto r = segs.Walk(segs.size(), all);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 146u);
+  EXPECT_EQ(ats, (std::vector<size_t>{0, 96}));
+  // n bounds the walk.
+  ats.clear();
+  EXPECT_EQ(V(segs.Walk(100, all)), 100u);
+  GuestSegments bad(*mm_, true);
+  bad.Add(kBase + 4096, 10);
+  bad.Add(kBase, 10);
+  EXPECT_ERRNO(bad.Walk(bad.size(), all), kEFAULT);
 }
 
 TEST_F(MemoryManagerTest, ForceCopyIgnoresProtButNeedsAVma) {

@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/mm/guest_io.h"
 #include "sentry/syscalls/lock.h"
 #include "sentry/syscalls/pipe.h"
 #include "sentry/syscalls/table.h"
@@ -30,6 +32,10 @@ using vfs::FileRef;
 // Largest transfer one read/write syscall makes through the Sentry's
 // bounce buffer; the guest sees a short count beyond it, as Linux allows.
 constexpr size_t kMaxTransfer = 1 << 20;
+// Largest direct transfer (Linux's MAX_RW_COUNT): files whose data lives in
+// the memory file (CanDirectIo) copy straight between their pages and the
+// guest's, with no bounce buffer and no kMaxTransfer bound.
+constexpr uint64_t kMaxRwCount = 0x7ffff000;
 // The highest user address + 1 on x86-64 (TASK_SIZE_MAX).
 constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
 
@@ -44,6 +50,12 @@ KResult<size_t> DoRead(Task& t, FileDescription& f, UserAddr buf,
                        uint64_t count, int64_t offset) {
   if (!RangeOk(buf.addr, count)) return kEFAULT;
   if (count == 0) return size_t{0};
+  if (f.CanDirectIo(t.mm().memory_file())) {
+    mm::GuestSegments dst(t.mm(), /*guest_written=*/true);
+    dst.Add(buf.addr, std::min(count, kMaxRwCount));
+    vfs::IoContext ctx = t.io_context();
+    return f.ReadDirect(ctx, dst, offset);
+  }
   std::vector<uint8_t> tmp(std::min<uint64_t>(count, kMaxTransfer));
   vfs::IoContext ctx = t.io_context();
   TRY(size_t n, offset < 0 ? f.Read(ctx, absl::MakeSpan(tmp))
@@ -64,6 +76,12 @@ KResult<size_t> DoWrite(Task& t, FileDescription& f, uint64_t buf,
                         uint64_t count, int64_t offset) {
   if (!RangeOk(buf, count)) return kEFAULT;
   if (count == 0) return size_t{0};
+  if (f.CanDirectIo(t.mm().memory_file())) {
+    mm::GuestSegments src(t.mm(), /*guest_written=*/false);
+    src.Add(buf, std::min(count, kMaxRwCount));
+    vfs::IoContext ctx = t.io_context();
+    return f.WriteDirect(ctx, src, offset);
+  }
   std::vector<uint8_t> tmp(std::min<uint64_t>(count, kMaxTransfer));
   // A partial copy writes what could be read, as Linux does.
   TRY(size_t got, t.CopyIn(buf, tmp.data(), tmp.size()));
@@ -123,14 +141,32 @@ KResult<std::vector<abi::Iovec>> CopyInIovecs(Task& t, UserAddr iov,
   return v;
 }
 
+// The iovecs (checked by CopyInIovecs) as a direct-I/O buffer, at most
+// MAX_RW_COUNT bytes in all (rw_verify_area).
+std::unique_ptr<mm::GuestSegments> DirectSegments(
+    Task& t, const std::vector<abi::Iovec>& v, bool guest_written) {
+  auto segs = std::make_unique<mm::GuestSegments>(t.mm(), guest_written);
+  uint64_t room = kMaxRwCount;
+  for (const abi::Iovec& e : v) {
+    const uint64_t k = std::min<uint64_t>(e.iov_len, room);
+    segs->Add(e.iov_base, k);
+    room -= k;
+  }
+  return segs;
+}
+
 // Reads into the iovecs at the description's offset (offset < 0) or at
-// `offset`, through one bounce buffer.
+// `offset`, through one bounce buffer (or directly: CanDirectIo).
 KResult<uint64_t> DoReadv(Task& t, FileDescription& f,
                           const std::vector<abi::Iovec>& v, int64_t offset,
                           vfs::IoContext& ctx) {
   uint64_t total = 0;
   for (const abi::Iovec& e : v) total += e.iov_len;
   if (total == 0) return uint64_t{0};
+  if (f.CanDirectIo(t.mm().memory_file())) {
+    TRY(size_t n, f.ReadDirect(ctx, *DirectSegments(t, v, true), offset));
+    return uint64_t{n};
+  }
   std::vector<uint8_t> tmp(std::min<uint64_t>(total, kMaxTransfer));
   TRY(size_t n, offset < 0 ? f.Read(ctx, absl::MakeSpan(tmp))
                            : f.PRead(ctx, absl::MakeSpan(tmp), offset));
@@ -154,6 +190,12 @@ KResult<uint64_t> DoReadv(Task& t, FileDescription& f,
 KResult<uint64_t> DoWritev(Task& t, FileDescription& f,
                            const std::vector<abi::Iovec>& v, int64_t offset,
                            vfs::IoContext& ctx) {
+  if (f.CanDirectIo(t.mm().memory_file())) {
+    std::unique_ptr<mm::GuestSegments> src = DirectSegments(t, v, false);
+    if (src->size() == 0) return uint64_t{0};
+    TRY(size_t n, f.WriteDirect(ctx, *src, offset));
+    return uint64_t{n};
+  }
   std::vector<uint8_t> tmp;
   for (const abi::Iovec& e : v) {
     size_t room = kMaxTransfer - tmp.size();

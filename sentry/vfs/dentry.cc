@@ -1,6 +1,69 @@
 #include "sentry/vfs/dentry.h"
 
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
 namespace sandbox::vfs {
+
+void DentryCache::Touch(const std::shared_ptr<Dentry>& d) {
+  if (d->in_lru_.load(std::memory_order_acquire)) {
+    if (!d->referenced_.load(std::memory_order_relaxed)) {
+      d->referenced_.store(true, std::memory_order_relaxed);
+    }
+    return;
+  }
+  std::vector<std::shared_ptr<Dentry>> dropped;
+  {
+    absl::MutexLock l(&mu_);
+    if (d->in_lru_.load(std::memory_order_relaxed)) return;
+    d->referenced_.store(false, std::memory_order_relaxed);
+    d->lru_pos_ = lru_.insert(lru_.end(), d);
+    d->in_lru_.store(true, std::memory_order_release);
+    // Second chance: each entry is looked at most twice per eviction.
+    size_t budget = 2 * lru_.size();
+    while (lru_.size() > capacity_ && budget-- > 0) {
+      auto oldest = lru_.begin();
+      Dentry& o = **oldest;
+      if (o.referenced_.load(std::memory_order_relaxed)) {
+        o.referenced_.store(false, std::memory_order_relaxed);
+        lru_.splice(lru_.end(), lru_, oldest);
+        continue;
+      }
+      o.in_lru_.store(false, std::memory_order_release);
+      dropped.push_back(std::move(*oldest));
+      lru_.erase(oldest);
+    }
+  }
+  // `dropped` is released here, without mu_.
+}
+
+void DentryCache::Remove(Dentry& d) {
+  std::shared_ptr<Dentry> ref;
+  {
+    absl::MutexLock l(&mu_);
+    if (!d.in_lru_.load(std::memory_order_relaxed)) return;
+    ref = std::move(*d.lru_pos_);
+    lru_.erase(d.lru_pos_);
+    d.in_lru_.store(false, std::memory_order_release);
+  }
+}
+
+void DentryCache::Clear() {
+  std::list<std::shared_ptr<Dentry>> all;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& d : lru_) d->in_lru_.store(false, std::memory_order_release);
+    all.swap(lru_);
+  }
+  // Newest first, so children go before the parents they hold.
+  while (!all.empty()) all.pop_back();
+}
+
+size_t DentryCache::size() const {
+  absl::MutexLock l(&mu_);
+  return lru_.size();
+}
 
 std::shared_ptr<Dentry> Dentry::NewRoot(std::shared_ptr<Inode> inode) {
   return std::shared_ptr<Dentry>(new Dentry(nullptr, "/", std::move(inode)));
@@ -39,8 +102,9 @@ bool Dentry::IsDead() const {
 }
 
 std::shared_ptr<Dentry> Dentry::CachedChild(std::string_view name) {
-  absl::MutexLock l(&cache_mu_);
-  auto it = children_.find(std::string(name));
+  absl::ReaderMutexLock l(&cache_mu_);
+  // Heterogeneous lookup: no std::string is built.
+  auto it = children_.find(absl::string_view(name.data(), name.size()));
   if (it == children_.end()) return nullptr;
   return it->second.lock();
 }
@@ -49,7 +113,7 @@ std::shared_ptr<Dentry> Dentry::CachedChild(std::string_view name) {
 // a newer lookup or rename and must stay.
 void Dentry::Uncache(const std::string& name) {
   absl::MutexLock l(&cache_mu_);
-  auto it = children_.find(std::string(name));
+  auto it = children_.find(absl::string_view(name.data(), name.size()));
   if (it != children_.end() && it->second.expired()) children_.erase(it);
 }
 
@@ -60,18 +124,28 @@ void Dentry::Cache(const std::string& name,
 }
 
 KResult<std::shared_ptr<Dentry>> Dentry::LookupChild(std::string_view name) {
-  if (auto child = CachedChild(name)) return child;
+  DentryCache* cache = fs().dentry_cache();
+  if (auto child = CachedChild(name)) {
+    if (cache != nullptr) cache->Touch(child);
+    return child;
+  }
   TRY(std::shared_ptr<Inode> inode, inode_->Lookup(name));
   std::string key(name);
   std::shared_ptr<Dentry> fresh(
       new Dentry(shared_from_this(), key, std::move(inode)));
-  absl::MutexLock l(&cache_mu_);
-  auto [it, inserted] = children_.try_emplace(std::move(key), fresh);
-  if (!inserted) {
-    // Another walker (holding tree_mu shared too) cached one first.
-    if (auto existing = it->second.lock()) return existing;
-    it->second = fresh;
+  {
+    absl::MutexLock l(&cache_mu_);
+    auto [it, inserted] = children_.try_emplace(std::move(key), fresh);
+    if (!inserted) {
+      // Another walker (holding tree_mu shared too) cached one first.
+      if (auto existing = it->second.lock()) {
+        fresh = std::move(existing);
+      } else {
+        it->second = fresh;
+      }
+    }
   }
+  if (cache != nullptr) cache->Touch(fresh);
   return fresh;
 }
 
@@ -79,7 +153,7 @@ void Dentry::ChildRemoved(const std::string& name) {
   std::shared_ptr<Dentry> child;
   {
     absl::MutexLock l(&cache_mu_);
-    auto it = children_.find(std::string(name));
+    auto it = children_.find(name);
     if (it == children_.end()) return;
     child = it->second.lock();
     children_.erase(it);
@@ -87,6 +161,9 @@ void Dentry::ChildRemoved(const std::string& name) {
   if (child == nullptr) return;
   child->fs().tree_mu().AssertHeld();  // a child shares its parent's fs
   child->dead_ = true;
+  // d_delete: the cache lets go at once, so an unlinked file's inode (and
+  // its pages) lives only as long as open files hold it.
+  if (DentryCache* cache = fs().dentry_cache()) cache->Remove(*child);
 }
 
 void Dentry::ChildMoved(const std::string& old_name, Dentry& new_parent,

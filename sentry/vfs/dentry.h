@@ -1,19 +1,30 @@
 // Dentry: a name in the tree (Linux struct dentry), always positive.
 //
 // Ownership: a dentry holds its parent and its inode (shared_ptr); a parent
-// caches its children weakly (name -> weak_ptr), so an unreferenced subtree
-// is freed and looked up again from the inode the next time. What keeps a
-// dentry alive: open files, a task's root/cwd, a walk in progress, and a
-// mount on it or rooted at it (Mount holds both), so a mount point keeps
-// its identity for the mount table.
+// indexes its children weakly (name -> weak_ptr). What keeps a dentry
+// alive: open files, a task's root/cwd, a walk in progress, a mount on it
+// or rooted at it (Mount holds both, so a mount point keeps its identity
+// for the mount table), and, for file systems that have one
+// (Filesystem::dentry_cache(), e.g. tmpfs), the file system's DentryCache:
+// a bounded LRU of strong references to recently looked-up dentries, like
+// Linux's dcache LRU. Without a DentryCache an unreferenced subtree is
+// freed at once and looked up again from the inodes the next time (kernfs:
+// /proc entries are generated per lookup and must not outlive their use).
+//
+// Linux's rules kept by the cache: an unlinked, removed or replaced dentry
+// is dead, leaves its parent's index and the LRU at once (so the inode of
+// an unlinked file goes as soon as nothing else holds it, as d_delete); a
+// renamed one moves with its name; no negative entries are kept.
 //
 // Locking: parent_, name_ and dead_ are protected by the Filesystem's
 // tree_mu() (shared to read, exclusive to change); children_ by cache_mu_,
-// a leaf taken under tree_mu(). inode_ and fs_ are immutable.
+// a leaf taken under tree_mu(); the LRU links by DentryCache::mu_, also a
+// leaf under tree_mu(). inode_ and fs_ are immutable.
 #ifndef SENTRY_VFS_DENTRY_H_
 #define SENTRY_VFS_DENTRY_H_
 
 #include <atomic>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +37,42 @@
 #include "sentry/vfs/inode.h"
 
 namespace sandbox::vfs {
+
+class Dentry;
+
+// A bounded cache of dentries kept alive for later lookups (Linux's dcache
+// LRU with its "referenced" second chance). A hit costs one atomic store
+// (the referenced bit); only a dentry entering the cache takes the lock.
+// When the cache is over capacity, the oldest dentry whose referenced bit is
+// clear is dropped (a set bit is cleared and buys one more round).
+//
+// Locking: mu_ is a leaf, taken under the file system's tree_mu(). Dropped
+// dentries are released after mu_ is unlocked (their destructors take their
+// parents' cache_mu_).
+class DentryCache {
+ public:
+  static constexpr size_t kDefaultCapacity = 16384;
+  explicit DentryCache(size_t capacity = kDefaultCapacity)
+      : capacity_(capacity) {}
+  ~DentryCache() { Clear(); }
+  DentryCache(const DentryCache&) = delete;
+  DentryCache& operator=(const DentryCache&) = delete;
+
+  // `d` was just looked up: keep it (or mark it referenced).
+  void Touch(const std::shared_ptr<Dentry>& d) ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets `d` (unlinked, removed or replaced). The reference is released
+  // before returning, after mu_ is unlocked.
+  void Remove(Dentry& d) ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops every dentry (the owning file system goes away).
+  void Clear() ABSL_LOCKS_EXCLUDED(mu_);
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t capacity() const { return capacity_; }
+
+ private:
+  const size_t capacity_;
+  mutable absl::Mutex mu_;
+  std::list<std::shared_ptr<Dentry>> lru_ ABSL_GUARDED_BY(mu_);  // oldest first
+};
 
 class Dentry : public std::enable_shared_from_this<Dentry> {
  public:
@@ -94,6 +141,8 @@ class Dentry : public std::enable_shared_from_this<Dentry> {
   Dentry(std::shared_ptr<Dentry> parent, std::string name,
          std::shared_ptr<Inode> inode);
 
+  friend class DentryCache;
+
   // The cached live child `name`, or null. Takes cache_mu_.
   std::shared_ptr<Dentry> CachedChild(std::string_view name);
   void Uncache(const std::string& name);  // takes cache_mu_
@@ -107,6 +156,13 @@ class Dentry : public std::enable_shared_from_this<Dentry> {
   absl::Mutex cache_mu_;
   absl::flat_hash_map<std::string, std::weak_ptr<Dentry>> children_
       ABSL_GUARDED_BY(cache_mu_);
+
+  // DentryCache links: in_lru_ and lru_pos_ are written under that cache's
+  // mu_; in_lru_ is also read without it (Touch's fast path), and
+  // referenced_ is a hint updated without any lock.
+  std::atomic<bool> in_lru_{false};
+  std::atomic<bool> referenced_{false};
+  std::list<std::shared_ptr<Dentry>>::iterator lru_pos_;
 
   std::atomic<int> mounts_{0};
 };

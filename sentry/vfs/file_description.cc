@@ -37,6 +37,12 @@ KResult<size_t> FileDescription::PWrite(IoContext&, absl::Span<const uint8_t>,
                                         int64_t) {
   return kESPIPE;
 }
+KResult<size_t> FileDescription::ReadDirect(IoContext&, GuestIo&, int64_t) {
+  return kEINVAL;
+}
+KResult<size_t> FileDescription::WriteDirect(IoContext&, GuestIo&, int64_t) {
+  return kEINVAL;
+}
 KResult<int64_t> FileDescription::Seek(int64_t, int) { return kESPIPE; }
 KResult<abi::Stat> FileDescription::Stat() { return kEINVAL; }
 KResult<void> FileDescription::Sync(bool) { return kEINVAL; }

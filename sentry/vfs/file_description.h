@@ -16,6 +16,7 @@
 
 #include <atomic>
 
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
@@ -28,6 +29,10 @@ namespace sandbox::kernel {
 struct Credentials;
 }  // namespace sandbox::kernel
 
+namespace sandbox::platform {
+class MemoryFile;
+}  // namespace sandbox::platform
+
 namespace sandbox::vfs {
 
 // Guest memory as file operations see it (ioctl arguments). Implemented by
@@ -39,6 +44,31 @@ class UserMemory {
   virtual KResult<void> CopyInFull(uint64_t addr, void* dst, size_t n) = 0;
   virtual KResult<void> CopyOutFull(uint64_t addr, const void* src,
                                     size_t n) = 0;
+};
+
+// A guest buffer (one or more segments, as readv's iovecs) that a read
+// copies into, or a write copies from, directly in the memory file: a file
+// whose data lives there (tmpfs) copies between its pages and the guest's
+// pages with no bounce buffer. Implemented over a MemoryManager
+// (mm::GuestSegments) and by fakes in tests.
+class GuestIo {
+ public:
+  virtual ~GuestIo() = default;
+  // Total bytes of the buffer.
+  virtual size_t size() const = 0;
+  // The memory file that the offsets given to Walk's fn refer to.
+  virtual platform::MemoryFile& memory_file() = 0;
+  // Calls fn(memory_file_offset, at, k) for the successive pieces of the
+  // first n bytes of the buffer (at = offset in the buffer), each a run of
+  // memory-file bytes the guest may access in this direction (a read's
+  // buffer is written). fn returns how many of the k bytes it handled;
+  // fewer stops the walk. Returns the bytes handled; a piece the guest may
+  // not access ends the walk, with EFAULT if nothing was handled before it
+  // (a fn that handles 0 bytes at once gives 0). fn runs under the
+  // MemoryManager's locks (mm/memory_manager.h: WalkGuest): it may lock an
+  // Inode's mu_ and use the MemoryFile, nothing else.
+  virtual KResult<size_t> Walk(
+      size_t n, absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) = 0;
 };
 
 // What a file operation may need from the calling task.
@@ -93,6 +123,23 @@ class FileDescription {
                                 int64_t offset);
   virtual KResult<size_t> PWrite(IoContext& ctx, absl::Span<const uint8_t> src,
                                  int64_t offset);
+  // Direct I/O: whether ReadDirect/WriteDirect work with guest memory in
+  // `mf` (the file's data lives in that memory file). The syscall layer
+  // then uses them instead of Read/Write with a bounce buffer.
+  virtual bool CanDirectIo(const platform::MemoryFile& mf) const {
+    return false;
+  }
+  // read/pread (offset < 0: at the description's offset, which advances)
+  // straight into `dst`, with Read's and PRead's errors; short only at the
+  // end of file or where `dst` stops being accessible (EFAULT if nothing
+  // was read, unless the file had nothing to read: 0). Only called if
+  // CanDirectIo; the defaults are EINVAL.
+  virtual KResult<size_t> ReadDirect(IoContext& ctx, GuestIo& dst,
+                                     int64_t offset);
+  // write/pwrite (offset < 0: at the description's offset) straight from
+  // `src`, with Write's and PWrite's errors.
+  virtual KResult<size_t> WriteDirect(IoContext& ctx, GuestIo& src,
+                                      int64_t offset);
   // lseek(2).
   virtual KResult<int64_t> Seek(int64_t offset, int whence);
   virtual KResult<abi::Stat> Stat();

@@ -26,6 +26,7 @@
 namespace sandbox::vfs {
 
 class Dentry;
+class DentryCache;
 
 // statfs(2) as a file system reports it (struct statfs, x86-64 layout is
 // produced by the syscall layer).
@@ -50,6 +51,12 @@ class Filesystem {
   // The root dentry, created once by the implementation.
   virtual std::shared_ptr<Dentry> root() const = 0;
   virtual FsStats StatFs() = 0;
+  // The cache that keeps this file system's unused dentries for later
+  // lookups (dentry.h), or null: dentries live only while referenced
+  // (synthetic file systems whose entries are generated per lookup). An
+  // implementation that has one must Clear() it in its destructor, before
+  // its own members that inodes use go away.
+  virtual DentryCache* dentry_cache() { return nullptr; }
 
   // st_dev of every inode here (an anonymous device, major 0).
   uint64_t dev() const { return dev_; }

@@ -85,8 +85,104 @@ KResult<size_t> RegularFile::ReadAt(absl::Span<uint8_t> dst, uint64_t offset) {
   return done;
 }
 
+KResult<size_t> RegularFile::ReadToGuest(vfs::GuestIo& dst, uint64_t offset) {
+  platform::MemoryFile& mf = tmpfs().memory_file();
+  {
+    // filemap_read: at or past the end, 0 before the buffer is looked at.
+    absl::ReaderMutexLock l(&mu_);
+    if (offset >= attrs_.size) return size_t{0};
+  }
+  bool failed = false;
+  KResult<size_t> r =
+      dst.Walk(dst.size(), [&](uint64_t to, size_t at, size_t k) -> size_t {
+        absl::ReaderMutexLock l(&mu_);
+        const uint64_t start = offset + at;
+        if (start >= attrs_.size) return 0;  // truncated meanwhile
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>(k, attrs_.size - start));
+        auto it = pages_.lower_bound(start / kPage);
+        size_t done = 0;
+        while (done < n) {
+          const uint64_t pos = start + done;
+          const uint64_t index = pos / kPage;
+          const uint64_t in_page = pos % kPage;
+          const size_t chunk = static_cast<size_t>(
+              std::min<uint64_t>(kPage - in_page, n - done));
+          while (it != pages_.end() && it->first < index) ++it;
+          const bool ok = it != pages_.end() && it->first == index
+                              ? mf.Copy(to + done, it->second + in_page, chunk)
+                              : mf.Zero(to + done, chunk);  // a hole
+          if (!ok) {
+            failed = true;
+            return done;
+          }
+          done += chunk;
+        }
+        return n;
+      });
+  if (!r.ok()) return r.error();
+  if (*r == 0 && failed) return kEIO;
+  return *r;
+}
+
+KResult<size_t> RegularFile::WriteFromGuest(vfs::GuestIo& src, uint64_t* offset,
+                                            bool append) {
+  absl::MutexLock w(&write_mu_);
+  if (append) {
+    absl::ReaderMutexLock l(&mu_);
+    *offset = attrs_.size;
+  }
+  if (src.size() == 0) return size_t{0};
+  if (*offset >= kMaxFileSize) return kEFBIG;
+  const size_t n = static_cast<size_t>(
+      std::min<uint64_t>(src.size(), kMaxFileSize - *offset));
+  const uint64_t start = *offset;
+  platform::MemoryFile& mf = tmpfs().memory_file();
+  Errno err = kENOMEM;
+  KResult<size_t> r =
+      src.Walk(n, [&](uint64_t from, size_t at, size_t k) -> size_t {
+        absl::MutexLock l(&mu_);
+        const uint32_t seals = seals_.load(std::memory_order_acquire);
+        if (seals & kWriteSeals) {  // shmem_write_begin()
+          err = kEPERM;
+          return 0;
+        }
+        size_t done = 0;
+        while (done < k) {
+          const uint64_t pos = start + at + done;
+          const uint64_t in_page = pos % kPage;
+          const size_t chunk = static_cast<size_t>(
+              std::min<uint64_t>(kPage - in_page, k - done));
+          // F_SEAL_GROW: the first page-sized step that would extend the
+          // file is refused (short write, or EPERM).
+          if ((seals & kSealGrow) && pos + chunk > attrs_.size) {
+            err = kEPERM;
+            break;
+          }
+          KResult<uint64_t> page = PageLocked(pos / kPage);
+          if (!page.ok()) {
+            err = page.error();
+            break;
+          }
+          if (!mf.Copy(*page + in_page, from + done, chunk)) {
+            err = kENOMEM;
+            break;
+          }
+          done += chunk;
+          attrs_.size = std::max<uint64_t>(attrs_.size, pos + chunk);
+        }
+        return done;
+      });
+  if (!r.ok()) return r.error();  // EFAULT: nothing could be read
+  if (*r == 0) return err;
+  absl::MutexLock l(&mu_);
+  attrs_.mtime = attrs_.ctime = vfs::Now();
+  return *r;
+}
+
 KResult<size_t> RegularFile::WriteAt(absl::Span<const uint8_t> src,
                                      uint64_t* offset, bool append) {
+  absl::MutexLock w(&write_mu_);
   absl::MutexLock l(&mu_);
   if (append) *offset = attrs_.size;
   if (src.empty()) return size_t{0};
@@ -402,6 +498,35 @@ KResult<size_t> RegularFileDescription::PWrite(vfs::IoContext& ctx,
   // Linux appends even for pwrite on an O_APPEND description.
   uint64_t off = static_cast<uint64_t>(offset);
   return file_->WriteAt(src, &off, Appends(ctx));
+}
+
+KResult<size_t> RegularFileDescription::ReadDirect(vfs::IoContext&,
+                                                   vfs::GuestIo& dst,
+                                                   int64_t offset) {
+  if (!readable()) return kEBADF;
+  if (offset >= 0)
+    return file_->ReadToGuest(dst, static_cast<uint64_t>(offset));
+  absl::MutexLock l(&offset_mu_);
+  TRY(size_t n, file_->ReadToGuest(dst, static_cast<uint64_t>(offset_)));
+  offset_ += static_cast<int64_t>(n);
+  return n;
+}
+
+KResult<size_t> RegularFileDescription::WriteDirect(vfs::IoContext& ctx,
+                                                    vfs::GuestIo& src,
+                                                    int64_t offset) {
+  if (!writable()) return kEBADF;
+  if (src.size() == 0) return size_t{0};
+  TRY_VOID(RemovePrivs(ctx));
+  if (offset >= 0) {  // pwrite: Linux appends even then with O_APPEND
+    uint64_t off = static_cast<uint64_t>(offset);
+    return file_->WriteFromGuest(src, &off, Appends(ctx));
+  }
+  absl::MutexLock l(&offset_mu_);
+  uint64_t off = static_cast<uint64_t>(offset_);
+  TRY(size_t n, file_->WriteFromGuest(src, &off, Appends(ctx)));
+  offset_ = static_cast<int64_t>(off + n);
+  return n;
 }
 
 KResult<int64_t> RegularFileDescription::Seek(int64_t offset, int whence) {

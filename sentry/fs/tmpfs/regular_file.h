@@ -13,13 +13,24 @@
 // at once), then makes every mapping drop them, then frees them, so no
 // guest ever maps a freed page.
 //
+// Direct I/O: read(2)/write(2) copy between the file's pages and the
+// guest's pages inside the memory file (ReadToGuest/WriteFromGuest over a
+// vfs::GuestIo), page by page under mu_, with no bounce buffer.
+//
 // Locking: pages_ and the size are protected by the inode's mu_; the list
 // of mappings by mappings_mu_, an AddMapping lock (mm/mappable.h).
+// write_mu_ (Linux's i_rwsem for writes) makes each write atomic with
+// respect to other writes (O_APPEND) while mu_ is only held per piece:
+// direct I/O takes mu_ under the MemoryManager's locks (as Translate
+// does), so mu_ cannot be held across a whole transfer.
 // Lock order:
-//   mappings_mu_
-//     MemoryManager::active_mu_ (MappingSpace::Invalidate)
-//       Inode::mu_ (Translate)
-//         platform::MemoryFile
+//   VfsFile::offset_mu_
+//     write_mu_
+//       mappings_mu_
+//         MemoryManager::mapping_mu_, active_mu_ (MappingSpace::Invalidate,
+//                                    MemoryManager::WalkGuest)
+//           Inode::mu_ (Translate, direct I/O pieces)
+//             platform::MemoryFile
 #ifndef SENTRY_FS_TMPFS_REGULAR_FILE_H_
 #define SENTRY_FS_TMPFS_REGULAR_FILE_H_
 
@@ -54,6 +65,15 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
   // bytes were written (ENOSPC otherwise); EFBIG past the maximum size.
   KResult<size_t> WriteAt(absl::Span<const uint8_t> src, uint64_t* offset,
                           bool append) ABSL_LOCKS_EXCLUDED(mu_);
+  // Direct I/O. ReadToGuest: ReadAt into `dst` (0 at or past the end of
+  // file without touching `dst`). WriteFromGuest: WriteAt from `src`; the
+  // guest's bytes are checked first (EFAULT), then seals and space, per
+  // page, as Linux's generic_perform_write (fault-in, then write_begin).
+  KResult<size_t> ReadToGuest(vfs::GuestIo& dst, uint64_t offset)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  KResult<size_t> WriteFromGuest(vfs::GuestIo& src, uint64_t* offset,
+                                 bool append) ABSL_LOCKS_EXCLUDED(mu_);
+  platform::MemoryFile& memory_file() const { return tmpfs().memory_file(); }
   // SEEK_DATA / SEEK_HOLE from `offset`: ENXIO at or past the end.
   KResult<int64_t> SeekDataOrHole(int64_t offset, bool data)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -137,6 +157,8 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
 
   absl::btree_map<uint64_t, uint64_t> pages_ ABSL_GUARDED_BY(mu_);
 
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mappings_mu_, mu_);
+
   absl::Mutex mappings_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mm::MappingSet mappings_ ABSL_GUARDED_BY(mappings_mu_);
 
@@ -162,6 +184,13 @@ class RegularFileDescription final : public vfs::VfsFile {
                         int64_t offset) override;
   KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
                          int64_t offset) override;
+  bool CanDirectIo(const platform::MemoryFile& mf) const override {
+    return &mf == &file_->memory_file();
+  }
+  KResult<size_t> ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
+                             int64_t offset) override;
+  KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
+                              int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   std::shared_ptr<mm::Mappable> GetMappable() override { return file_; }
   KResult<uint32_t> GetSeals() override { return file_->seals(); }

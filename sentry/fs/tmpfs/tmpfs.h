@@ -50,6 +50,7 @@ class Filesystem final : public vfs::Filesystem {
   std::string_view type_name() const override { return "tmpfs"; }
   std::shared_ptr<vfs::Dentry> root() const override { return root_; }
   vfs::FsStats StatFs() override;
+  vfs::DentryCache* dentry_cache() override { return &dcache_; }
 
   // A new inode of the type in attrs.mode (not yet linked anywhere).
   KResult<std::shared_ptr<vfs::Inode>> NewInode(
@@ -69,6 +70,10 @@ class Filesystem final : public vfs::Filesystem {
   std::atomic<uint64_t> used_pages_{0};
   std::atomic<uint64_t> next_ino_{1};
   std::atomic<uint64_t> inodes_{0};
+  // Declared after everything an inode's destructor uses (mf_, the page
+  // and inode counters), so the dentries it holds, and their inodes, go
+  // first.
+  vfs::DentryCache dcache_;
   std::shared_ptr<vfs::Dentry> root_;  // set once by Create
 };
 
