@@ -154,7 +154,7 @@ void OverlayInode::SetName(std::shared_ptr<OverlayInode> parent,
 std::pair<std::shared_ptr<OverlayInode>, std::string> OverlayInode::Name()
     const {
   absl::MutexLock l(&name_mu_);
-  return {parent_, name_};
+  return {parent_.lock(), name_};
 }
 
 abi::Stat OverlayInode::Stat() const {

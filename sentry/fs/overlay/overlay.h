@@ -282,7 +282,9 @@ class OverlayInode final : public vfs::Inode {
   // has several; any serves for copy-up). Null parent: the root, or a file
   // whose name was removed (copied up as an unnamed upper file).
   mutable absl::Mutex name_mu_;
-  std::shared_ptr<OverlayInode> parent_ ABSL_GUARDED_BY(name_mu_);
+  // Weak: a directory caches its children strongly. The VFS dentries of a
+  // file in use keep its parents alive.
+  std::weak_ptr<OverlayInode> parent_ ABSL_GUARDED_BY(name_mu_);
   std::string name_ ABSL_GUARDED_BY(name_mu_);
 
   // Lookup cache of a directory: name -> overlay inode (strong), so that a
