@@ -45,6 +45,11 @@ Flags:
   --strace-summary    print a per-syscall count table when the sandbox ends
   --debug-log=FILE    write strace and debug lines to FILE (default: stderr)
   --hostname=NAME     the sandbox's host name (default: the host's)
+  --unconfined        debugging only: the Sentry skips its confinement
+                      (namespaces, empty root, capabilities, seccomp)
+  --debug-seccomp     a host syscall outside the Sentry's seccomp allowlist
+                      is reported on stderr and fails with ENOSYS instead of
+                      killing the sandbox
   -h, --help          show this help
 
 Exit status: the program's, or 125 if the sandbox failed, 126 if PROGRAM
@@ -89,6 +94,10 @@ int DoCommand(int argc, char** argv) {
       spec.strace_summary = true;
     } else if (a.rfind("--debug-log=", 0) == 0) {
       spec.debug_log = std::string(a.substr(12));
+    } else if (a == "--unconfined") {
+      spec.unconfined = true;
+    } else if (a == "--debug-seccomp") {
+      spec.debug_seccomp = true;
     } else if (a.rfind("--hostname=", 0) == 0) {
       spec.hostname = std::string(a.substr(11));
     } else if (!a.empty() && a[0] == '-') {
@@ -221,8 +230,12 @@ int DoCommand(int argc, char** argv) {
   close(status_pipe[0]);
   if (n != sizeof(bs) || bs.magic != boot::BootStatus::kMagic) {
     if (WIFSIGNALED(wstatus)) {
-      absl::FPrintF(stderr, "runsc do: the sandbox was killed by signal %d\n",
-                    WTERMSIG(wstatus));
+      absl::FPrintF(stderr, "runsc do: the sandbox was killed by signal %d%s\n",
+                    WTERMSIG(wstatus),
+                    WTERMSIG(wstatus) == SIGSYS
+                        ? " (a host syscall outside the Sentry's seccomp "
+                          "allowlist; --debug-seccomp names it)"
+                        : "");
     } else {
       absl::FPrintF(stderr,
                     "runsc do: the sandbox ended unexpectedly "

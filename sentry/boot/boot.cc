@@ -17,6 +17,8 @@
 #include "platform/systrap/systrap.h"
 #include "sentry/boot/boot_spec.h"
 #include "sentry/boot/seed.h"
+#include "sentry/confine/confine.h"
+#include "sentry/confine/seccomp.h"
 #include "sentry/fs/host/host_file.h"
 #include "sentry/fs/sys/synthetic.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -126,6 +128,19 @@ int BootMain(int argc, char** argv) {
   kernel::SetLogFds(2, debug_fd);
   Phase(start, "spec read");
 
+  // Self-confinement, stage 1 (sentry/confine/confine.h): while the Sentry
+  // is single-threaded, before the platform. Every FD not listed here is
+  // closed.
+  if (spec.unconfined) {
+    kernel::LogWarning("running UNCONFINED (--unconfined): debugging only");
+  } else {
+    std::vector<int> keep = {kStatusFd, debug_fd};
+    for (const SeedEntry& e : spec.seed) keep.push_back(e.host_fd);
+    absl::Status s = confine::ConfineProcess({.keep_fds = keep});
+    if (!s.ok()) return Fail("cannot confine the Sentry: " + s.ToString());
+    Phase(start, "confined (namespaces, empty root, no capabilities)");
+  }
+
   // Every thread made from here on (task threads, the platform's service
   // thread and the stubs it clones) starts with these blocked; only the
   // signal thread takes them.
@@ -233,6 +248,17 @@ int BootMain(int argc, char** argv) {
   auto task = k->NewProcess(std::move(pargs));
   if (!task.ok()) return Fail("cannot create the first task");
 
+  // Stage 2, the last step before guest code: the seccomp allowlist, on
+  // every thread (after the platform: its source stub must not inherit it).
+  if (!spec.unconfined) {
+    absl::Status s = confine::InstallSentryFilter(
+        confine::SentryAllowlist({.self_pid = getpid()}),
+        spec.debug_seccomp ? confine::SeccompMode::kTrace
+                           : confine::SeccompMode::kKill);
+    if (!s.ok())
+      return Fail("cannot install the seccomp filter: " + s.ToString());
+    Phase(start, "seccomp filter installed");
+  }
   std::thread signals(SignalLoop, k.get(), fwd);
   Phase(start, "first task created");
   k->Start(task.value());

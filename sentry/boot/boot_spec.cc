@@ -19,6 +19,8 @@ constexpr size_t kMaxSize = 256 << 20;
 constexpr uint32_t kMaxStrings = 1 << 20;
 constexpr uint32_t kFlagStrace = 1;
 constexpr uint32_t kFlagStraceSummary = 2;
+constexpr uint32_t kFlagUnconfined = 4;
+constexpr uint32_t kFlagDebugSeccomp = 8;
 
 void PutU32(std::string* out, uint32_t v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(v));
@@ -86,7 +88,9 @@ class Reader {
 std::string SerializeBootSpec(const BootSpec& spec) {
   std::string out(kMagic, sizeof(kMagic));
   PutU32(&out, (spec.strace ? kFlagStrace : 0) |
-                   (spec.strace_summary ? kFlagStraceSummary : 0));
+                   (spec.strace_summary ? kFlagStraceSummary : 0) |
+                   (spec.unconfined ? kFlagUnconfined : 0) |
+                   (spec.debug_seccomp ? kFlagDebugSeccomp : 0));
   PutString(&out, spec.exe_path);
   PutString(&out, spec.cwd);
   PutString(&out, spec.hostname);
@@ -123,6 +127,8 @@ absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
   }
   spec.strace = flags & kFlagStrace;
   spec.strace_summary = flags & kFlagStraceSummary;
+  spec.unconfined = flags & kFlagUnconfined;
+  spec.debug_seccomp = flags & kFlagDebugSeccomp;
   return spec;
 }
 

@@ -48,6 +48,11 @@ struct BootSpec {
   std::string debug_log;  // file for strace/debug lines; empty: stderr
   bool strace = false;
   bool strace_summary = false;
+  // Debugging only: the Sentry does not confine itself (sentry/confine).
+  bool unconfined = false;
+  // A host syscall outside the Sentry's allowlist is reported and fails
+  // with ENOSYS instead of killing the Sentry.
+  bool debug_seccomp = false;
   std::vector<std::string> argv;
   std::vector<std::string> envp;
   // The root file system's content, created in order.

@@ -91,8 +91,14 @@ std::vector<Rule> SentryAllowlist(const AllowlistOptions& options) {
   r.push_back(Allow(SYS_exit_group, "Sentry exit"));
   r.push_back(Allow(SYS_gettid, "thread ids (glibc, Abseil)"));
   r.push_back(Allow(SYS_getpid, "self signals (sigqueue, abort)"));
+  r.push_back(Allow(SYS_getuid, "sigqueue fills si_uid (glibc)"));
   r.push_back(Allow(SYS_sched_yield, "Abseil spin locks"));
   r.push_back(Allow(SYS_sched_getaffinity, "CPU counts (glibc, platform)"));
+  // Abseil's Mutex reads its thread's scheduling parameters (through
+  // pthread_getschedparam) the first time the thread blocks.
+  r.push_back(Allow(SYS_sched_getparam, "pthread_getschedparam (Abseil)"));
+  r.push_back(
+      Allow(SYS_sched_getscheduler, "pthread_getschedparam (Abseil)"));
   r.push_back(Allow(SYS_restart_syscall, "interrupted sleeps"));
   AddFutex(r);
 

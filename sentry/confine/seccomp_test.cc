@@ -288,6 +288,10 @@ TEST(SentryAllowlistTest, MeasuredCallsAreAllowed) {
       {SYS_exit_group, {}},
       {SYS_getcpu, {}},
       {SYS_rt_sigreturn, {}},
+      // Found by runsc do --debug-seccomp (threads, every program's end).
+      {SYS_sched_getparam, {}},
+      {SYS_sched_getscheduler, {}},
+      {SYS_getuid, {}},
   };
   for (const auto& m : kMeasured) {
     EXPECT_EQ(Evaluate(rules, m.nr, m.args), Verdict::kAllow)
