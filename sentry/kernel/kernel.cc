@@ -147,6 +147,12 @@ std::optional<std::string> Kernel::fatal_error() const {
 
 int64_t Kernel::UptimeNs() const { return MonotonicNs() - boot_ns_; }
 
-void Kernel::TaskExited(Task* task) { root_pidns_.Release(task->tid()); }
+void Kernel::TaskExited(Task* task) {
+  // An old leader killed by another thread's execve no longer owns its TID
+  // (PidNamespace::Reassign gave it to the exec'ing thread).
+  if (root_pidns_.Lookup(task->tid()) == task) {
+    root_pidns_.Release(task->tid());
+  }
+}
 
 }  // namespace sandbox::kernel

@@ -24,6 +24,11 @@ void PidNamespace::Release(ThreadId tid) {
   tasks_.erase(tid);
 }
 
+void PidNamespace::Reassign(ThreadId tid, Task* task) {
+  absl::MutexLock l(&mu_);
+  tasks_[tid] = task;
+}
+
 Task* PidNamespace::Lookup(ThreadId tid) const {
   absl::MutexLock l(&mu_);
   auto it = tasks_.find(tid);

@@ -38,6 +38,10 @@ class PidNamespace {
   // EAGAIN if the namespace is full.
   KResult<ThreadId> Allocate(Task* task);
   void Release(ThreadId tid);
+  // execve from a non-leader thread (de_thread): `tid` (the leader's) now
+  // names `task`. Kernel::TaskExited then leaves it alone when the old
+  // leader exits (it releases only TIDs that still name the exiting task).
+  void Reassign(ThreadId tid, Task* task);
   Task* Lookup(ThreadId tid) const;
   size_t Count() const;
   // Every TID in use, ascending (/proc's directory listing).

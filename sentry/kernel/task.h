@@ -88,6 +88,9 @@ class Task final : public vfs::UserMemory {
   void UnshareFdTable() { fds_ = fds_->Fork(); }
   // Valid until the task has exited (its run loop drops it).
   mm::MemoryManager& mm() const { return *mm_; }
+  // execve: the task's new address space (task thread). The old one goes
+  // when its last holder drops it.
+  void set_mm(std::shared_ptr<mm::MemoryManager> mm) { mm_ = std::move(mm); }
   platform::CpuState& cpu() { return cpu_; }
 
   // ---- Guest memory (task thread). ----

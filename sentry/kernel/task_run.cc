@@ -37,7 +37,7 @@ void Task::Run() {
     // An Interrupt() after the check makes the next Switch return at once.
     context->ClearInterrupt();
     DrainInterrupts();
-    if (exit_requested_ || tg_->exiting()) break;
+    if (exit_requested_ || tg_->exiting() || tg_->KilledByExec(this)) break;
 
     platform::SwitchResult r = context->Switch(mm_->address_space(), cpu_);
     Step step = Step::kContinue;

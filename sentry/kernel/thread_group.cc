@@ -23,6 +23,11 @@ std::string ThreadGroup::exe_path() const {
   return exe_path_;
 }
 
+void ThreadGroup::set_exe_path(std::string path) {
+  absl::MutexLock l(&mu_);
+  exe_path_ = std::move(path);
+}
+
 abi::Rlimit64 ThreadGroup::GetLimit(int resource) const {
   absl::MutexLock l(&mu_);
   return limits_.Get(resource);
@@ -106,6 +111,39 @@ void ThreadGroup::ExitGroup(ExitStatus status) {
   if (!exit_status_.has_value()) exit_status_ = status;
   exiting_.store(true, std::memory_order_release);
   for (Task* t : tasks_) t->Interrupt();
+}
+
+bool ThreadGroup::DeThread(Task& self) {
+  const ThreadId leader = tgid();
+  {
+    absl::MutexLock l(&mu_);
+    if (exiting()) return false;
+    if (tasks_.size() > 1) {
+      // The leader's TID is ours from now on: its exit must not free it.
+      if (self.tid() != leader)
+        kernel_.root_pid_namespace().Reassign(leader, &self);
+      exec_survivor_.store(&self, std::memory_order_release);
+      for (Task* t : tasks_) {
+        if (t != &self) t->Interrupt();
+      }
+      // TaskExited (under mu_) removes each one; ExitGroup sets exiting_.
+      auto alone = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return tasks_.size() == 1 || exiting();
+      };
+      mu_.Await(absl::Condition(&alone));
+      exec_survivor_.store(nullptr, std::memory_order_release);
+      if (tasks_.size() != 1) return false;
+    }
+  }
+  if (self.tid() != leader) {
+    // Reassign was done above unless the leader had already exited (then
+    // its TID was released and is free to take again).
+    PidNamespace& ns = kernel_.root_pid_namespace();
+    ns.Reassign(leader, &self);
+    ns.Release(self.tid());
+    self.set_tid(leader);
+  }
+  return !exiting();
 }
 
 void ThreadGroup::TaskExited(Task* task, int code) {

@@ -60,6 +60,7 @@ class ThreadGroup {
   }
   // Path of the running executable (/proc/self/exe). Changes on execve.
   std::string exe_path() const;
+  void set_exe_path(std::string path);
   // Process group and session IDs (no setpgid/setsid yet: a fork child
   // inherits its parent's; the first process leads its own).
   ThreadId pgid() const { return pgid_.load(std::memory_order_relaxed); }
@@ -100,6 +101,20 @@ class ThreadGroup {
   // True once ExitGroup was called (cheap: checked by every run loop pass).
   bool exiting() const { return exiting_.load(std::memory_order_acquire); }
 
+  // execve's de_thread: makes every task but `self` leave its run loop (as
+  // if killed) and waits until they have exited; then, if `self` is not
+  // the leader, it takes the leader's TID (its own is released), as Linux
+  // does. False if the group started exiting meanwhile (exit_group, a
+  // fatal signal): the exec must then be abandoned. Called on `self`'s
+  // thread, without locks held.
+  bool DeThread(Task& self);
+  // Whether `t` was told to exit by another task's execve (the run loop
+  // checks it with exiting()).
+  bool KilledByExec(const Task* t) const {
+    const Task* s = exec_survivor_.load(std::memory_order_acquire);
+    return s != nullptr && s != t;
+  }
+
   // Called on a task's own thread as its run loop ends. `code` is its
   // exit(2) status, used as the group's if it is the last task and the
   // group was not already exiting.
@@ -136,6 +151,8 @@ class ThreadGroup {
   std::atomic<int> dumpable_{1};
   std::atomic<ThreadId> pgid_{0};
   std::atomic<ThreadId> sid_{0};
+  // The task of an execve in progress (DeThread); every other task exits.
+  std::atomic<Task*> exec_survivor_{nullptr};
 
   mutable absl::Mutex mu_;
   std::string exe_path_ ABSL_GUARDED_BY(mu_);

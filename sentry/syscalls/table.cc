@@ -38,6 +38,7 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterStatfsSyscalls(*t);
   RegisterSyncSyscalls(*t);
   RegisterSendfileSyscalls(*t);
+  RegisterExecSyscalls(*t);
   return t;
 }
 

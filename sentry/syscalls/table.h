@@ -188,6 +188,7 @@ void RegisterXattrSyscalls(SyscallTable& t);
 void RegisterStatfsSyscalls(SyscallTable& t);
 void RegisterSyncSyscalls(SyscallTable& t);
 void RegisterSendfileSyscalls(SyscallTable& t);
+void RegisterExecSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 

@@ -1,0 +1,275 @@
+// execve(2), execveat(2): replacing the process image.
+//
+// The order of checks is current Linux's (do_execveat_common; since 6.6
+// alloc_bprm opens the file before the arguments are read, as the
+// conformance test checks natively):
+//  1. the path (getname): EFAULT, ENAMETOOLONG; "" is ENOENT unless
+//     AT_EMPTY_PATH;
+//  2. the flags (EINVAL), then the file (do_open_execat): the walk's errors,
+//     ELOOP for a final symlink with AT_SYMLINK_NOFOLLOW, EACCES for a
+//     non-regular file, a noexec mount or no execute permission;
+//  3. the argv, then envp pointer arrays: EFAULT (a NULL array is empty);
+//  4. bprm_stack_limits: E2BIG when the pointers alone exceed the room for
+//     arguments (a quarter of RLIMIT_STACK, at most 6 MiB, at least
+//     ARG_MAX = 128 KiB);
+//  5. the strings, as copy_strings: the filename, then envp, then argv,
+//     each array from its last string to its first: EFAULT, E2BIG for a
+//     string over MAX_ARG_STRLEN (128 KiB with its NUL) or when the total
+//     exceeds the room;
+//  6. the binary handlers (loader::LoadExecutable): ENOEXEC, "#!"
+//     interpreters (ELOOP past 5 levels), PT_INTERP (its open errors,
+//     ELIBBAD, EIO);
+//  7. the point of no return: a failure after it (bad segments, no memory)
+//     kills the process with SIGSEGV, as Linux's force_fatal_sig;
+//  8. the commit: other threads killed and the leader's TID taken
+//     (de_thread), the new address space, close-on-exec descriptors
+//     closed, handlers reset (ignored stay ignored), the alternate signal
+//     stack cleared, comm and /proc/self/exe updated, clear_child_tid and
+//     the robust list forgotten, registers reset (rax 0).
+//
+// Set-user-ID and set-group-ID bits are ignored (every mount behaves as
+// MS_NOSUID; AT_SECURE is 0). Capabilities are not recomputed (Linux gives
+// root its bounding set back on exec; not yet). ETXTBSY (a file open for
+// writing) is not detected: the VFS keeps no writer count yet.
+#include "sentry/loader/exec.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/abi/syscalls.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/log.h"
+#include "sentry/kernel/thread_group.h"
+#include "sentry/loader/loader.h"
+#include "sentry/loader/vfs_reader.h"
+#include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/vfs_util.h"
+#include "sentry/vfs/permissions.h"
+
+namespace sandbox::syscalls {
+namespace {
+
+constexpr uint64_t kStkLim = 8 << 20;  // _STK_LIM
+
+// bprm_stack_limits()'s room for argument strings and pointers.
+uint64_t ArgRoom(Task& t) {
+  const uint64_t rlim = t.thread_group().GetLimit(RLIMIT_STACK).rlim_cur;
+  uint64_t limit = std::min<uint64_t>(kStkLim / 4 * 3, rlim / 4);
+  return std::max<uint64_t>(limit, loader::kArgMax);
+}
+
+// count(): the pointers of a NULL-terminated guest array (empty for a NULL
+// array). Stops with E2BIG past `max` entries (Linux counts on to
+// MAX_ARG_STRINGS and then fails the room check; only an EFAULT further
+// along than the room is reported differently).
+KResult<std::vector<uint64_t>> CopyInPointers(Task& t, uint64_t array,
+                                              uint64_t max) {
+  std::vector<uint64_t> out;
+  if (array == 0) return out;
+  uint64_t chunk[64];
+  for (uint64_t addr = array;;) {
+    const size_t want = sizeof(chunk) - (addr % sizeof(chunk));
+    TRY(size_t got, t.CopyIn(addr, chunk, want));
+    if (got < sizeof(uint64_t)) return kEFAULT;
+    for (size_t i = 0; i < got / sizeof(uint64_t); ++i) {
+      if (chunk[i] == 0) return out;
+      if (out.size() >= max) return kE2BIG;
+      out.push_back(chunk[i]);
+    }
+    addr += got / sizeof(uint64_t) * sizeof(uint64_t);
+    if (addr < array) return kEFAULT;  // wrapped
+  }
+}
+
+// copy_strings(): from the last string to the first; each within
+// MAX_ARG_STRLEN, all within *room.
+KResult<std::vector<std::string>> CopyInStrings(
+    Task& t, const std::vector<uint64_t>& ptrs, uint64_t* room) {
+  std::vector<std::string> out(ptrs.size());
+  for (size_t i = ptrs.size(); i-- > 0;) {
+    KResult<std::string> s = t.CopyInString(ptrs[i], loader::kMaxArgStrLen);
+    if (!s.ok()) return s.error() == kENAMETOOLONG ? kE2BIG : s.error();
+    const uint64_t len = s->size() + 1;
+    if (len > *room) return kE2BIG;
+    *room -= len;
+    out[i] = std::move(s).value();
+  }
+  return out;
+}
+
+// The comm a new image gets: the basename of bprm->filename, or for an
+// execveat relative to a descriptor the file's own name (as Linux since
+// 6.13; "/dev/fd/N" would give a bare number), cut to 15 bytes.
+std::string NewComm(const std::string& filename, bool fd_path,
+                    const vfs::VfsFile& file) {
+  std::string comm;
+  if (fd_path) {
+    comm = file.vd().dentry->name();
+  } else {
+    comm = filename.substr(filename.rfind('/') + 1);  // npos + 1 == 0
+  }
+  if (comm.size() > 15) comm.resize(15);
+  return comm;
+}
+
+SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
+                         UserAddr argv_addr, UserAddr envp_addr,
+                         int32_t flags) {
+  kernel::Kernel& k = t.kernel();
+  if (k.platform() == nullptr) return kENOMEM;  // unit tests: no platform
+
+  // 1. getname.
+  TRY(std::string path, CopyInPath(t, path_arg));
+  if (path.empty() && !(flags & AT_EMPTY_PATH)) return kENOENT;
+
+  // 2. do_open_execat (in alloc_bprm).
+  if ((flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) != 0) return kEINVAL;
+  std::shared_ptr<vfs::VfsFile> file;
+  {
+    TRY(vfs::ResolveBase base,
+        BaseAt(t, dirfd, path, (flags & AT_EMPTY_PATH) != 0));
+    vfs::ResolveOptions opts;
+    opts.follow_final = !(flags & AT_SYMLINK_NOFOLLOW);
+    opts.allow_empty = (flags & AT_EMPTY_PATH) != 0;
+    TRY(file, loader::OpenExecutable(base, path, opts));
+  }
+
+  // 3, 4. The pointer arrays and the room for them.
+  uint64_t room = ArgRoom(t);
+  TRY(std::vector<uint64_t> argv_ptrs,
+      CopyInPointers(t, argv_addr.addr, room / 8));
+  TRY(std::vector<uint64_t> envp_ptrs,
+      CopyInPointers(t, envp_addr.addr, room / 8));
+  const uint64_t ptr_size =
+      (std::max<uint64_t>(argv_ptrs.size(), 1) + envp_ptrs.size()) * 8;
+  if (room <= ptr_size) return kE2BIG;
+  room -= ptr_size;
+
+  // 5. bprm->filename, then the strings.
+  const bool fd_path = dirfd != AT_FDCWD && path[0] != '/';
+  bool path_inaccessible = false;
+  std::string filename = path;
+  if (fd_path) {
+    filename = path.empty() ? absl::StrCat("/dev/fd/", dirfd)
+                            : absl::StrCat("/dev/fd/", dirfd, "/", path);
+    bool cloexec = false;
+    if (t.fd_table().Get(dirfd, &cloexec).ok() && cloexec) {
+      path_inaccessible = true;
+    }
+  }
+  if (filename.size() + 1 > room) return kE2BIG;
+  room -= filename.size() + 1;
+  TRY(std::vector<std::string> envp, CopyInStrings(t, envp_ptrs, &room));
+  TRY(std::vector<std::string> argv, CopyInStrings(t, argv_ptrs, &room));
+
+  // 6. The binary handlers, into a new address space.
+  platform::Platform& plat = *k.platform();
+  const abi::Rlimit64 stack = t.thread_group().GetLimit(RLIMIT_STACK);
+  TRY(std::unique_ptr<mm::MemoryManager> new_mm,
+      mm::MemoryManager::Create(plat, {.randomize = t.mm().layout().randomize,
+                                       .stack_rlimit = stack.rlim_cur}));
+  const kernel::Credentials& creds = t.creds();
+  vfs::VirtualDentry root = t.fs().Root();
+  if (!root.ok()) return kENOENT;
+  loader::ExecRequest req{{creds, root, t.fs().Cwd()}, file, filename};
+  req.path_inaccessible = path_inaccessible;
+  req.args.argv = std::move(argv);
+  req.args.envp = std::move(envp);
+  req.args.uid = creds.ruid;
+  req.args.euid = creds.euid;
+  req.args.gid = creds.rgid;
+  req.args.egid = creds.egid;
+  req.args.secure = false;  // set-id bits are ignored
+  req.args.hwcap = loader::HwcapFromPlatform(plat);
+  req.args.minsigstksz = loader::DefaultMinSigStkSz(plat.FpStateSize());
+  std::string why;
+  bool committed = false;
+  KResult<loader::ExecResult> loaded =
+      loader::LoadExecutable(*new_mm, std::move(req), &why, &committed);
+  if (!loaded.ok()) {
+    kernel::LogDebug("execve %s: %s%s%s", filename, loaded.error().name(),
+                     why.empty() ? "" : ": ", why);
+    if (committed) {
+      // 7. Past the point of no return: SIGSEGV (force_fatal_sig).
+      t.thread_group().ExitGroup(kernel::ExitStatus::Killed(SIGSEGV));
+      return kEINTR;  // never seen: the run loop ends the task
+    }
+    return loaded.error();
+  }
+
+  // 8. The commit. de_thread first: it fails only if the process is being
+  // killed anyway (then nothing changes and the run loop ends the task).
+  if (!t.thread_group().DeThread(t)) return kEINTR;
+  const std::string comm = NewComm(filename, fd_path, *loaded->file);
+  // would_dump(): an unreadable executable makes the process non-dumpable.
+  const bool readable =
+      vfs::CheckPermission(creds, vfs::kMayRead, loaded->file->inode()).ok();
+  t.set_mm(std::shared_ptr<mm::MemoryManager>(std::move(new_mm)));
+  // unshare_files(), then the close-on-exec descriptors (closed as the
+  // vector goes, with no lock held).
+  t.UnshareFdTable();
+  { std::vector<vfs::FileRef> closed = t.fd_table().RemoveCloexec(); }
+  // flush_signal_handlers(t, 0).
+  {
+    auto actions = t.thread_group().actions();
+    for (abi::KernelSigaction& a : actions) {
+      if (a.handler != abi::kSigIgn) a.handler = abi::kSigDfl;
+      a.flags = 0;
+      a.restorer = 0;
+      a.mask = 0;
+    }
+    t.thread_group().set_actions(actions);
+  }
+  t.set_alt_stack({});
+  t.set_name(comm);
+  t.thread_group().set_exe_path(loaded->exe_path);
+  t.thread_group().set_dumpable(readable ? 1 : 0);
+  // mm_release(): the old image's clear_child_tid and robust list no
+  // longer apply (no other thread shares the old mm after de_thread, so
+  // Linux writes nothing either).
+  t.set_clear_child_tid(0);
+  t.set_robust_list(0);
+  // start_thread() after ELF_PLAT_INIT: every register 0, default FPU
+  // state, fs_base 0.
+  platform::CpuState& cpu = t.cpu();
+  cpu.regs = {};
+  cpu.regs.rip = loaded->load.entry;
+  cpu.regs.rsp = loaded->load.stack_pointer;
+  cpu.regs.eflags = 0x202;
+  cpu.regs.cs = 0x33;
+  cpu.regs.ss = 0x2b;
+  cpu.fp.clear();
+  cpu.fp_changed = true;
+  return uint64_t{0};
+}
+
+// execve(2).
+SyscallResult Execve(Task& t, UserCString path, UserAddr argv, UserAddr envp) {
+  return DoExecveat(t, AT_FDCWD, path, argv, envp, 0);
+}
+
+// execveat(2).
+SyscallResult Execveat(Task& t, int32_t dirfd, UserCString path, UserAddr argv,
+                       UserAddr envp, int32_t flags) {
+  return DoExecveat(t, dirfd, path, argv, envp, flags);
+}
+
+}  // namespace
+
+void RegisterExecSyscalls(SyscallTable& t) {
+  using namespace abi;  // NOLINT: nr::
+  constexpr const char* kNote =
+      "set-id bits ignored (nosuid); capabilities not recomputed; no "
+      "ETXTBSY";
+  t.Partial<&Execve>(nr::execve, kNote);
+  t.Partial<&Execveat>(nr::execveat, kNote);
+}
+
+}  // namespace sandbox::syscalls
