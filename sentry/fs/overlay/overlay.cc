@@ -62,7 +62,17 @@ KResult<std::shared_ptr<OverlayFilesystem>> OverlayFilesystem::Create(
   return fs;
 }
 
-OverlayFilesystem::~OverlayFilesystem() = default;
+OverlayFilesystem::~OverlayFilesystem() {
+  dcache_.Clear();
+  std::deque<std::pair<std::weak_ptr<OverlayInode>, std::string>> cached;
+  {
+    absl::MutexLock l(&cache_mu_);
+    cached.swap(cached_);
+  }
+  for (auto& [weak, name] : cached) {
+    if (std::shared_ptr<OverlayInode> d = weak.lock()) d->Forget(name);
+  }
+}
 
 vfs::FsStats OverlayFilesystem::StatFs() {
   vfs::FsStats st = upper_fs_->StatFs();

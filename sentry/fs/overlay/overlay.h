@@ -82,6 +82,9 @@ class OverlayFilesystem final : public vfs::Filesystem {
   std::shared_ptr<vfs::Dentry> root() const override { return root_; }
   // statfs of the upper layer with the overlay's magic (ovl_statfs).
   vfs::FsStats StatFs() override;
+  // The VFS's LRU of recently used overlay dentries, bounded like the
+  // lookup caches (each pins a lower dentry, hence a Gofer handle).
+  vfs::DentryCache* dentry_cache() override { return &dcache_; }
 
   const vfs::Filesystem& upper_fs() const { return *upper_fs_; }
   vfs::Filesystem& lower_fs() const { return lower_mount_->fs(); }
@@ -140,6 +143,7 @@ class OverlayFilesystem final : public vfs::Filesystem {
 
   std::shared_ptr<vfs::Filesystem> upper_fs_;
   std::shared_ptr<vfs::Mount> upper_mount_;
+  vfs::DentryCache dcache_{kMaxCachedNames};
   absl::Mutex cache_mu_;  // before any OverlayInode::dir_mu_
   std::deque<std::pair<std::weak_ptr<OverlayInode>, std::string>> cached_
       ABSL_GUARDED_BY(cache_mu_);
