@@ -124,6 +124,12 @@ std::shared_ptr<OverlayInode> OverlayFilesystem::GetInode(
                                           std::move(lower));
   absl::MutexLock l2(&ident_mu_);
   inodes_[ino] = n;
+  // Drop the entries of dead inodes now and then (a walk over a large tree
+  // leaves many).
+  if (++inserts_since_sweep_ >= 4096) {
+    inserts_since_sweep_ = 0;
+    absl::erase_if(inodes_, [](const auto& e) { return e.second.expired(); });
+  }
   return n;
 }
 

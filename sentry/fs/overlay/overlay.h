@@ -157,6 +157,7 @@ class OverlayFilesystem final : public vfs::Filesystem {
   // Live overlay inodes by st_ino.
   absl::flat_hash_map<uint64_t, std::weak_ptr<OverlayInode>> inodes_
       ABSL_GUARDED_BY(ident_mu_);
+  uint32_t inserts_since_sweep_ ABSL_GUARDED_BY(ident_mu_) = 0;
   // Upper inode number -> overlay st_ino, for upper files copied up from
   // the lower layer (Linux's "trusted.overlay.origin"). Upper inode numbers
   // are never reused (tmpfs counts them), so entries never go stale.

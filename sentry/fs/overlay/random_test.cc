@@ -162,7 +162,9 @@ TEST_P(RandomOpsTest, MatchesPlainTmpfs) {
             << step << ": rename " << a << " " << b << " overlay "
             << (ro.ok() ? "ok" : ro.error().name()) << " model "
             << (rm.ok() ? "ok" : rm.error().name());
-        if (!ro.ok()) ASSERT_EQ(ro.error(), rm.error()) << step;
+        if (!ro.ok()) {
+          ASSERT_EQ(ro.error(), rm.error()) << step;
+        }
         break;
       }
       case 8:
