@@ -28,9 +28,12 @@
 //     the robust list forgotten, registers reset (rax 0).
 //
 // Set-user-ID and set-group-ID bits are ignored (every mount behaves as
-// MS_NOSUID; AT_SECURE is 0). Capabilities are not recomputed (Linux gives
-// root its bounding set back on exec; not yet). ETXTBSY (a file open for
-// writing) is not detected: the VFS keeps no writer count yet.
+// MS_NOSUID) and files have no capabilities; the credentials are then
+// recomputed as Linux's cap_bprm_creds_from_file does for such a file
+// (ExecCreds: root gets its bounding set back, others keep only their
+// ambient set; AT_SECURE for an euid-0 exec by a non-root real user).
+// ETXTBSY (a file open for writing) is not detected: the VFS keeps no
+// writer count yet.
 #include "sentry/loader/exec.h"
 
 #include <fcntl.h>
@@ -102,6 +105,29 @@ KResult<std::vector<std::string>> CopyInStrings(
     out[i] = std::move(s).value();
   }
   return out;
+}
+
+// cap_bprm_creds_from_file() for a file without capabilities whose set-id
+// bits are ignored, and bprm_fill_uid()'s suid/fsuid = euid. *secure is
+// bprm->secureexec (AT_SECURE).
+kernel::Credentials ExecCreds(const kernel::Credentials& old, bool* secure) {
+  kernel::Credentials c = old;
+  c.cap_permitted = 0;  // get_file_caps(): no file capabilities
+  bool effective = false;
+  if (!old.IsSecure(kernel::kSecureNoroot)) {  // handle_privileged_root()
+    if (old.euid == 0 || old.ruid == 0) {
+      c.cap_permitted = old.cap_bounding | old.cap_inheritable;
+    }
+    effective = old.euid == 0;
+  }
+  c.cap_permitted |= c.cap_ambient;
+  c.cap_effective = effective ? c.cap_permitted : c.cap_ambient;
+  *secure =
+      old.ruid != 0 && (effective || (c.cap_permitted & ~c.cap_ambient) != 0);
+  c.suid = c.fsuid = c.euid;
+  c.sgid = c.fsgid = c.egid;
+  c.securebits &= ~kernel::kSecureKeepCaps;
+  return c;
 }
 
 // The comm a new image gets: the basename of bprm->filename, or for an
@@ -176,6 +202,8 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
       mm::MemoryManager::Create(plat, {.randomize = t.mm().layout().randomize,
                                        .stack_rlimit = stack.rlim_cur}));
   const kernel::Credentials& creds = t.creds();
+  bool secure = false;
+  kernel::Credentials new_creds = ExecCreds(creds, &secure);
   vfs::VirtualDentry root = t.fs().Root();
   if (!root.ok()) return kENOENT;
   loader::ExecRequest req{{creds, root, t.fs().Cwd()}, file, filename};
@@ -186,7 +214,7 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
   req.args.euid = creds.euid;
   req.args.gid = creds.rgid;
   req.args.egid = creds.egid;
-  req.args.secure = false;  // set-id bits are ignored
+  req.args.secure = secure;
   req.args.hwcap = loader::HwcapFromPlatform(plat);
   req.args.minsigstksz = loader::DefaultMinSigStkSz(plat.FpStateSize());
   std::string why;
@@ -230,7 +258,12 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
   t.set_alt_stack({});
   t.set_name(comm);
   t.thread_group().set_exe_path(loaded->exe_path);
-  t.thread_group().set_dumpable(readable ? 1 : 0);
+  // Dumpable unless unreadable or a secure exec (suid_dumpable is 0), then
+  // commit_creds(), which also clears it (and the parent-death signal)
+  // when the permitted set grew.
+  t.thread_group().set_dumpable(readable && !secure ? 1 : 0);
+  if (secure) t.set_pdeathsig(0);
+  t.CommitCreds(std::move(new_creds));
   // mm_release(): the old image's clear_child_tid and robust list no
   // longer apply (no other thread shares the old mm after de_thread, so
   // Linux writes nothing either).

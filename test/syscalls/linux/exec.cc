@@ -7,6 +7,7 @@
 // exits before gtest starts.
 #include <elf.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -82,6 +83,18 @@ void Helper(const char* mode, int argc, char** argv, char** envp) {
     out +=
         "altstack_disabled=" + std::to_string((ss.ss_flags & SS_DISABLE) != 0) +
         "\n";
+  } else if (m == "caps") {
+    __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct d[2] = {};
+    if (syscall(SYS_capget, &h, d) != 0) {
+      out += "capget failed\n";
+    } else {
+      out += "eff=" + std::to_string(d[0].effective) + "," +
+             std::to_string(d[1].effective) + "\n";
+      out += "perm=" + std::to_string(d[0].permitted) + "," +
+             std::to_string(d[1].permitted) + "\n";
+    }
+    out += "secure=" + std::to_string(getauxval(AT_SECURE)) + "\n";
   } else if (m == "ids") {
     out += "pid=" + std::to_string(getpid()) + "\n";
     out += "tid=" + std::to_string(syscall(SYS_gettid)) + "\n";
@@ -374,6 +387,35 @@ TEST(ExecTest, FromAThreadTakesTheLeadersTid) {
   ASSERT_GE(lines.size(), 2u) << out;
   EXPECT_EQ(lines[0], "pid=" + std::to_string(pid));
   EXPECT_EQ(lines[1], "tid=" + std::to_string(pid));
+}
+
+// Files have no capabilities and set-id bits are not in play: an exec by
+// root (euid 0) gets the bounding set back after dropping its capabilities
+// (cap_bprm_creds_from_file's "privileged root"), and it is not a secure
+// exec.
+TEST(ExecTest, RootRegainsCapabilitiesOnExec) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIP: needs euid 0";
+  std::string self = SelfPath();
+  std::vector<std::string> argv = {"caps"};
+  std::vector<std::string> envp = {HelperEnv("caps")};
+  auto a = CArray(argv);
+  auto e = CArray(envp);
+  ChildRun before = RunChild([&] { execve(self.c_str(), a.data(), e.data()); });
+  ChildRun after = RunChild([&] {
+    if (!DropCapabilities(/*keep_permitted=*/false)) _exit(95);
+    execve(self.c_str(), a.data(), e.data());
+  });
+  if (WIFEXITED(after.status) && WEXITSTATUS(after.status) == 95) {
+    GTEST_SKIP() << "SKIP: cannot drop capabilities (capget/capset)";
+  }
+  EXPECT_THAT(before.status, ExitedWithCode(kHelperExit));
+  EXPECT_THAT(after.status, ExitedWithCode(kHelperExit));
+  std::vector<std::string> b = Lines(before.out), l = Lines(after.out);
+  ASSERT_EQ(l.size(), 3u) << after.out;
+  EXPECT_EQ(l, b);  // the same sets as a process that never dropped them
+  EXPECT_NE(l[0], "eff=0,0");
+  EXPECT_EQ(l[0].substr(4), l[1].substr(5));  // effective == permitted
+  EXPECT_EQ(l[2], "secure=0");
 }
 
 // ---- execveat. ----
