@@ -21,6 +21,7 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterMemfdSyscalls(*t);
   RegisterProcessSyscalls(*t);
   RegisterIdentitySyscalls(*t);
+  RegisterMountSyscalls(*t);
   RegisterTimeSyscalls(*t);
   RegisterSignalSyscalls(*t);
   RegisterRandomSyscalls(*t);

@@ -171,6 +171,7 @@ void RegisterMmSyscalls(SyscallTable& t);
 void RegisterMemfdSyscalls(SyscallTable& t);
 void RegisterProcessSyscalls(SyscallTable& t);
 void RegisterIdentitySyscalls(SyscallTable& t);
+void RegisterMountSyscalls(SyscallTable& t);
 void RegisterTimeSyscalls(SyscallTable& t);
 void RegisterSignalSyscalls(SyscallTable& t);
 void RegisterRandomSyscalls(SyscallTable& t);

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -54,10 +55,24 @@ struct VirtualDentry {
 };
 
 // Per-mount flags (MS_* values so mount(2) can pass them through).
-inline constexpr uint32_t kMountReadOnly = 1;  // MS_RDONLY
-inline constexpr uint32_t kMountNoSuid = 2;    // MS_NOSUID
-inline constexpr uint32_t kMountNoDev = 4;     // MS_NODEV
-inline constexpr uint32_t kMountNoExec = 8;    // MS_NOEXEC
+inline constexpr uint32_t kMountReadOnly = 1;           // MS_RDONLY
+inline constexpr uint32_t kMountNoSuid = 2;             // MS_NOSUID
+inline constexpr uint32_t kMountNoDev = 4;              // MS_NODEV
+inline constexpr uint32_t kMountNoExec = 8;             // MS_NOEXEC
+inline constexpr uint32_t kMountNoAtime = 1024;         // MS_NOATIME
+inline constexpr uint32_t kMountNoDiratime = 2048;      // MS_NODIRATIME
+inline constexpr uint32_t kMountStrictAtime = 1 << 24;  // MS_STRICTATIME
+// What mount(2) and MS_REMOUNT|MS_BIND set (Linux MNT_USER_SETTABLE_MASK);
+// relatime is the absence of kMountNoAtime and kMountStrictAtime.
+inline constexpr uint32_t kMountSettable =
+    kMountReadOnly | kMountNoSuid | kMountNoDev | kMountNoExec | kMountNoAtime |
+    kMountNoDiratime | kMountStrictAtime;
+
+// Propagation type (MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE). There
+// is one mount namespace, so nothing is propagated: the type and peer group
+// are recorded for mountinfo's optional fields, bind mounts join their
+// source's peer group as in Linux, and MS_UNBINDABLE refuses bind mounts.
+enum class Propagation { kPrivate, kShared, kSlave, kUnbindable };
 
 class Mount : public std::enable_shared_from_this<Mount> {
  public:
@@ -65,6 +80,12 @@ class Mount : public std::enable_shared_from_this<Mount> {
   static std::shared_ptr<Mount> Create(std::shared_ptr<Filesystem> fs,
                                        std::shared_ptr<Dentry> root,
                                        uint32_t flags);
+  // With mount(2)'s source string and the file system's options as
+  // mountinfo shows them ("size=1024k,mode=755"; may be empty).
+  static std::shared_ptr<Mount> Create(std::shared_ptr<Filesystem> fs,
+                                       std::shared_ptr<Dentry> root,
+                                       uint32_t flags, std::string source,
+                                       std::string fs_options);
   Mount(const Mount&) = delete;
   Mount& operator=(const Mount&) = delete;
 
@@ -75,6 +96,20 @@ class Mount : public std::enable_shared_from_this<Mount> {
   bool read_only() const { return flags() & kMountReadOnly; }
   // Unique mount ID (/proc/self/mountinfo).
   uint64_t id() const { return id_; }
+  // mount(2)'s source ("none", "tmpfs", ...); the type name if none given.
+  const std::string& source() const { return source_; }
+  // The super block's options for mountinfo (empty: none).
+  const std::string& fs_options() const { return fs_options_; }
+  // The mount's root inside its file system: "/" for a file system's root,
+  // "/dir/file" for a bind mount of a subtree or file (mountinfo's field 4).
+  std::string RootPath() const ABSL_LOCKS_EXCLUDED(MountLock());
+  // mountinfo's optional fields: "shared:N", "master:N", "unbindable" or "".
+  std::string PropagationFields() const ABSL_LOCKS_EXCLUDED(MountLock());
+  Propagation propagation() const ABSL_LOCKS_EXCLUDED(MountLock());
+  // MS_SHARED etc. on this mount, or with `recursive` (MS_REC) on it and
+  // every mount below it.
+  void SetPropagation(Propagation p, bool recursive)
+      ABSL_LOCKS_EXCLUDED(MountLock());
 
   // Where this mount is attached: {null, null} if detached or a namespace
   // root.
@@ -116,15 +151,60 @@ class Mount : public std::enable_shared_from_this<Mount> {
   // teardown).
   void DetachTree() ABSL_LOCKS_EXCLUDED(MountLock());
 
+  // ---- mount(2)/umount2(2) (sentry/syscalls/mount.cc). ----
+  // MS_BIND: a new detached mount of `source` (its mount's file system,
+  // rooted at source.dentry, with its flags and peer group); with
+  // `recursive` (MS_REC) also copies of the mounts below source.dentry,
+  // except unbindable ones. EINVAL if source.mount is unbindable.
+  static KResult<std::shared_ptr<Mount>> CloneTree(const VirtualDentry& source,
+                                                   bool recursive)
+      ABSL_LOCKS_EXCLUDED(MountLock());
+  // Attaches a detached mount (tree) at `point` (graft_tree): ENOTDIR if
+  // one of the point and the mount's root is a directory and the other is
+  // not, ENOENT if the point was removed, EBUSY as Attach.
+  static KResult<void> Graft(const VirtualDentry& point,
+                             std::shared_ptr<Mount> m)
+      ABSL_LOCKS_EXCLUDED(MountLock());
+  // MS_MOVE of the mount rooted at `source` to `point`: EINVAL if source
+  // is not a mount root, is not attached or its parent is shared; ENOTDIR
+  // on a type mismatch; ELOOP if `point` is inside the moved tree.
+  static KResult<void> Move(const VirtualDentry& source,
+                            const VirtualDentry& point)
+      ABSL_LOCKS_EXCLUDED(MountLock());
+  // umount2 without MNT_DETACH: EBUSY if other mounts are attached on this
+  // one or anything but the mount table and `caller_refs` references (the
+  // caller's own shared_ptrs) holds it (open files, cwds, roots: Linux's
+  // mnt_count); EINVAL if not attached.
+  KResult<void> Umount(long caller_refs) ABSL_LOCKS_EXCLUDED(MountLock());
+  // Whether only the mount table and `caller_refs` hold this mount.
+  bool Unused(long caller_refs) const ABSL_LOCKS_EXCLUDED(MountLock());
+  // MNT_EXPIRE's mark: returns the old value and sets it.
+  bool TestAndSetExpiryMark() { return expiry_mark_.exchange(true); }
+
  private:
   Mount(std::shared_ptr<Filesystem> fs, std::shared_ptr<Dentry> root,
-        uint32_t flags);
+        uint32_t flags, std::string source, std::string fs_options);
   void DetachTreeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(MountLock());
+  void SetPropagationLocked(Propagation p, bool recursive)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(MountLock());
+  bool UnusedLocked(long caller_refs) const
+      ABSL_SHARED_LOCKS_REQUIRED(MountLock());
+  // Whether another attached mount is in this one's peer group.
+  bool HasPeerLocked() const ABSL_SHARED_LOCKS_REQUIRED(MountLock());
 
   const std::shared_ptr<Filesystem> fs_;
   const std::shared_ptr<Dentry> root_;
   const uint64_t id_;
   std::atomic<uint32_t> flags_;
+  const std::string source_;
+  const std::string fs_options_;
+  std::atomic<bool> expiry_mark_{false};
+
+  Propagation propagation_ ABSL_GUARDED_BY(MountLock()) = Propagation::kPrivate;
+  // Peer group ID while shared (shared:N); the master's group while a
+  // slave (master:N). 0: none.
+  uint64_t peer_group_ ABSL_GUARDED_BY(MountLock()) = 0;
+  uint64_t master_group_ ABSL_GUARDED_BY(MountLock()) = 0;
 
   std::shared_ptr<Mount> parent_ ABSL_GUARDED_BY(MountLock());
   std::shared_ptr<Dentry> mountpoint_ ABSL_GUARDED_BY(MountLock());

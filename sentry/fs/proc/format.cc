@@ -376,7 +376,11 @@ std::string MountOptions(uint32_t flags) {
   if (flags & vfs::kMountNoSuid) s += ",nosuid";
   if (flags & vfs::kMountNoDev) s += ",nodev";
   if (flags & vfs::kMountNoExec) s += ",noexec";
-  s += ",relatime";
+  if (flags & vfs::kMountNoAtime) s += ",noatime";
+  if (flags & vfs::kMountNoDiratime) s += ",nodiratime";
+  if (!(flags & (vfs::kMountNoAtime | vfs::kMountStrictAtime))) {
+    s += ",relatime";
+  }
   return s;
 }
 
@@ -429,17 +433,20 @@ std::string EscapePath(const std::string& path) {
 }
 
 std::string FormatMountinfoLine(const MountEntry& m) {
-  return absl::StrFormat("%u %u %u:%u %s %s %s - %s %s %s\n", m.id, m.parent_id,
-                         m.dev_major, m.dev_minor, EscapePath(m.root),
-                         EscapePath(m.mount_point), MountOptions(m.flags),
-                         m.fs_type, EscapePath(m.source),
-                         (m.flags & vfs::kMountReadOnly) ? "ro" : "rw");
+  return absl::StrFormat(
+      "%u %u %u:%u %s %s %s %s- %s %s %s%s%s\n", m.id, m.parent_id, m.dev_major,
+      m.dev_minor, EscapePath(m.root), EscapePath(m.mount_point),
+      MountOptions(m.flags),
+      m.propagation.empty() ? "" : absl::StrCat(m.propagation, " "), m.fs_type,
+      EscapePath(m.source), (m.flags & vfs::kMountReadOnly) ? "ro" : "rw",
+      m.fs_options.empty() ? "" : ",", m.fs_options);
 }
 
 std::string FormatMountsLine(const MountEntry& m) {
-  return absl::StrFormat("%s %s %s %s 0 0\n", EscapePath(m.source),
+  return absl::StrFormat("%s %s %s %s%s%s 0 0\n", EscapePath(m.source),
                          EscapePath(m.mount_point), m.fs_type,
-                         MountOptions(m.flags));
+                         MountOptions(m.flags), m.fs_options.empty() ? "" : ",",
+                         m.fs_options);
 }
 
 std::string NewUuid() {

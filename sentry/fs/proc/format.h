@@ -48,11 +48,16 @@ struct MountEntry {
   uint32_t flags = 0;       // vfs::kMount*
   std::string fs_type;
   std::string source;
+  // Optional fields ("shared:1", "master:2", "unbindable"; empty: none)
+  // and the super block's options after ro/rw ("size=1024k,mode=755").
+  std::string propagation;
+  std::string fs_options;
 };
-// Mount options as Linux shows them: rw|ro[,nosuid][,nodev][,noexec],relatime.
+// Mount options as Linux shows them:
+// rw|ro[,nosuid][,nodev][,noexec][,noatime][,nodiratime][,relatime].
 std::string MountOptions(uint32_t flags);
 // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw\n"
-// (no propagation fields: every mount is private).
+// (optional fields from `propagation`).
 std::string FormatMountinfoLine(const MountEntry& m);
 // "/dev/root / ext4 rw,relatime 0 0\n"
 std::string FormatMountsLine(const MountEntry& m);

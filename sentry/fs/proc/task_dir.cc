@@ -543,10 +543,12 @@ std::string MountinfoText(const vfs::VirtualDentry& root, bool mountinfo) {
     uint64_t dev = it.mount->fs().dev();
     e.dev_major = major(dev);
     e.dev_minor = minor(dev);
-    e.root = "/";
+    e.root = it.mount->RootPath();
     e.flags = it.mount->flags();
     e.fs_type = std::string(it.mount->fs().type_name());
-    e.source = e.fs_type;
+    e.source = it.mount->source();
+    e.propagation = it.mount->PropagationFields();
+    e.fs_options = it.mount->fs_options();
     out += mountinfo ? FormatMountinfoLine(e) : FormatMountsLine(e);
   }
   return out;

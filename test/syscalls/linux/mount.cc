@@ -1,0 +1,525 @@
+// mount(2), umount2(2) and /proc/self/mountinfo.
+//
+// Native runs need CAP_SYS_ADMIN in a private mount namespace: the first
+// case to run unshares one and makes / private (recursively), so nothing
+// leaks to the host; cases skip with the reason when that fails. A kernel
+// without unshare (ENOSYS: the sandbox, which is a mount namespace of its
+// own) runs them in place.
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/util/test_util.h"
+
+namespace sandbox::testutil {
+namespace {
+
+constexpr long kTmpfsMagic = 0x01021994;
+
+// Empty if this process may mount; else why not.
+const std::string& MountUnavailable() {
+  static const std::string* why = [] {
+    auto* s = new std::string;
+    if (unshare(CLONE_NEWNS) != 0) {
+      if (errno != ENOSYS) {
+        *s = std::string("unshare(CLONE_NEWNS): ") + strerror(errno) +
+             " (needs CAP_SYS_ADMIN)";
+        return s;
+      }
+    } else if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) !=
+               0) {
+      *s = std::string("making / private: ") + strerror(errno);
+    }
+    return s;
+  }();
+  return *why;
+}
+
+#define SKIP_UNLESS_MOUNT() \
+  if (!MountUnavailable().empty()) GTEST_SKIP() << MountUnavailable()
+
+std::string RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+struct MountLine {
+  int id = -1, parent = -1;
+  std::string root, point, options, optional, type, source, super;
+};
+
+// The last /proc/self/mountinfo line whose mount point is `point` (the top
+// of the stack there), or id -1.
+MountLine FindMount(const std::string& point) {
+  std::ifstream f("/proc/self/mountinfo");
+  std::string line;
+  MountLine found;
+  std::string want = RealPath(point);
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    MountLine m;
+    std::string dev, word;
+    in >> m.id >> m.parent >> dev >> m.root >> m.point >> m.options;
+    while (in >> word && word != "-") {
+      m.optional += (m.optional.empty() ? "" : " ") + word;
+    }
+    in >> m.type >> m.source >> m.super;
+    if (m.point == want) found = m;
+  }
+  return found;
+}
+
+bool Exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool WriteFile(const std::string& p, const std::string& s) {
+  int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return false;
+  bool ok = write(fd, s.data(), s.size()) == static_cast<ssize_t>(s.size());
+  close(fd);
+  return ok;
+}
+
+// A directory with a tmpfs on it for the test's duration.
+class MountTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SKIP_UNLESS_MOUNT(); }
+};
+
+TEST_F(MountTest, TmpfsMountShowsOptionsAndUmountRestores) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_TRUE(WriteFile(dir.path() + "/under", "x"));
+  ASSERT_THAT(
+      mount("mysrc", dir.path().c_str(), "tmpfs", 0, "size=1m,mode=700"),
+      SyscallSucceeds());
+  struct stat st;
+  ASSERT_THAT(stat(dir.path().c_str(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_mode, S_IFDIR | 0700u);
+  EXPECT_FALSE(Exists(dir.path() + "/under"));
+  struct statfs sf;
+  ASSERT_THAT(statfs(dir.path().c_str(), &sf), SyscallSucceeds());
+  EXPECT_EQ(sf.f_type, kTmpfsMagic);
+  MountLine m = FindMount(dir.path());
+  ASSERT_NE(m.id, -1);
+  EXPECT_EQ(m.type, "tmpfs");
+  EXPECT_EQ(m.source, "mysrc");
+  EXPECT_EQ(m.root, "/");
+  EXPECT_EQ(m.options, "rw,relatime");
+  EXPECT_EQ(m.super, "rw,size=1024k,mode=700");
+  ASSERT_TRUE(WriteFile(dir.path() + "/f", "data"));
+  ASSERT_THAT(umount2(dir.path().c_str(), 0), SyscallSucceeds());
+  EXPECT_FALSE(Exists(dir.path() + "/f"));
+  EXPECT_TRUE(Exists(dir.path() + "/under"));
+  EXPECT_EQ(FindMount(dir.path()).id, -1);
+}
+
+TEST_F(MountTest, TmpfsSizeLimit) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", dir.path().c_str(), "tmpfs", 0, "size=8k"),
+              SyscallSucceeds());
+  std::string f = dir.path() + "/f";
+  int fd = open(f.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  std::string page(4096, 'a');
+  int err = 0;
+  for (int i = 0; i < 4 && err == 0; ++i) {
+    if (write(fd, page.data(), page.size()) < 0) err = errno;
+  }
+  EXPECT_EQ(err, ENOSPC);
+  close(fd);
+  EXPECT_THAT(umount2(dir.path().c_str(), 0), SyscallSucceeds());
+}
+
+TEST_F(MountTest, BadOptionsAndTypes) {
+  TempPath dir = TempPath::CreateDir();
+  const char* d = dir.path().c_str();
+  for (const char* opts : {"size=abc", "bogus=1", "mode=9", "nosuid",
+                           "uid=4294967295", "size=1x"}) {
+    EXPECT_THAT(mount("none", d, "tmpfs", 0, opts),
+                SyscallFailsWithErrno(EINVAL))
+        << opts;
+  }
+  EXPECT_THAT(mount("none", d, "nosuchfs", 0, nullptr),
+              SyscallFailsWithErrno(ENODEV));
+  EXPECT_THAT(mount("none", d, nullptr, 0, nullptr),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_EQ(FindMount(d).id, -1);
+}
+
+TEST_F(MountTest, PathErrors) {
+  TempPath file = TempPath::CreateFile();
+  EXPECT_THAT(mount("none", NewTempPath().c_str(), "tmpfs", 0, nullptr),
+              SyscallFailsWithErrno(ENOENT));
+  EXPECT_THAT(mount("none", (file.path() + "/x").c_str(), "tmpfs", 0, nullptr),
+              SyscallFailsWithErrno(ENOTDIR));
+  // A new tmpfs (a directory) cannot go on a file.
+  EXPECT_THAT(mount("none", file.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallFailsWithErrno(ENOTDIR));
+  EXPECT_THAT(syscall(SYS_mount, "none", 8, "tmpfs", 0, 0),
+              SyscallFailsWithErrno(EFAULT));
+  EXPECT_THAT(syscall(SYS_umount2, 8, 0), SyscallFailsWithErrno(EFAULT));
+  EXPECT_THAT(umount2(NewTempPath().c_str(), 0), SyscallFailsWithErrno(ENOENT));
+  TempPath dir = TempPath::CreateDir();
+  EXPECT_THAT(umount2(dir.path().c_str(), 0), SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(umount2(dir.path().c_str(), 0x100),
+              SyscallFailsWithErrno(EINVAL));
+}
+
+TEST_F(MountTest, NeedsCapSysAdmin) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", dir.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  std::string d = dir.path();
+  EXPECT_THAT(InForkedChild([&] {
+                if (!DropCapabilities(false)) _exit(2);
+                if (mount("none", d.c_str(), "tmpfs", 0, nullptr) == 0 ||
+                    errno != EPERM) {
+                  _exit(3);
+                }
+                if (umount2(d.c_str(), 0) == 0 || errno != EPERM) _exit(4);
+              }),
+              ExitedWithCode(0));
+  EXPECT_THAT(umount2(d.c_str(), 0), SyscallSucceeds());
+}
+
+TEST_F(MountTest, BusyUnlessDetached) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", dir.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  std::string f = dir.path() + "/f";
+  int fd = open(f.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  EXPECT_THAT(umount2(dir.path().c_str(), 0), SyscallFailsWithErrno(EBUSY));
+  EXPECT_THAT(umount2(dir.path().c_str(), MNT_FORCE),
+              SyscallFailsWithErrno(EBUSY));
+  EXPECT_THAT(umount2(dir.path().c_str(), MNT_EXPIRE),
+              SyscallFailsWithErrno(EBUSY));
+  EXPECT_THAT(umount2(dir.path().c_str(), MNT_EXPIRE | MNT_DETACH),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(umount2(dir.path().c_str(), MNT_DETACH), SyscallSucceeds());
+  EXPECT_FALSE(Exists(f));
+  EXPECT_EQ(FindMount(dir.path()).id, -1);
+  // The open file still works after the lazy umount.
+  EXPECT_THAT(write(fd, "abc", 3), SyscallSucceedsWithValue(3));
+  char buf[3] = {};
+  EXPECT_THAT(pread(fd, buf, 3, 0), SyscallSucceedsWithValue(3));
+  EXPECT_EQ(std::string(buf, 3), "abc");
+  close(fd);
+}
+
+TEST_F(MountTest, BusyWithSubmounts) {
+  TempPath dir = TempPath::CreateDir();
+  std::string d = dir.path();
+  ASSERT_THAT(mount("none", d.c_str(), "tmpfs", 0, nullptr), SyscallSucceeds());
+  ASSERT_THAT(mkdir((d + "/sub").c_str(), 0755), SyscallSucceeds());
+  ASSERT_THAT(mount("none", (d + "/sub").c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  MountLine outer = FindMount(d), inner = FindMount(d + "/sub");
+  ASSERT_NE(inner.id, -1);
+  EXPECT_EQ(inner.parent, outer.id);
+  EXPECT_THAT(umount2(d.c_str(), 0), SyscallFailsWithErrno(EBUSY));
+  EXPECT_THAT(umount2(d.c_str(), MNT_DETACH), SyscallSucceeds());
+  EXPECT_EQ(FindMount(d).id, -1);
+  EXPECT_EQ(FindMount(d + "/sub").id, -1);
+}
+
+TEST_F(MountTest, Expire) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", dir.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  EXPECT_THAT(umount2(dir.path().c_str(), MNT_EXPIRE | MNT_FORCE),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(umount2(dir.path().c_str(), MNT_EXPIRE),
+              SyscallFailsWithErrno(EAGAIN));
+  EXPECT_THAT(umount2(dir.path().c_str(), MNT_EXPIRE), SyscallSucceeds());
+  EXPECT_EQ(FindMount(dir.path()).id, -1);
+}
+
+TEST_F(MountTest, UmountNoFollow) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", dir.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  std::string link = NewTempPath();
+  ASSERT_THAT(symlink(dir.path().c_str(), link.c_str()), SyscallSucceeds());
+  EXPECT_THAT(umount2(link.c_str(), UMOUNT_NOFOLLOW),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(umount2(link.c_str(), 0), SyscallSucceeds());
+  EXPECT_EQ(FindMount(dir.path()).id, -1);
+  unlink(link.c_str());
+}
+
+TEST_F(MountTest, BindDirectoryAndSubdirectory) {
+  TempPath a = TempPath::CreateDir(), b = TempPath::CreateDir(),
+           c = TempPath::CreateDir();
+  ASSERT_THAT(mount("src", a.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  ASSERT_THAT(mkdir((a.path() + "/sub").c_str(), 0755), SyscallSucceeds());
+  ASSERT_TRUE(WriteFile(a.path() + "/sub/f", "hello"));
+  ASSERT_THAT(
+      mount(a.path().c_str(), b.path().c_str(), nullptr, MS_BIND, nullptr),
+      SyscallSucceeds());
+  EXPECT_EQ(ReadFile(b.path() + "/sub/f"), "hello");
+  ASSERT_TRUE(WriteFile(b.path() + "/g", "via b"));
+  EXPECT_EQ(ReadFile(a.path() + "/g"), "via b");
+  ASSERT_THAT(mount((a.path() + "/sub").c_str(), c.path().c_str(), nullptr,
+                    MS_BIND, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(ReadFile(c.path() + "/f"), "hello");
+  MountLine mb = FindMount(b.path()), mc = FindMount(c.path());
+  EXPECT_EQ(mb.root, "/");
+  EXPECT_EQ(mc.root, "/sub");
+  EXPECT_EQ(mc.type, "tmpfs");
+  EXPECT_EQ(mc.source, "src");
+  EXPECT_NE(mb.id, mc.id);
+  EXPECT_THAT(umount2(c.path().c_str(), 0), SyscallSucceeds());
+  EXPECT_THAT(umount2(b.path().c_str(), 0), SyscallSucceeds());
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+  // A missing source, and a bind without one.
+  EXPECT_THAT(
+      mount(NewTempPath().c_str(), b.path().c_str(), nullptr, MS_BIND, nullptr),
+      SyscallFailsWithErrno(ENOENT));
+  EXPECT_THAT(mount("", b.path().c_str(), nullptr, MS_BIND, nullptr),
+              SyscallFailsWithErrno(EINVAL));
+}
+
+TEST_F(MountTest, BindFile) {
+  TempPath dir = TempPath::CreateDir();
+  std::string f1 = dir.path() + "/one", f2 = dir.path() + "/two";
+  ASSERT_TRUE(WriteFile(f1, "one"));
+  ASSERT_TRUE(WriteFile(f2, "two"));
+  ASSERT_THAT(mount(f1.c_str(), f2.c_str(), nullptr, MS_BIND, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(ReadFile(f2), "one");
+  MountLine m = FindMount(f2);
+  ASSERT_NE(m.id, -1);
+  // A file onto a directory (or back) is ENOTDIR.
+  EXPECT_THAT(mount(f1.c_str(), dir.path().c_str(), nullptr, MS_BIND, nullptr),
+              SyscallFailsWithErrno(ENOTDIR));
+  EXPECT_THAT(umount2(f2.c_str(), 0), SyscallSucceeds());
+  EXPECT_EQ(ReadFile(f2), "two");
+}
+
+TEST_F(MountTest, RecursiveBind) {
+  TempPath a = TempPath::CreateDir(), b = TempPath::CreateDir(),
+           c = TempPath::CreateDir();
+  std::string sub = a.path() + "/sub";
+  ASSERT_THAT(mount("none", a.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  ASSERT_THAT(mkdir(sub.c_str(), 0755), SyscallSucceeds());
+  ASSERT_THAT(mount("none", sub.c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  ASSERT_TRUE(WriteFile(sub + "/inner", "in"));
+  ASSERT_THAT(
+      mount(a.path().c_str(), b.path().c_str(), nullptr, MS_BIND, nullptr),
+      SyscallSucceeds());
+  EXPECT_TRUE(Exists(b.path() + "/sub"));
+  EXPECT_FALSE(Exists(b.path() + "/sub/inner"));
+  ASSERT_THAT(mount(a.path().c_str(), c.path().c_str(), nullptr,
+                    MS_BIND | MS_REC, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(ReadFile(c.path() + "/sub/inner"), "in");
+  EXPECT_NE(FindMount(c.path() + "/sub").id, -1);
+  EXPECT_THAT(umount2(c.path().c_str(), MNT_DETACH), SyscallSucceeds());
+  EXPECT_THAT(umount2(b.path().c_str(), 0), SyscallSucceeds());
+  EXPECT_THAT(umount2(a.path().c_str(), MNT_DETACH), SyscallSucceeds());
+}
+
+TEST_F(MountTest, ReadOnlyBindAndRemount) {
+  TempPath a = TempPath::CreateDir(), b = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", a.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  ASSERT_THAT(mount(a.path().c_str(), b.path().c_str(), nullptr,
+                    MS_BIND | MS_RDONLY, nullptr),
+              SyscallSucceeds());
+  // MS_RDONLY with a plain MS_BIND is ignored.
+  EXPECT_TRUE(WriteFile(b.path() + "/f", "x"));
+  ASSERT_THAT(mount(nullptr, b.path().c_str(), nullptr,
+                    MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr),
+              SyscallSucceeds());
+  EXPECT_THAT(open((b.path() + "/g").c_str(), O_WRONLY | O_CREAT, 0644),
+              SyscallFailsWithErrno(EROFS));
+  EXPECT_THAT(open((b.path() + "/f").c_str(), O_WRONLY),
+              SyscallFailsWithErrno(EROFS));
+  EXPECT_TRUE(WriteFile(a.path() + "/g", "y"));  // the other mount is rw
+  EXPECT_EQ(FindMount(b.path()).options.substr(0, 3), "ro,");
+  EXPECT_EQ(FindMount(a.path()).options.substr(0, 3), "rw,");
+  // Only at a mount's root.
+  ASSERT_THAT(mkdir((a.path() + "/d").c_str(), 0755), SyscallSucceeds());
+  EXPECT_THAT(mount(nullptr, (a.path() + "/d").c_str(), nullptr,
+                    MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr),
+              SyscallFailsWithErrno(EINVAL));
+  // A plain remount of the whole tmpfs.
+  ASSERT_THAT(mount(nullptr, a.path().c_str(), nullptr, MS_REMOUNT | MS_RDONLY,
+                    nullptr),
+              SyscallSucceeds());
+  EXPECT_THAT(mkdir((a.path() + "/e").c_str(), 0755),
+              SyscallFailsWithErrno(EROFS));
+  ASSERT_THAT(mount(nullptr, a.path().c_str(), nullptr, MS_REMOUNT, nullptr),
+              SyscallSucceeds());
+  EXPECT_THAT(mkdir((a.path() + "/e").c_str(), 0755), SyscallSucceeds());
+  EXPECT_THAT(umount2(b.path().c_str(), 0), SyscallSucceeds());
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+}
+
+TEST_F(MountTest, PerMountFlags) {
+  TempPath a = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", a.path().c_str(), "tmpfs",
+                    MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(a.path()).options, "rw,nosuid,nodev,noexec,noatime");
+  // noexec: no executable mappings of its files.
+  std::string f = a.path() + "/f";
+  ASSERT_TRUE(WriteFile(f, std::string(4096, 'x')));
+  int fd = open(f.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+  EXPECT_EQ(p, MAP_FAILED);
+  EXPECT_EQ(errno, EPERM);
+  close(fd);
+  // Remount keeps the atime mode unless one is given.
+  ASSERT_THAT(mount(nullptr, a.path().c_str(), nullptr, MS_REMOUNT | MS_NOSUID,
+                    nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(a.path()).options, "rw,nosuid,noatime");
+  ASSERT_THAT(mount(nullptr, a.path().c_str(), nullptr,
+                    MS_REMOUNT | MS_STRICTATIME, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(a.path()).options, "rw");
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+  ASSERT_THAT(mount("none", a.path().c_str(), "tmpfs", MS_RDONLY, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(a.path()).options, "ro,relatime");
+  EXPECT_THAT(mkdir((a.path() + "/x").c_str(), 0755),
+              SyscallFailsWithErrno(EROFS));
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+}
+
+TEST_F(MountTest, Propagation) {
+  TempPath a = TempPath::CreateDir(), b = TempPath::CreateDir();
+  const char* d = a.path().c_str();
+  ASSERT_THAT(mount("none", d, "tmpfs", 0, nullptr), SyscallSucceeds());
+  EXPECT_EQ(FindMount(d).optional, "");
+  ASSERT_THAT(mount(nullptr, d, nullptr, MS_SHARED, nullptr),
+              SyscallSucceeds());
+  std::string shared = FindMount(d).optional;
+  EXPECT_EQ(shared.rfind("shared:", 0), 0u) << shared;
+  // A bind of a shared mount is its peer.
+  ASSERT_THAT(mount(d, b.path().c_str(), nullptr, MS_BIND, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(b.path()).optional, shared);
+  // With a peer left, a slave of the group; the peer stays shared.
+  ASSERT_THAT(mount(nullptr, d, nullptr, MS_SLAVE, nullptr), SyscallSucceeds());
+  EXPECT_EQ(FindMount(d).optional,
+            "master:" + shared.substr(strlen("shared:")));
+  EXPECT_EQ(FindMount(b.path()).optional, shared);
+  ASSERT_THAT(umount2(b.path().c_str(), 0), SyscallSucceeds());
+  // A shared mount without peers has no master: MS_SLAVE makes it private.
+  ASSERT_THAT(mount(nullptr, d, nullptr, MS_SHARED, nullptr),
+              SyscallSucceeds());
+  ASSERT_THAT(mount(nullptr, d, nullptr, MS_SLAVE, nullptr), SyscallSucceeds());
+  EXPECT_EQ(FindMount(d).optional, "");
+  ASSERT_THAT(mount(nullptr, d, nullptr, MS_PRIVATE, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(d).optional, "");
+  ASSERT_THAT(mount(nullptr, d, nullptr, MS_UNBINDABLE, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(d).optional, "unbindable");
+  EXPECT_THAT(mount(d, b.path().c_str(), nullptr, MS_BIND, nullptr),
+              SyscallFailsWithErrno(EINVAL));
+  // Exactly one type, nothing else but MS_REC; at a mount root only.
+  EXPECT_THAT(mount(nullptr, d, nullptr, MS_SHARED | MS_PRIVATE, nullptr),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(mount(nullptr, d, nullptr, MS_PRIVATE | MS_NOSUID, nullptr),
+              SyscallFailsWithErrno(EINVAL));
+  ASSERT_THAT(mkdir((a.path() + "/sub").c_str(), 0755), SyscallSucceeds());
+  EXPECT_THAT(
+      mount(nullptr, (a.path() + "/sub").c_str(), nullptr, MS_PRIVATE, nullptr),
+      SyscallFailsWithErrno(EINVAL));
+  // MS_REC reaches the mounts below.
+  ASSERT_THAT(mount("none", (a.path() + "/sub").c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  ASSERT_THAT(mount(nullptr, d, nullptr, MS_REC | MS_SHARED, nullptr),
+              SyscallSucceeds());
+  EXPECT_EQ(FindMount(a.path() + "/sub").optional.rfind("shared:", 0), 0u);
+  EXPECT_THAT(umount2(d, MNT_DETACH), SyscallSucceeds());
+}
+
+TEST_F(MountTest, Move) {
+  TempPath a = TempPath::CreateDir(), b = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", a.path().c_str(), "tmpfs", 0, nullptr),
+              SyscallSucceeds());
+  ASSERT_TRUE(WriteFile(a.path() + "/f", "moved"));
+  int id = FindMount(a.path()).id;
+  ASSERT_THAT(mkdir((a.path() + "/x").c_str(), 0755), SyscallSucceeds());
+  EXPECT_THAT(mount(a.path().c_str(), (a.path() + "/x").c_str(), nullptr,
+                    MS_MOVE, nullptr),
+              SyscallFailsWithErrno(ELOOP));
+  EXPECT_THAT(mount((a.path() + "/x").c_str(), b.path().c_str(), nullptr,
+                    MS_MOVE, nullptr),
+              SyscallFailsWithErrno(EINVAL));
+  ASSERT_THAT(
+      mount(a.path().c_str(), b.path().c_str(), nullptr, MS_MOVE, nullptr),
+      SyscallSucceeds());
+  EXPECT_EQ(ReadFile(b.path() + "/f"), "moved");
+  EXPECT_FALSE(Exists(a.path() + "/f"));
+  EXPECT_EQ(FindMount(a.path()).id, -1);
+  EXPECT_EQ(FindMount(b.path()).id, id);
+  EXPECT_THAT(umount2(b.path().c_str(), 0), SyscallSucceeds());
+}
+
+TEST_F(MountTest, ProcAndSysfs) {
+  TempPath a = TempPath::CreateDir();
+  if (mount("proc", a.path().c_str(), "proc", 0, nullptr) != 0) {
+    // In a user namespace proc needs its own PID namespace.
+    ASSERT_EQ(errno, EPERM);
+    GTEST_SKIP() << "mounting proc: EPERM (a user namespace without its own "
+                    "PID namespace)";
+  }
+  EXPECT_TRUE(Exists(a.path() + "/self/status"));
+  EXPECT_EQ(FindMount(a.path()).type, "proc");
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+  if (mount("sysfs", a.path().c_str(), "sysfs", MS_RDONLY, nullptr) != 0) {
+    ASSERT_EQ(errno, EPERM);
+    GTEST_SKIP() << "mounting sysfs: EPERM (a user namespace without its own "
+                    "network namespace)";
+  }
+  EXPECT_TRUE(Exists(a.path() + "/fs"));
+  EXPECT_EQ(FindMount(a.path()).type, "sysfs");
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+}
+
+TEST_F(MountTest, Devpts) {
+  TempPath a = TempPath::CreateDir();
+  ASSERT_THAT(mount("devpts", a.path().c_str(), "devpts", 0, "newinstance"),
+              SyscallSucceeds());
+  EXPECT_TRUE(Exists(a.path() + "/ptmx"));
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+}
+
+}  // namespace
+}  // namespace sandbox::testutil
