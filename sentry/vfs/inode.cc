@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/mount.h"
 
 namespace sandbox::vfs {
 
@@ -156,6 +157,7 @@ KResult<void> Inode::RenameChild(std::string_view, Inode&, std::string_view,
 KResult<void> Inode::IterDirents(int64_t, DirentSink) { return kENOTDIR; }
 bool Inode::IsEmptyDir() { return false; }
 KResult<std::string> Inode::Readlink() { return kEINVAL; }
+KResult<VirtualDentry> Inode::MagicLink() { return kENOENT; }
 KResult<std::string> Inode::GetXattr(const std::string&) { return kEOPNOTSUPP; }
 KResult<void> Inode::SetXattr(const std::string&, std::string_view, int) {
   return kEOPNOTSUPP;

@@ -183,6 +183,14 @@ class Inode : public std::enable_shared_from_this<Inode> {
 
   // --- Symlinks (default: EINVAL). ---
   virtual KResult<std::string> Readlink();
+  // Magic links (Linux's proc "get_link" with nd_jump_link: /proc/PID/fd/N,
+  // exe, cwd, root): a symlink that a walk follows by jumping to a
+  // location, not by walking its text; readlink still gives the text.
+  // Called without locks. MagicLink: where the walk jumps, or an error
+  // (ENOENT when the target is gone or has no location a walk can reach,
+  // e.g. a pipe or a host file).
+  virtual bool IsMagicLink() const { return false; }
+  virtual KResult<VirtualDentry> MagicLink();
 
   // --- Files. ---
   // Opens a file description on this inode, reached at `vd`, after the VFS

@@ -152,6 +152,7 @@ KResult<void> UnlinkAt(const ResolveBase& base, std::string_view path,
     case LastType::kDot:
       return rmdir ? kEINVAL : kEISDIR;
     case LastType::kRoot:
+    case LastType::kBind:  // only after FollowLastSymlink, not here
       return rmdir ? kEBUSY : kEISDIR;
   }
   const VirtualDentry& dir = w.dir();

@@ -130,6 +130,13 @@ KResult<std::shared_ptr<VfsFile>> OpenAt(const ResolveBase& base,
   // "exists" and "create" are one step; follow a final symlink (unless
   // O_EXCL or O_NOFOLLOW) and retry in its target's directory.
   for (;;) {
+    if (w.last_type() == LastType::kBind) {
+      // A final magic link (do_open on LAST_BIND): its target exists.
+      if (flags & O_EXCL) return kEEXIST;
+      const VirtualDentry& vd = w.dir();
+      if (vd.dentry->inode().IsDir()) return kEISDIR;
+      return OpenResolved(base, vd, flags, /*created=*/false);
+    }
     if (w.last_type() != LastType::kNormal || w.trailing_slash()) {
       return kEISDIR;
     }

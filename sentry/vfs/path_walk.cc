@@ -137,12 +137,34 @@ KResult<void> PathWalker::PushSymlink(const VirtualDentry& link) {
   return OkResult();
 }
 
+KResult<void> PathWalker::FollowLink(const VirtualDentry& link, bool* jumped) {
+  *jumped = false;
+  if (!link.dentry->inode().IsMagicLink()) return PushSymlink(link);
+  // pick_link, then nd_jump_link.
+  if (resolve_ & kResolveNoSymlinks) return kELOOP;
+  if (++links_ > kMaxSymlinks) return kELOOP;
+  if (resolve_ & kResolveNoMagiclinks) return kELOOP;
+  TRY(VirtualDentry target, link.dentry->inode().MagicLink());
+  if (!target.ok()) return kENOENT;
+  if ((resolve_ & kResolveNoXdev) && target.mount != cur_.mount) return kEXDEV;
+  if (resolve_ & (kResolveBeneath | kResolveInRoot)) return kEXDEV;
+  cur_ = std::move(target);
+  *jumped = true;
+  return OkResult();
+}
+
 KResult<void> PathWalker::Step(const std::string& name) {
   if (name == ".") return OkResult();
   if (name == "..") return DotDot();
   TRY(std::shared_ptr<Dentry> child, Lookup(cur_, name));
   TRY(VirtualDentry next, FollowMounts({cur_.mount, std::move(child)}));
-  if (next.dentry->inode().IsSymlink()) return PushSymlink(next);
+  if (next.dentry->inode().IsSymlink()) {
+    bool jumped = false;
+    TRY_VOID(FollowLink(next, &jumped));
+    // More components follow a jump: it must have landed on a directory.
+    if (jumped && !cur_.dentry->inode().IsDir()) return kENOTDIR;
+    return OkResult();
+  }
   cur_ = std::move(next);
   if (!cur_.dentry->inode().IsDir()) return kENOTDIR;  // more components follow
   return OkResult();
@@ -169,7 +191,13 @@ KResult<void> PathWalker::WalkParent() {
 }
 
 KResult<void> PathWalker::FollowLastSymlink(const VirtualDentry& link) {
-  TRY_VOID(PushSymlink(link));
+  bool jumped = false;
+  TRY_VOID(FollowLink(link, &jumped));
+  if (jumped) {
+    last_.clear();
+    last_type_ = LastType::kBind;
+    return OkResult();
+  }
   return WalkParent();
 }
 
@@ -178,6 +206,7 @@ KResult<VirtualDentry> PathWalker::ResolveLast(bool follow, bool must_be_dir) {
     switch (last_type_) {
       case LastType::kRoot:
       case LastType::kDot:
+      case LastType::kBind:
         break;
       case LastType::kDotDot:
         TRY_VOID(DotDot());

@@ -3,6 +3,13 @@
 // points are crossed on the way down and on `..`, and symlinks are
 // expanded in place (at most kMaxSymlinks per resolution, ELOOP beyond).
 //
+// Magic links (Inode::IsMagicLink: /proc/PID/fd/N, cwd, root, exe) are
+// followed by jumping to their location (nd_jump_link): they count against
+// the link budget and RESOLVE_NO_SYMLINKS like any symlink, and fail with
+// ELOOP under RESOLVE_NO_MAGICLINKS, EXDEV under RESOLVE_BENEATH or
+// RESOLVE_IN_ROOT, and EXDEV under RESOLVE_NO_XDEV when the jump changes
+// mounts.
+//
 // Errors, in Linux's order: ENAMETOOLONG (path >= PATH_MAX, component >
 // NAME_MAX), ENOENT (empty path without AT_EMPTY_PATH, missing component,
 // empty symlink target), ENOTDIR (a non-directory with more components, a
@@ -56,8 +63,9 @@ struct ResolveOptions {
   uint64_t resolve = 0;      // RESOLVE_*
 };
 
-// The kind of the last component (Linux LAST_NORM/DOT/DOTDOT/ROOT).
-enum class LastType { kNormal, kDot, kDotDot, kRoot };
+// The kind of the last component (Linux LAST_NORM/DOT/DOTDOT/ROOT, and
+// LAST_BIND: a final magic link was followed, dir() is its target).
+enum class LastType { kNormal, kDot, kDotDot, kRoot, kBind };
 
 // Walks a path in steps; the building block of every path operation.
 //
@@ -97,7 +105,8 @@ class PathWalker {
 
   // For O_CREAT through a final symlink: replaces the last component with
   // the target of `link` (a symlink found as last() in dir()) and walks the
-  // target's parent. ELOOP/ENOENT/EXDEV as for any symlink.
+  // target's parent. ELOOP/ENOENT/EXDEV as for any symlink. For a magic
+  // link, dir() becomes its target and last_type() kBind.
   KResult<void> FollowLastSymlink(const VirtualDentry& link);
 
   // Crosses the mounts stacked at `vd` (EXDEV under RESOLVE_NO_XDEV).
@@ -116,6 +125,9 @@ class PathWalker {
   KResult<void> DotDot();
   KResult<void> JumpRoot();
   KResult<void> PushSymlink(const VirtualDentry& link);
+  // Follows `link` (a symlink reached from cur_): text links are pushed,
+  // magic links jump (cur_ = their target). Sets *jumped accordingly.
+  KResult<void> FollowLink(const VirtualDentry& link, bool* jumped);
   KResult<std::shared_ptr<Dentry>> Lookup(const VirtualDentry& dir,
                                           const std::string& name);
 

@@ -9,7 +9,9 @@
 //    lookup function, e.g. one entry per PID). Name changes fail with EPERM
 //    as Linux gives for a directory without those inode operations.
 //  - Symlink: a link whose target is computed on each readlink/follow
-//    (/proc/self -> "<pid>").
+//    (/proc/self -> "<pid>"); with a Jump it is a magic link
+//    (/proc/PID/fd/N, cwd, root, exe): walks jump to the location the Jump
+//    returns, readlink gives the text.
 //  - GeneratedFile: a read-only regular file whose bytes are produced by a
 //    function, like seq_file: on the first read and again on every read at
 //    offset 0, so `cat` sees the state of the moment. st_size is 0.
@@ -120,8 +122,19 @@ class Symlink final : public vfs::Inode {
   Symlink(Filesystem& fs, std::string target);
   KResult<std::string> Readlink() override { return target_(); }
 
+  // Makes this a magic link. Only while building (before the inode is
+  // reachable).
+  using Jump = std::function<KResult<vfs::VirtualDentry>()>;
+  void SetJump(Jump jump) { jump_ = std::move(jump); }
+  bool IsMagicLink() const override { return jump_ != nullptr; }
+  KResult<vfs::VirtualDentry> MagicLink() override {
+    if (!jump_) return kENOENT;
+    return jump_();
+  }
+
  private:
   const Target target_;
+  Jump jump_;
 };
 
 class GeneratedFile final : public vfs::Inode {

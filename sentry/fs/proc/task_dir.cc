@@ -372,6 +372,14 @@ KResult<std::string> LinkTarget(Task* t, bool cwd) {
   return PathForReader(cwd ? t->fs().Cwd() : root, root);
 }
 
+// Where the magic links cwd and root jump.
+KResult<vfs::VirtualDentry> LinkLocation(Task* t, bool cwd) {
+  if (!Alive(t)) return kENOENT;
+  vfs::VirtualDentry vd = cwd ? t->fs().Cwd() : t->fs().Root();
+  if (!vd.ok()) return kENOENT;
+  return vd;
+}
+
 // The fd numbers open in `t`, ascending.
 std::vector<int> OpenFds(Task* t) {
   std::vector<int> fds;
@@ -460,14 +468,26 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs, Task* t,
                   uid, gid));
         }
         uint32_t perm = (f->readable() ? 0500 : 0) | (f->writable() ? 0300 : 0);
-        return std::shared_ptr<vfs::Inode>(std::make_shared<kernfs::Symlink>(
+        auto link = std::make_shared<kernfs::Symlink>(
             *fsp,
             [t, n]() -> KResult<std::string> {
               bool cloexec = false;
               TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
               return FdLinkText(t, f);
             },
-            uid, gid, perm));
+            uid, gid, perm);
+        // proc_fd_link: a walk jumps to the open file's own location, so
+        // opening the link opens that file again (any name it had may be
+        // gone: memfds, unlinked files). Files with no location (pipes,
+        // host stdio) cannot be reached: ENOENT.
+        link->SetJump([t, n]() -> KResult<vfs::VirtualDentry> {
+          bool cloexec = false;
+          TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
+          auto* vf = dynamic_cast<vfs::VfsFile*>(f.get());
+          if (vf == nullptr) return kENOENT;
+          return vf->vd();
+        });
+        return std::shared_ptr<vfs::Inode>(std::move(link));
       });
   return dir;
 }
@@ -614,10 +634,15 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
                         return t->thread_group().exe_path();
                       },
                       uid, gid));
-  dir->Add("cwd", std::make_shared<kernfs::Symlink>(
-                      fs, [t] { return LinkTarget(t, true); }, uid, gid));
-  dir->Add("root", std::make_shared<kernfs::Symlink>(
-                       fs, [t] { return LinkTarget(t, false); }, uid, gid));
+  // cwd and root are magic links (proc_cwd_link, proc_root_link).
+  auto cwd = std::make_shared<kernfs::Symlink>(
+      fs, [t] { return LinkTarget(t, true); }, uid, gid);
+  cwd->SetJump([t] { return LinkLocation(t, true); });
+  dir->Add("cwd", std::move(cwd));
+  auto root = std::make_shared<kernfs::Symlink>(
+      fs, [t] { return LinkTarget(t, false); }, uid, gid);
+  root->SetJump([t] { return LinkLocation(t, false); });
+  dir->Add("root", std::move(root));
   dir->Add("fd", NewFdDir(fs, t, false, uid, gid));
   dir->Add("fdinfo", NewFdDir(fs, t, true, uid, gid));
   if (!thread_dir) {

@@ -364,6 +364,163 @@ TEST(ProcTest, FdLinksOfUnlinkedFilesAndMemfds) {
             "/memfd:procfs (deleted)");
 }
 
+// /proc/self/fd/N is a magic link: opening it opens the same file again, a
+// new description with the new flags and the usual permission checks, even
+// where no name reaches the file any more.
+TEST(ProcTest, FdLinkReopensTheSameFileWithNewFlags) {
+  TempPath p = TempPath::CreateFile();
+  FileDescriptor rw(open(p.path().c_str(), O_RDWR));
+  ASSERT_TRUE(rw.valid());
+  ASSERT_THAT(write(rw.get(), "hello", 5), SyscallSucceedsWithValue(5));
+  std::string link = "/proc/self/fd/" + std::to_string(rw.get());
+  FileDescriptor ro(open(link.c_str(), O_RDONLY));
+  ASSERT_TRUE(ro.valid()) << strerror(errno);
+  struct stat a, b;
+  ASSERT_THAT(fstat(rw.get(), &a), SyscallSucceeds());
+  ASSERT_THAT(fstat(ro.get(), &b), SyscallSucceeds());
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  EXPECT_EQ(a.st_dev, b.st_dev);
+  // A new description: its own offset (0) and its own flags.
+  char buf[8] = {};
+  EXPECT_THAT(read(ro.get(), buf, sizeof(buf)), SyscallSucceedsWithValue(5));
+  EXPECT_EQ(std::string(buf, 5), "hello");
+  EXPECT_THAT(fcntl(ro.get(), F_GETFL) & O_ACCMODE,
+              SyscallSucceedsWithValue(O_RDONLY));
+  EXPECT_THAT(write(ro.get(), "x", 1), SyscallFailsWithErrno(EBADF));
+  // The file was renamed away: the link still reaches it.
+  std::string moved = p.path() + ".moved";
+  ASSERT_THAT(rename(p.path().c_str(), moved.c_str()), SyscallSucceeds());
+  FileDescriptor again(open(link.c_str(), O_RDONLY));
+  EXPECT_TRUE(again.valid()) << strerror(errno);
+  ASSERT_THAT(rename(moved.c_str(), p.path().c_str()), SyscallSucceeds());
+  // O_TRUNC through the link truncates the file.
+  FileDescriptor trunc(open(link.c_str(), O_WRONLY | O_TRUNC));
+  ASSERT_TRUE(trunc.valid()) << strerror(errno);
+  ASSERT_THAT(fstat(rw.get(), &a), SyscallSucceeds());
+  EXPECT_EQ(a.st_size, 0);
+}
+
+TEST(ProcTest, FdLinkReopensAnUnlinkedFileAndAReadOnlyMemfdForWriting) {
+  std::string path = NewTempPath();
+  FileDescriptor fd(open(path.c_str(), O_CREAT | O_RDWR, 0600));
+  ASSERT_TRUE(fd.valid());
+  ASSERT_THAT(write(fd.get(), "data", 4), SyscallSucceedsWithValue(4));
+  ASSERT_THAT(unlink(path.c_str()), SyscallSucceeds());
+  FileDescriptor re(
+      open(("/proc/self/fd/" + std::to_string(fd.get())).c_str(), O_RDONLY));
+  ASSERT_TRUE(re.valid()) << strerror(errno);
+  char buf[8];
+  EXPECT_THAT(read(re.get(), buf, sizeof(buf)), SyscallSucceedsWithValue(4));
+
+  FileDescriptor m(static_cast<int>(syscall(SYS_memfd_create, "reopen", 0)));
+  ASSERT_TRUE(m.valid());
+  std::string mlink = "/proc/self/fd/" + std::to_string(m.get());
+  FileDescriptor ro(open(mlink.c_str(), O_RDONLY));
+  ASSERT_TRUE(ro.valid()) << strerror(errno);
+  // The read-only description reopened read-write (a memfd is 0777).
+  FileDescriptor w(
+      open(("/proc/self/fd/" + std::to_string(ro.get())).c_str(), O_RDWR));
+  ASSERT_TRUE(w.valid()) << strerror(errno);
+  EXPECT_THAT(write(w.get(), "xyz", 3), SyscallSucceedsWithValue(3));
+  struct stat st;
+  ASSERT_THAT(fstat(m.get(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_size, 3);
+  // readlink still gives the text.
+  EXPECT_EQ(Readlink(mlink), "/memfd:reopen (deleted)");
+}
+
+TEST(ProcTest, FdLinkRefusalsAreLinux) {
+  TempPath p = TempPath::CreateFile();
+  FileDescriptor fd(open(p.path().c_str(), O_RDONLY));
+  ASSERT_TRUE(fd.valid());
+  std::string link = "/proc/self/fd/" + std::to_string(fd.get());
+  // O_NOFOLLOW on a final magic link: ELOOP, as for any symlink.
+  EXPECT_THAT(open(link.c_str(), O_RDONLY | O_NOFOLLOW),
+              SyscallFailsWithErrno(ELOOP));
+  // O_PATH|O_NOFOLLOW opens the link itself.
+  FileDescriptor lp(open(link.c_str(), O_PATH | O_NOFOLLOW));
+  ASSERT_TRUE(lp.valid()) << strerror(errno);
+  struct stat st;
+  ASSERT_THAT(fstat(lp.get(), &st), SyscallSucceeds());
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  // lstat sees the link, stat the file.
+  ASSERT_THAT(lstat(link.c_str(), &st), SyscallSucceeds());
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  struct stat target, via;
+  ASSERT_THAT(fstat(fd.get(), &target), SyscallSucceeds());
+  ASSERT_THAT(stat(link.c_str(), &via), SyscallSucceeds());
+  EXPECT_EQ(via.st_ino, target.st_ino);
+  EXPECT_EQ(via.st_dev, target.st_dev);
+  // A regular file is not a directory.
+  EXPECT_THAT(open((link + "/").c_str(), O_RDONLY),
+              SyscallFailsWithErrno(ENOTDIR));
+  EXPECT_THAT(open((link + "/x").c_str(), O_RDONLY),
+              SyscallFailsWithErrno(ENOTDIR));
+  // openat2's RESOLVE_NO_MAGICLINKS: ELOOP; RESOLVE_NO_SYMLINKS too.
+  struct OpenHow {
+    uint64_t flags, mode, resolve;
+  };
+  OpenHow how = {O_RDONLY, 0, 0x02 /* RESOLVE_NO_MAGICLINKS */};
+  long r = syscall(SYS_openat2, AT_FDCWD, link.c_str(), &how, sizeof(how));
+  if (r < 0 && errno == ENOSYS) GTEST_SKIP() << "no openat2";
+  EXPECT_EQ(r, -1);
+  EXPECT_EQ(errno, ELOOP);
+  how.resolve = 0x04;  // RESOLVE_NO_SYMLINKS
+  EXPECT_THAT(syscall(SYS_openat2, AT_FDCWD, link.c_str(), &how, sizeof(how)),
+              SyscallFailsWithErrno(ELOOP));
+  // RESOLVE_NO_MAGICLINKS with O_PATH|O_NOFOLLOW: the link itself is fine.
+  how = {O_PATH | O_NOFOLLOW, 0, 0x02};
+  FileDescriptor lp2(static_cast<int>(
+      syscall(SYS_openat2, AT_FDCWD, link.c_str(), &how, sizeof(how))));
+  EXPECT_TRUE(lp2.valid()) << strerror(errno);
+  // Scoped lookups may not jump: EXDEV (nd_jump_link).
+  FileDescriptor proc(open("/proc/self/fd", O_RDONLY | O_DIRECTORY));
+  ASSERT_TRUE(proc.valid());
+  how = {O_RDONLY, 0, 0x08 /* RESOLVE_BENEATH */};
+  std::string name = std::to_string(fd.get());
+  EXPECT_THAT(syscall(SYS_openat2, proc.get(), name.c_str(), &how, sizeof(how)),
+              SyscallFailsWithErrno(EXDEV));
+  how.resolve = 0x10;  // RESOLVE_IN_ROOT
+  EXPECT_THAT(syscall(SYS_openat2, proc.get(), name.c_str(), &how, sizeof(how)),
+              SyscallFailsWithErrno(EXDEV));
+}
+
+TEST(ProcTest, CwdAndRootAreMagicLinks) {
+  TempPath dir = TempPath::CreateDir();
+  FileDescriptor d(open(dir.path().c_str(), O_RDONLY | O_DIRECTORY));
+  ASSERT_TRUE(d.valid());
+  // Walking through cwd lands in the cwd, whatever its text says.
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  struct stat a, b;
+  ASSERT_THAT(stat(cwd, &a), SyscallSucceeds());
+  ASSERT_THAT(stat("/proc/self/cwd/.", &b), SyscallSucceeds());
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  // A directory fd's link works as a directory in the middle of a path.
+  std::string inside = dir.path() + "/f";
+  FileDescriptor f(open(inside.c_str(), O_CREAT | O_RDWR, 0644));
+  ASSERT_TRUE(f.valid());
+  std::string via = "/proc/self/fd/" + std::to_string(d.get()) + "/f";
+  ASSERT_THAT(stat(via.c_str(), &b), SyscallSucceeds());
+  ASSERT_THAT(fstat(f.get(), &a), SyscallSucceeds());
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  ASSERT_THAT(stat("/proc/self/root/proc/self/root", &b), SyscallSucceeds());
+  EXPECT_TRUE(S_ISDIR(b.st_mode));
+}
+
+TEST(ProcTest, FdLinkToAPipeReopensThePipe) {
+  int fds[2];
+  ASSERT_THAT(pipe(fds), SyscallSucceeds());
+  FileDescriptor r(fds[0]), w(fds[1]);
+  FileDescriptor w2(
+      open(("/proc/self/fd/" + std::to_string(w.get())).c_str(), O_WRONLY));
+  ASSERT_TRUE(w2.valid()) << strerror(errno);
+  ASSERT_THAT(write(w2.get(), "p", 1), SyscallSucceedsWithValue(1));
+  char c = 0;
+  ASSERT_THAT(read(r.get(), &c, 1), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(c, 'p');
+}
+
 TEST(ProcTest, MountinfoShape) {
   // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw"
   std::regex line_re(
