@@ -143,6 +143,9 @@ void ExerciseEveryMessage(GoferClient& c) {
   EXPECT_EQ(rl.target, "f");
   ASSERT_EQ(c.Call(LinkReq{d, "hard", f}, &ir), 0);
   ASSERT_EQ(c.Call(RenameReq{d, "hard", d, "hard2", RENAME_NOREPLACE}, &e), 0);
+  // Flags 0: glibc calls renameat, not renameat2.
+  ASSERT_EQ(c.Call(RenameReq{d, "hard2", d, "hard3", 0}, &e), 0);
+  ASSERT_EQ(c.Call(RenameReq{d, "hard3", d, "hard2", 0}, &e), 0);
   ASSERT_EQ(c.Call(UnlinkReq{d, "hard2", 0}, &e), 0);
   ASSERT_EQ(c.Call(UnlinkReq{d, "sub", AT_REMOVEDIR}, &e), 0);
   SetAttrReq sa;

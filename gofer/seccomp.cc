@@ -38,6 +38,7 @@ constexpr int kAllowed[] = {
     SCMP_SYS(readlinkat),
     SCMP_SYS(unlinkat),
     SCMP_SYS(renameat2),
+    SCMP_SYS(renameat),  // glibc's renameat2() with flags 0 calls renameat
     SCMP_SYS(fchownat),
     SCMP_SYS(fchmod),
     kSysFchmodat2,

@@ -6,16 +6,20 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "sentry/boot/boot.h"
 #include "sentry/boot/boot_spec.h"
 
@@ -25,7 +29,7 @@ namespace sandbox::runsc {
 namespace {
 
 constexpr char kDoHelp[] =
-    R"(Usage: runsc do [flags] -- PROGRAM [ARGS...]
+    R"(Usage: runsc do [flags] [--] PROGRAM [ARGS...]
 
 Runs PROGRAM in a new sandbox with the caller's arguments, environment,
 working directory and standard input/output/error, and exits with its
@@ -33,14 +37,31 @@ status (128+N when it is killed by signal N). SIGINT, SIGTERM, SIGHUP,
 SIGQUIT, SIGUSR1 and SIGUSR2 sent to runsc are passed to the program. When
 runsc ends, every process of the sandbox ends with it.
 
-PROGRAM must be an absolute path to a statically linked x86-64 ELF
-executable. Until the Gofer exists the sandbox's root file system is a
-tmpfs holding only a copy of PROGRAM at its path, the caller's working
-directory (empty), and /tmp and /dev/shm (separate tmpfs mounts); files the
-program writes there vanish with the sandbox. There is no PATH lookup and
-no dynamic linking.
+The sandbox's root file system is, by default, the host's "/" served
+read-only by a Gofer process (`runsc gofer`, confined: the host's /proc,
+/sys, /dev and other mounts below "/" are not served); writes to it fail
+with EROFS. /dev, /proc and /sys are the sandbox's own, /tmp and /dev/shm
+are empty tmpfs mounts. The working directory is the caller's, if the
+sandbox has it (else "/", with a warning).
+
+PROGRAM is found as execvp(3) would, inside the sandbox's file system: a
+name with a '/' is used as is (relative to the working directory); else
+each directory of the program's PATH (default "/bin:/usr/bin") is tried,
+past ones where it is missing or not executable. "#!" scripts and
+dynamically linked programs (PT_INTERP) load as execve loads them.
 
 Flags:
+  --root=host         the host's root through the Gofer, read-only
+                      (default)
+  --root=tmpfs        an in-memory root holding only a copy of PROGRAM
+                      (an absolute path, copied from the host) and an empty
+                      working directory
+  --bind=HOST[:GUEST][:ro]
+                      mount the host directory HOST at GUEST (default: the
+                      same path) over the root, served by the Gofer on its
+                      own connection; writable (writes reach the host)
+                      unless ':ro'. Repeatable. GUEST is created if missing
+                      and its parent is writable (e.g. below /tmp).
   --strace            log every syscall with its arguments and result
   --strace-summary    print a per-syscall count table when the sandbox ends
   --debug-log=FILE    write strace and debug lines to FILE (default: stderr)
@@ -52,9 +73,9 @@ Flags:
                       killing the sandbox
   -h, --help          show this help
 
-Exit status: the program's, or 125 if the sandbox failed, 126 if PROGRAM
-cannot be executed (not ELF, not executable, no permission), 127 if it does
-not exist.
+Exit status: the program's, or 2 for bad flags, 125 if the sandbox (or
+its Gofer) failed, 126 if PROGRAM cannot be executed (found but not
+executable, not ELF, no permission), 127 if it is not found.
 )";
 
 int Usage(const std::string& msg) {
@@ -72,12 +93,64 @@ bool MoveFd(int fd, int target) {
   return dup2(fd, target) == target;
 }
 
+// The Sentry's first Gofer connection (after boot's spec, exec and status
+// FDs).
+constexpr int kFirstGoferFd = boot::kStatusFd + 1;
+
+// The most FDs MoveFds moves: spec, exec, status and the Gofer's.
+constexpr size_t kMaxMoved = 3 + 1 + boot::kMaxGoferMounts;
+
+// Moves from[i] to to[i] for each i < n, close-on-exec cleared (after fork:
+// no allocation). Each is first copied above every target, so that no move
+// overwrites an FD still to be moved.
+bool MoveFds(const int* from, const int* to, size_t n) {
+  if (n > kMaxMoved) return false;
+  int above = 0;
+  for (size_t i = 0; i < n; ++i) above = std::max(above, to[i] + 1);
+  int tmp[kMaxMoved];
+  for (size_t i = 0; i < n; ++i) {
+    tmp[i] = fcntl(from[i], F_DUPFD, above);
+    if (tmp[i] < 0) return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!MoveFd(tmp[i], to[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void PrintDoHelp(int fd) { (void)!write(fd, kDoHelp, sizeof(kDoHelp) - 1); }
 
+absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value) {
+  std::vector<std::string> parts =
+      absl::StrSplit(absl::string_view(value.data(), value.size()), ':');
+  BindFlag b;
+  if (parts.size() > 1 && parts.back() == "ro") {
+    b.read_only = true;
+    parts.pop_back();
+  }
+  if (parts.size() > 2 || parts[0].empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--bind=%s: expected HOST[:GUEST][:ro] (no ':' in paths)", value));
+  }
+  b.host = parts[0];
+  b.guest = parts.size() == 2 ? parts[1] : parts[0];
+  if (b.guest.empty() || b.guest[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--bind=%s: GUEST must be an absolute path", value));
+  }
+  if (b.guest.find_first_not_of('/') == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--bind=%s: cannot bind over the root", value));
+  }
+  return b;
+}
+
 int DoCommand(int argc, char** argv) {
   boot::BootSpec spec;
+  bool host_root = true;
+  std::vector<BindFlag> binds;
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -100,6 +173,17 @@ int DoCommand(int argc, char** argv) {
       spec.debug_seccomp = true;
     } else if (a.rfind("--hostname=", 0) == 0) {
       spec.hostname = std::string(a.substr(11));
+    } else if (a == "--root=host") {
+      host_root = true;
+    } else if (a == "--root=tmpfs") {
+      host_root = false;
+    } else if (a.rfind("--root=", 0) == 0) {
+      return Usage(
+          absl::StrFormat("%s: expected --root=host or --root=tmpfs", a));
+    } else if (a.rfind("--bind=", 0) == 0) {
+      absl::StatusOr<BindFlag> b = ParseBindFlag(a.substr(7));
+      if (!b.ok()) return Usage(std::string(b.status().message()));
+      binds.push_back(*std::move(b));
     } else if (!a.empty() && a[0] == '-') {
       return Usage(absl::StrFormat("unknown flag %s", a));
     } else {
@@ -107,14 +191,25 @@ int DoCommand(int argc, char** argv) {
     }
   }
   if (i >= argc) return Usage("no PROGRAM given");
-  std::string program = argv[i];
-  if (program.empty() || program[0] != '/') {
-    absl::FPrintF(stderr,
-                  "runsc do: %s: PROGRAM must be an absolute path (no PATH "
-                  "lookup until the Gofer exists)\n",
-                  program);
-    return 127;
+  if (binds.size() > boot::kMaxGoferMounts) {
+    return Usage(
+        absl::StrFormat("at most %d --bind flags", boot::kMaxGoferMounts));
   }
+  // Each bind's host directory, absolute and checked here so that a typo
+  // is a usage error rather than a Gofer failure.
+  for (BindFlag& b : binds) {
+    char real[PATH_MAX];
+    struct stat st;
+    if (realpath(b.host.c_str(), real) == nullptr || stat(real, &st) != 0) {
+      return Usage(absl::StrFormat("--bind: %s: %s", b.host, strerror(errno)));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return Usage(absl::StrFormat("--bind: %s: not a directory", b.host));
+    }
+    if (b.guest == b.host && b.host[0] != '/') b.guest = real;
+    b.host = real;
+  }
+  std::string program = argv[i];
   for (int j = i; j < argc; ++j) spec.argv.push_back(argv[j]);
   for (char** e = environ; *e != nullptr; ++e) spec.envp.push_back(*e);
   spec.exe_path = program;
@@ -125,49 +220,94 @@ int DoCommand(int argc, char** argv) {
     if (gethostname(host, sizeof(host) - 1) == 0) spec.hostname = host;
   }
 
-  // The program, opened here as execve would check it.
-  int exe = open(program.c_str(), O_RDONLY | O_CLOEXEC);
-  if (exe < 0) {
-    int e = errno;
-    absl::FPrintF(stderr, "runsc do: cannot execute %s: %s\n", program,
-                  strerror(e));
-    return e == ENOENT || e == ENOTDIR ? 127 : 126;
-  }
-  struct stat st;
-  if (fstat(exe, &st) != 0 || !S_ISREG(st.st_mode) ||
-      access(program.c_str(), X_OK) != 0) {
-    absl::FPrintF(stderr, "runsc do: cannot execute %s: %s\n", program,
-                  strerror(S_ISDIR(st.st_mode) ? EACCES : EACCES));
-    close(exe);
-    return 126;
-  }
-
-  // The root file system's content (until the Gofer serves it): /tmp and
-  // /dev/shm first, so that a working directory or program below them lands
-  // in those mounts; the working directory with its host mode and owner;
-  // the program, copied by the Sentry from the FD passed as kExecFd.
+  // /tmp and /dev/shm first, so that a working directory or program below
+  // them lands in those mounts.
   spec.seed.push_back({boot::SeedEntry::kTmpfsMount, "/tmp", 01777, 0, 0, -1});
   spec.seed.push_back(
       {boot::SeedEntry::kTmpfsMount, "/dev/shm", 01777, 0, 0, -1});
-  struct stat cwd_st;
-  if (spec.cwd != "/" && stat(spec.cwd.c_str(), &cwd_st) == 0 &&
-      S_ISDIR(cwd_st.st_mode)) {
-    spec.seed.push_back({boot::SeedEntry::kDir, spec.cwd,
-                         static_cast<uint32_t>(cwd_st.st_mode & 07777),
-                         cwd_st.st_uid, cwd_st.st_gid, -1});
+  int exe = -1;
+  if (!host_root) {
+    // The tmpfs root holds a copy of the program (opened here as execve
+    // would check it) and the working directory, empty.
+    if (program.empty() || program[0] != '/') {
+      absl::FPrintF(stderr,
+                    "runsc do: %s: with --root=tmpfs PROGRAM must be an "
+                    "absolute path (it is copied from the host)\n",
+                    program);
+      return 127;
+    }
+    exe = open(program.c_str(), O_RDONLY | O_CLOEXEC);
+    if (exe < 0) {
+      int e = errno;
+      absl::FPrintF(stderr, "runsc do: cannot execute %s: %s\n", program,
+                    strerror(e));
+      return e == ENOENT || e == ENOTDIR ? 127 : 126;
+    }
+    struct stat st;
+    if (fstat(exe, &st) != 0 || !S_ISREG(st.st_mode) ||
+        access(program.c_str(), X_OK) != 0) {
+      absl::FPrintF(stderr, "runsc do: cannot execute %s: %s\n", program,
+                    strerror(EACCES));
+      close(exe);
+      return 126;
+    }
+    struct stat cwd_st;
+    if (spec.cwd != "/" && stat(spec.cwd.c_str(), &cwd_st) == 0 &&
+        S_ISDIR(cwd_st.st_mode)) {
+      spec.seed.push_back({boot::SeedEntry::kDir, spec.cwd,
+                           static_cast<uint32_t>(cwd_st.st_mode & 07777),
+                           cwd_st.st_uid, cwd_st.st_gid, -1});
+    }
+    spec.seed.push_back({boot::SeedEntry::kFile, program,
+                         static_cast<uint32_t>(st.st_mode & 07777), st.st_uid,
+                         st.st_gid, boot::kExecFd});
   }
-  spec.seed.push_back({boot::SeedEntry::kFile, program,
-                       static_cast<uint32_t>(st.st_mode & 07777), st.st_uid,
-                       st.st_gid, boot::kExecFd});
+
+  // The Gofer's connections: the root's (host mode) first, then one per
+  // bind. The Sentry gets its ends at kFirstGoferFd and up.
+  std::vector<std::string> gofer_args = {"runsc-gofer", "gofer", "--root=/",
+                                         "--root-ro"};
+  if (geteuid() != 0) gofer_args.push_back("--userns");
+  std::vector<int> sentry_ends, gofer_ends;
+  auto close_all = [&] {
+    for (int fd : sentry_ends) close(fd);
+    for (int fd : gofer_ends) close(fd);
+    if (exe >= 0) close(exe);
+  };
+  const size_t conns = (host_root ? 1 : 0) + binds.size();
+  for (size_t c = 0; c < conns; ++c) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      absl::FPrintF(stderr, "runsc do: socketpair: %s\n", strerror(errno));
+      close_all();
+      return 125;
+    }
+    sentry_ends.push_back(sv[0]);
+    gofer_ends.push_back(sv[1]);
+    const int sentry_fd = kFirstGoferFd + static_cast<int>(c);
+    const int gofer_fd = 3 + static_cast<int>(c);
+    if (host_root && c == 0) {
+      spec.root = boot::RootKind::kGofer;
+      spec.root_gofer_fd = sentry_fd;
+      gofer_args.push_back(absl::StrFormat("--serve=%d:ro", gofer_fd));
+    } else {
+      const BindFlag& b = binds[c - (host_root ? 1 : 0)];
+      spec.gofer_mounts.push_back({b.guest, sentry_fd, b.read_only, true});
+      gofer_args.push_back(absl::StrFormat("--volume=%d:%s%s", gofer_fd, b.host,
+                                           b.read_only ? ":ro" : ""));
+    }
+  }
 
   auto spec_fd = boot::WriteBootSpecToMemfd(spec);
   if (!spec_fd.ok()) {
     absl::FPrintF(stderr, "runsc do: %s\n", spec_fd.status().ToString());
+    close_all();
     return 125;
   }
   int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0) {
     absl::FPrintF(stderr, "runsc do: pipe2: %s\n", strerror(errno));
+    close_all();
     return 125;
   }
 
@@ -180,24 +320,74 @@ int DoCommand(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &set, &old);
 
   pid_t parent = getpid();
+  pid_t gofer = -1;
+  if (conns > 0) {
+    std::vector<int> gofer_targets;
+    for (size_t c = 0; c < gofer_ends.size(); ++c) {
+      gofer_targets.push_back(3 + static_cast<int>(c));
+    }
+    std::vector<char*> gargv;
+    for (std::string& a : gofer_args) gargv.push_back(a.data());
+    gargv.push_back(nullptr);
+    gofer = fork();
+    if (gofer < 0) {
+      absl::FPrintF(stderr, "runsc do: fork: %s\n", strerror(errno));
+      close_all();
+      return 125;
+    }
+    if (gofer == 0) {
+      // The Gofer: dies with the CLI, ends when the Sentry closes its
+      // connections. Terminal signals are for the sandbox, not for it.
+      // Only async-signal-safe calls here.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(125);
+      setpgid(0, 0);
+      for (int s : kForwarded) signal(s, SIG_IGN);
+      signal(SIGPIPE, SIG_IGN);
+      if (!MoveFds(gofer_ends.data(), gofer_targets.data(),
+                   gofer_ends.size())) {
+        _exit(125);
+      }
+      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null < 0 || !MoveFd(null, 0) || dup2(0, 1) != 1) _exit(125);
+      syscall(SYS_close_range, 3 + gofer_ends.size(), ~0u, 0);
+      sigprocmask(SIG_SETMASK, &old, nullptr);
+      char self[] = "/proc/self/exe";
+      char* env[] = {nullptr};
+      execve(self, gargv.data(), env);
+      _exit(125);
+    }
+    for (int fd : gofer_ends) close(fd);
+    gofer_ends.clear();
+  }
+
+  std::vector<int> sentry_from = {*spec_fd, status_pipe[1]};
+  std::vector<int> sentry_to = {boot::kSpecFd, boot::kStatusFd};
+  if (exe >= 0) {
+    sentry_from.push_back(exe);
+    sentry_to.push_back(boot::kExecFd);
+  }
+  for (size_t c = 0; c < sentry_ends.size(); ++c) {
+    sentry_from.push_back(sentry_ends[c]);
+    sentry_to.push_back(kFirstGoferFd + static_cast<int>(c));
+  }
   pid_t child = fork();
   if (child < 0) {
     absl::FPrintF(stderr, "runsc do: fork: %s\n", strerror(errno));
+    if (gofer > 0) kill(gofer, SIGKILL);
+    close_all();
     return 125;
   }
   if (child == 0) {
     // The Sentry: dies with the CLI. Only async-signal-safe calls here.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(125);
-    // Move the three FDs to 3, 4, 5 through a range above them.
-    int a = fcntl(*spec_fd, F_DUPFD, 10);
-    int b = fcntl(exe, F_DUPFD, 10);
-    int c = fcntl(status_pipe[1], F_DUPFD, 10);
-    if (a < 0 || b < 0 || c < 0 || !MoveFd(a, boot::kSpecFd) ||
-        !MoveFd(b, boot::kExecFd) || !MoveFd(c, boot::kStatusFd)) {
+    // Spec, status pipe and program (tmpfs root) at 3, 5 and 4; the
+    // Gofer connections from kFirstGoferFd on.
+    if (!MoveFds(sentry_from.data(), sentry_to.data(), sentry_from.size())) {
       _exit(125);
     }
-    syscall(SYS_close_range, 6, ~0u, 0);
+    syscall(SYS_close_range, kFirstGoferFd + sentry_ends.size(), ~0u, 0);
     sigprocmask(SIG_SETMASK, &old, nullptr);
     char self[] = "/proc/self/exe";
     char arg0[] = "runsc-sentry";
@@ -208,22 +398,54 @@ int DoCommand(int argc, char** argv) {
     _exit(125);
   }
   close(*spec_fd);
-  close(exe);
   close(status_pipe[1]);
+  close_all();
 
   // Forward signals until the Sentry exits.
   int wstatus = 0;
+  int gofer_status = 0;
+  bool gofer_reaped = gofer < 0;
   for (;;) {
     siginfo_t info;
     int sig = sigwaitinfo(&set, &info);
     if (sig < 0) continue;
     if (sig == SIGCHLD) {
+      if (!gofer_reaped && waitpid(gofer, &gofer_status, WNOHANG) == gofer) {
+        gofer_reaped = true;
+      }
       pid_t r = waitpid(child, &wstatus, WNOHANG);
       if (r == child) break;
       continue;
     }
     kill(child, sig);
   }
+  // The Sentry is gone, and with it the last ends of the Gofer's
+  // connections: the Gofer ends by itself. Give it a moment, then kill it.
+  if (!gofer_reaped) {
+    timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 2;
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    for (;;) {
+      if (waitpid(gofer, &gofer_status, WNOHANG) == gofer) break;
+      timespec now, left;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      int64_t ns = (deadline.tv_sec - now.tv_sec) * 1000000000LL +
+                   (deadline.tv_nsec - now.tv_nsec);
+      if (ns <= 0) {
+        kill(gofer, SIGKILL);
+        waitpid(gofer, &gofer_status, 0);
+        break;
+      }
+      left.tv_sec = ns / 1000000000LL;
+      left.tv_nsec = ns % 1000000000LL;
+      sigtimedwait(&chld, nullptr, &left);
+    }
+  }
+  const bool gofer_failed =
+      gofer > 0 && WIFEXITED(gofer_status) && WEXITSTATUS(gofer_status) != 0;
 
   boot::BootStatus bs;
   ssize_t n = read(status_pipe[0], &bs, sizeof(bs));
@@ -250,6 +472,12 @@ int DoCommand(int argc, char** argv) {
     case boot::BootStatus::kExecFailed:
       return bs.value == ENOENT ? 127 : 126;
     default:
+      if (gofer_failed) {
+        absl::FPrintF(stderr,
+                      "runsc do: the Gofer (the host's files) failed to "
+                      "start: exit status %d\n",
+                      WEXITSTATUS(gofer_status));
+      }
       return 125;
   }
 }

@@ -2,7 +2,22 @@
 #ifndef RUNSC_COMPAT_DO_COMMAND_H_
 #define RUNSC_COMPAT_DO_COMMAND_H_
 
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
 namespace sandbox::runsc {
+
+// One --bind=HOST[:GUEST][:ro].
+struct BindFlag {
+  std::string host;   // as given (made absolute by DoCommand)
+  std::string guest;  // absolute; default: host
+  bool read_only = false;
+};
+// Parses the flag's value; InvalidArgument with the reason on bad input
+// (an empty HOST, a relative GUEST, GUEST "/", more than three parts).
+absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value);
 
 // argv[0] is "do". Returns the CLI's exit status.
 int DoCommand(int argc, char** argv);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "runsc-compat/do_command.h"
+#include "runsc-compat/gofer_command.h"
 #include "sentry/boot/boot.h"
 #include "sentry/syscalls/table.h"
 
@@ -26,6 +27,8 @@ Commands:
 
 Internal:
   boot    the Sentry process that 'runsc do' starts (not for direct use)
+  gofer   the Gofer process that 'runsc do' starts to serve the host's
+          files (not for direct use; flags as //gofer:gofer's)
 )";
 
 void PrintHelp(int fd) { (void)!write(fd, kHelp, sizeof(kHelp) - 1); }
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "do") return sandbox::runsc::DoCommand(argc - 1, argv + 1);
   if (cmd == "boot") return sandbox::boot::BootMain(argc - 1, argv + 1);
+  if (cmd == "gofer") return sandbox::runsc::GoferCommand(argc - 1, argv + 1);
   absl::FPrintF(stderr, "runsc: unknown command '%s'\nTry 'runsc --help'.\n",
                 cmd);
   return 2;

@@ -2,11 +2,11 @@
 # Builds runsc and runs a real program in a sandbox.
 #
 #   tools/demo.sh                       # a short tour with busybox (static)
-#   tools/demo.sh /abs/path/PROG ARGS   # runs PROG under `runsc do --`
+#   tools/demo.sh PROG ARGS             # runs PROG under `runsc do --`
 #
-# Today the Sentry runs statically linked x86-64 programs given by absolute
-# path, on a tmpfs root holding a copy of the program, the working directory,
-# /tmp and /dev/shm (no Gofer or execve yet); see README.md.
+# The sandbox's root is the host's "/", served read-only by the Gofer;
+# PROG is found through PATH inside the sandbox; /tmp and /dev/shm are the
+# sandbox's own tmpfs; --bind adds writable host directories. See README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -21,7 +21,15 @@ run() {
   echo "\$ $*" >&2
   "$@"
 }
-run "$runsc" do -- /bin/busybox uname -a
+run "$runsc" do -- busybox uname -a
+run "$runsc" do -- busybox head -3 /etc/os-release
+echo "\$ $runsc do -- busybox touch /etc/demo   (the root is read-only)" >&2
+"$runsc" do -- busybox touch /etc/demo || true
+demo_dir=$(mktemp -d -p "$PWD" demo.XXXXXX)
+run "$runsc" do --bind="$demo_dir":/tmp/host -- busybox sh -c \
+  'echo written in the sandbox > /tmp/host/f'
+run cat "$demo_dir/f"
+rm -rf "$demo_dir"
 run "$runsc" do -- /bin/busybox echo "hello from inside the sandbox"
 echo "\$ echo 'some data' | $runsc do -- /bin/busybox sha256sum   (then natively)" >&2
 echo 'some data' | "$runsc" do -- /bin/busybox sha256sum

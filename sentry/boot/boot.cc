@@ -16,7 +16,8 @@
 #include "platform/memory_file.h"
 #include "platform/systrap/systrap.h"
 #include "sentry/boot/boot_spec.h"
-#include "sentry/boot/seed.h"
+#include "sentry/boot/path_lookup.h"
+#include "sentry/boot/root_fs.h"
 #include "sentry/confine/confine.h"
 #include "sentry/confine/seccomp.h"
 #include "sentry/fs/host/host_file.h"
@@ -24,6 +25,7 @@
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
+#include "sentry/loader/exec.h"
 #include "sentry/loader/loader.h"
 #include "sentry/loader/vfs_reader.h"
 #include "sentry/mm/memory_manager.h"
@@ -134,8 +136,9 @@ int BootMain(int argc, char** argv) {
   if (spec.unconfined) {
     kernel::LogWarning("running UNCONFINED (--unconfined): debugging only");
   } else {
-    std::vector<int> keep = {kStatusFd, debug_fd};
+    std::vector<int> keep = {kStatusFd, debug_fd, spec.root_gofer_fd};
     for (const SeedEntry& e : spec.seed) keep.push_back(e.host_fd);
+    for (const GoferMount& m : spec.gofer_mounts) keep.push_back(m.fd);
     absl::Status s = confine::ConfineProcess({.keep_fds = keep});
     if (!s.ok()) return Fail("cannot confine the Sentry: " + s.ToString());
     Phase(start, "confined (namespaces, empty root, no capabilities)");
@@ -175,26 +178,17 @@ int BootMain(int argc, char** argv) {
   std::shared_ptr<mm::MemoryManager> mm = std::move(mm_or).value();
   Phase(start, "address space created");
 
-  // The root file system: a tmpfs seeded from the spec (the program, its
-  // working directory, /tmp and /dev/shm) until the Gofer serves it.
-  std::shared_ptr<vfs::MountNamespace> mntns = vfs::MountNamespace::Create(
-      fs::tmpfs::Filesystem::Create(plat->memory_file(), {.root_mode = 0755}),
-      0);
-  // /dev, /proc and /sys before the seed, whose /dev/shm tmpfs goes on /dev.
-  if (KResult<void> r = fs::MountSynthetic(*k, *mntns); !r.ok()) {
-    return Fail(absl::StrFormat("cannot mount /dev, /proc, /sys: %s",
-                                r.error().message()));
-  }
+  // The root file system (root_fs.h: the host root through the Gofer, or a
+  // seeded tmpfs), /dev /proc /sys, /tmp, /dev/shm and the bind mounts.
+  std::shared_ptr<vfs::MountNamespace> mntns;
   {
     std::string why;
-    KResult<void> seeded =
-        ApplySeed(*mntns, plat->memory_file(), spec.seed, &why);
-    for (const SeedEntry& e : spec.seed) {
-      if (e.host_fd > 2) close(e.host_fd);
-    }
-    if (!seeded.ok()) return Fail("cannot set up the root file system: " + why);
+    KResult<std::shared_ptr<vfs::MountNamespace>> ns =
+        MakeRootNamespace(spec, *k, plat->memory_file(), &why);
+    if (!ns.ok()) return Fail(why);
+    mntns = std::move(ns).value();
   }
-  Phase(start, "root file system seeded");
+  Phase(start, "root file system ready");
 
   const kernel::Credentials creds = kernel::Credentials::Root();
   vfs::ResolveBase base{creds, mntns->Root(), mntns->Root()};
@@ -207,40 +201,50 @@ int BootMain(int argc, char** argv) {
                        c.error().message());
   }
 
-  loader::LoadArgs largs;
-  largs.argv = spec.argv;
-  largs.envp = spec.envp;
-  largs.exec_path = spec.exe_path;
-  largs.hwcap = loader::HwcapFromPlatform(*plat);
-  largs.minsigstksz = loader::DefaultMinSigStkSz(plat->FpStateSize());
-  std::string why;
-  KResult<loader::LoadResult> lr = kENOENT;
-  if (KResult<std::shared_ptr<vfs::VfsFile>> exe =
-          loader::OpenExecutable(base, spec.exe_path);
-      exe.ok()) {
-    loader::VfsFileReader reader(std::move(exe).value());
-    lr = loader::Load(*mm, reader, largs, &why);
-  } else {
-    lr = exe.error();
+  // The program: execvp's PATH search in the sandbox's own file system
+  // (a name with a '/' is used as is, relative to the cwd).
+  vfs::ResolveBase exec_base{creds, mntns->Root(), cwd};
+  KResult<FoundProgram> found =
+      FindProgram(exec_base, spec.exe_path, PathFromEnv(spec.envp));
+  if (!found.ok()) {
+    const bool search = spec.exe_path.find('/') == std::string::npos;
+    kernel::LogWarning(
+        "cannot execute %s: %s%s", spec.exe_path,
+        found.error() == kENOENT && search ? "not found in PATH"
+                                           : found.error().message(),
+        found.error() == kEACCES && search ? " (found, not executable)" : "");
+    WriteStatus(BootStatus::kExecFailed, found.error().number());
+    return 126;
   }
+  // "#!" scripts and PT_INTERP (ld.so) as execve does them.
+  loader::ExecRequest req{exec_base, std::move(found->file), found->path};
+  req.args.argv = spec.argv;
+  req.args.envp = spec.envp;
+  req.args.hwcap = loader::HwcapFromPlatform(*plat);
+  req.args.minsigstksz = loader::DefaultMinSigStkSz(plat->FpStateSize());
+  std::string why;
+  bool committed = false;
+  KResult<loader::ExecResult> lr =
+      loader::LoadExecutable(*mm, std::move(req), &why, &committed);
   Phase(start, "program loaded");
   if (!lr.ok()) {
-    kernel::LogWarning("cannot execute %s: %s (%s)%s%s", spec.exe_path,
+    kernel::LogWarning("cannot execute %s: %s (%s)%s%s", found->path,
                        lr.error().message(), lr.error().name(),
                        why.empty() ? "" : ": ", why);
     WriteStatus(BootStatus::kExecFailed, lr.error().number());
     return 126;
   }
+  const std::string exe_path = lr->exe_path;
 
   kernel::NewProcessArgs pargs;
-  pargs.exe_path = spec.exe_path;
+  pargs.exe_path = exe_path;
   pargs.creds = creds;
   pargs.fs = std::make_shared<vfs::FsContext>(mntns->Root(), std::move(cwd));
   pargs.fds = std::make_shared<vfs::FdTable>();
   InstallStdio(*pargs.fds);
   pargs.mm = mm;
-  pargs.cpu.regs.rip = lr->entry;
-  pargs.cpu.regs.rsp = lr->stack_pointer;
+  pargs.cpu.regs.rip = lr->load.entry;
+  pargs.cpu.regs.rsp = lr->load.stack_pointer;
   pargs.cpu.regs.eflags = 0x202;
   pargs.cpu.regs.cs = 0x33;
   pargs.cpu.regs.ss = 0x2b;
@@ -255,8 +259,9 @@ int BootMain(int argc, char** argv) {
         confine::SentryAllowlist({.self_pid = getpid()}),
         spec.debug_seccomp ? confine::SeccompMode::kTrace
                            : confine::SeccompMode::kKill);
-    if (!s.ok())
+    if (!s.ok()) {
       return Fail("cannot install the seccomp filter: " + s.ToString());
+    }
     Phase(start, "seccomp filter installed");
   }
   std::thread signals(SignalLoop, k.get(), fwd);

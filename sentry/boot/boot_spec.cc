@@ -14,7 +14,11 @@
 namespace sandbox::boot {
 namespace {
 
-constexpr char kMagic[4] = {'R', 'S', 'B', '1'};
+constexpr char kMagic[3] = {'R', 'S', 'B'};
+constexpr char kVersion1 = '1';
+constexpr char kVersion2 = '2';
+constexpr uint32_t kGoferMountReadOnly = 1;
+constexpr uint32_t kGoferMountShared = 2;
 constexpr size_t kMaxSize = 256 << 20;
 constexpr uint32_t kMaxStrings = 1 << 20;
 constexpr uint32_t kFlagStrace = 1;
@@ -76,6 +80,34 @@ class Reader {
     }
     return true;
   }
+  // Version 2's root and Gofer mounts.
+  bool Root(BootSpec* spec) {
+    uint32_t kind, fd, n;
+    if (!U32(&kind) || !U32(&fd) || !U32(&n)) return false;
+    if (kind != static_cast<uint32_t>(RootKind::kTmpfs) &&
+        kind != static_cast<uint32_t>(RootKind::kGofer)) {
+      return false;
+    }
+    spec->root = static_cast<RootKind>(kind);
+    spec->root_gofer_fd = static_cast<int32_t>(fd);
+    if (spec->root == RootKind::kGofer && spec->root_gofer_fd < 0) return false;
+    if (n > kMaxGoferMounts) return false;
+    spec->gofer_mounts.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      GoferMount m;
+      uint32_t mfd, flags;
+      if (!String(&m.path) || !U32(&mfd) || !U32(&flags)) return false;
+      m.fd = static_cast<int32_t>(mfd);
+      if (m.fd < 0 || m.path.empty() || m.path[0] != '/' ||
+          (flags & ~(kGoferMountReadOnly | kGoferMountShared)) != 0) {
+        return false;
+      }
+      m.read_only = flags & kGoferMountReadOnly;
+      m.shared = flags & kGoferMountShared;
+      spec->gofer_mounts.push_back(std::move(m));
+    }
+    return true;
+  }
   bool AtEnd() const { return pos_ == d_.size(); }
 
  private:
@@ -87,6 +119,7 @@ class Reader {
 
 std::string SerializeBootSpec(const BootSpec& spec) {
   std::string out(kMagic, sizeof(kMagic));
+  out.push_back(kVersion2);
   PutU32(&out, (spec.strace ? kFlagStrace : 0) |
                    (spec.strace_summary ? kFlagStraceSummary : 0) |
                    (spec.unconfined ? kFlagUnconfined : 0) |
@@ -108,21 +141,32 @@ std::string SerializeBootSpec(const BootSpec& spec) {
     PutU32(&out, e.gid);
     PutU32(&out, static_cast<uint32_t>(e.host_fd));
   }
+  PutU32(&out, static_cast<uint32_t>(spec.root));
+  PutU32(&out, static_cast<uint32_t>(spec.root_gofer_fd));
+  PutU32(&out, static_cast<uint32_t>(spec.gofer_mounts.size()));
+  for (const GoferMount& m : spec.gofer_mounts) {
+    PutString(&out, m.path);
+    PutU32(&out, static_cast<uint32_t>(m.fd));
+    PutU32(&out, (m.read_only ? kGoferMountReadOnly : 0) |
+                     (m.shared ? kGoferMountShared : 0));
+  }
   return out;
 }
 
 absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
-  if (data.size() > kMaxSize || data.size() < sizeof(kMagic) ||
-      memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+  if (data.size() > kMaxSize || data.size() < sizeof(kMagic) + 1 ||
+      memcmp(data.data(), kMagic, sizeof(kMagic)) != 0 ||
+      (data[3] != kVersion1 && data[3] != kVersion2)) {
     return absl::InvalidArgumentError("boot spec: bad magic or size");
   }
+  const bool v2 = data[3] == kVersion2;
   Reader r(data);
   BootSpec spec;
   uint32_t flags;
   if (!r.U32(&flags) || !r.String(&spec.exe_path) || !r.String(&spec.cwd) ||
       !r.String(&spec.hostname) || !r.String(&spec.debug_log) ||
       !r.Strings(&spec.argv) || !r.Strings(&spec.envp) || !r.Seed(&spec.seed) ||
-      !r.AtEnd()) {
+      (v2 && !r.Root(&spec)) || !r.AtEnd()) {
     return absl::InvalidArgumentError("boot spec: truncated or malformed");
   }
   spec.strace = flags & kFlagStrace;

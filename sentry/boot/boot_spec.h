@@ -2,11 +2,14 @@
 // its arguments and environment, and the Sentry's options. Passed through a
 // memfd so the guest's environment never becomes the Sentry's own.
 //
-// Wire format (little-endian, this host only): "RSB1", then u32 flags, then
-// strings (u32 length + bytes) exe_path, cwd, hostname, debug_log, then
-// u32 argc + argv strings, u32 envc + envp strings, then u32 seed count +
-// seed entries (u32 kind, string path, u32 mode, u32 uid, u32 gid, i32
-// host_fd).
+// Wire format (little-endian, this host only): "RSB" and a version digit
+// ('1' or '2'), then u32 flags, then strings (u32 length + bytes)
+// exe_path, cwd, hostname, debug_log, then u32 argc + argv strings, u32
+// envc + envp strings, then u32 seed count + seed entries (u32 kind, string
+// path, u32 mode, u32 uid, u32 gid, i32 host_fd). Version 2 adds, at the
+// end: u32 root kind, i32 root_gofer_fd, u32 gofer mount count + mounts
+// (string path, i32 fd, u32 flags: 1 read-only, 2 shared). Version 1 (no
+// such fields) means a seeded tmpfs root; the writer always writes 2.
 #ifndef SENTRY_BOOT_BOOT_SPEC_H_
 #define SENTRY_BOOT_BOOT_SPEC_H_
 
@@ -41,6 +44,24 @@ struct SeedEntry {
 
 inline constexpr uint64_t kMaxSeedFileSize = uint64_t{1} << 30;
 
+// What the sandbox's root file system is.
+enum class RootKind : uint32_t {
+  kTmpfs = 0,  // A tmpfs built from `seed` alone (runsc do --root=tmpfs).
+  kGofer = 1,  // The Gofer's connection on root_gofer_fd (the host root).
+};
+
+// A Gofer connection mounted over the root (runsc do --bind).
+struct GoferMount {
+  std::string path;  // Absolute path in the sandbox; made if missing.
+  int32_t fd = -1;   // The Sentry's end of the connection in `runsc boot`.
+  bool read_only = false;
+  // Shared with the host: no caching without revalidation.
+  bool shared = true;
+};
+
+// At most this many Gofer mounts.
+inline constexpr uint32_t kMaxGoferMounts = 256;
+
 struct BootSpec {
   std::string exe_path;  // absolute path of the program (AT_EXECFN, exe)
   std::string cwd;
@@ -55,8 +76,12 @@ struct BootSpec {
   bool debug_seccomp = false;
   std::vector<std::string> argv;
   std::vector<std::string> envp;
-  // The root file system's content, created in order.
+  // The root file system's content, created in order (over the Gofer
+  // root too: tmpfs mounts at /tmp and /dev/shm).
   std::vector<SeedEntry> seed;
+  RootKind root = RootKind::kTmpfs;
+  int32_t root_gofer_fd = -1;  // kGofer: the root's connection (read-only)
+  std::vector<GoferMount> gofer_mounts;  // mounted after the seed, in order
 };
 
 std::string SerializeBootSpec(const BootSpec& spec);

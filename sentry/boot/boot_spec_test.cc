@@ -1,5 +1,6 @@
 #include "sentry/boot/boot_spec.h"
 
+#include <string.h>
 #include <unistd.h>
 
 #include "gtest/gtest.h"
@@ -36,6 +37,71 @@ TEST(BootSpecTest, RoundTripThroughMemfd) {
   EXPECT_EQ(got->seed[1].uid, 1u);
   EXPECT_EQ(got->seed[1].gid, 2u);
   EXPECT_EQ(got->seed[1].host_fd, 4);
+  EXPECT_EQ(got->root, RootKind::kTmpfs);
+  EXPECT_TRUE(got->gofer_mounts.empty());
+}
+
+TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
+  BootSpec s{.argv = {"x"}};
+  s.root = RootKind::kGofer;
+  s.root_gofer_fd = 6;
+  s.gofer_mounts = {{"/data", 7, false, true}, {"/ro", 8, true, false}};
+  auto got = ParseBootSpec(SerializeBootSpec(s));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->root, RootKind::kGofer);
+  EXPECT_EQ(got->root_gofer_fd, 6);
+  ASSERT_EQ(got->gofer_mounts.size(), 2u);
+  EXPECT_EQ(got->gofer_mounts[0].path, "/data");
+  EXPECT_EQ(got->gofer_mounts[0].fd, 7);
+  EXPECT_FALSE(got->gofer_mounts[0].read_only);
+  EXPECT_TRUE(got->gofer_mounts[0].shared);
+  EXPECT_TRUE(got->gofer_mounts[1].read_only);
+  EXPECT_FALSE(got->gofer_mounts[1].shared);
+}
+
+// Version 1 (no root fields) still parses, as a tmpfs root; other
+// versions do not.
+TEST(BootSpecTest, ParsesVersion1) {
+  std::string v2 = SerializeBootSpec(BootSpec{.argv = {"x"}});
+  std::string v1 = v2.substr(0, v2.size() - 12);
+  v1[3] = '1';
+  auto got = ParseBootSpec(v1);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->argv, std::vector<std::string>{"x"});
+  EXPECT_EQ(got->root, RootKind::kTmpfs);
+  v1[3] = '3';
+  EXPECT_FALSE(ParseBootSpec(v1).ok());
+  // A version 1 spec with version 2's fields has trailing bytes.
+  v2[3] = '1';
+  EXPECT_FALSE(ParseBootSpec(v2).ok());
+}
+
+TEST(BootSpecTest, RejectsBadGoferFields) {
+  BootSpec s{.argv = {"x"}};
+  s.root = RootKind::kGofer;
+  s.root_gofer_fd = 6;
+  s.gofer_mounts = {{"/data", 7, false, true}};
+  std::string good = SerializeBootSpec(s);
+  ASSERT_TRUE(ParseBootSpec(good).ok());
+  for (size_t n = 0; n < good.size(); ++n) {
+    EXPECT_FALSE(ParseBootSpec(good.substr(0, n)).ok()) << n;
+  }
+  // Layout of the tail: kind, root fd, count, path (4+5), fd, flags.
+  const size_t tail = 4 + 4 + 4 + 4 + 5 + 4 + 4;
+  auto patched = [&](size_t off, uint32_t v) {
+    std::string d = good;
+    memcpy(&d[good.size() - tail + off], &v, 4);
+    return d;
+  };
+  EXPECT_FALSE(ParseBootSpec(patched(0, 7)).ok());           // Unknown root.
+  EXPECT_FALSE(ParseBootSpec(patched(4, 0xffffffff)).ok());  // Root fd -1.
+  EXPECT_FALSE(ParseBootSpec(patched(8, 0x7fffffff)).ok());  // Huge count.
+  EXPECT_FALSE(ParseBootSpec(patched(8, 257)).ok());
+  EXPECT_FALSE(ParseBootSpec(patched(12 + 9, 0xffffffff)).ok());  // fd -1.
+  EXPECT_FALSE(ParseBootSpec(patched(12 + 9 + 4, 4)).ok());       // Bad flags.
+  BootSpec rel = s;
+  rel.gofer_mounts[0].path = "data";
+  EXPECT_FALSE(ParseBootSpec(SerializeBootSpec(rel)).ok());
 }
 
 TEST(BootSpecTest, RejectsMalformed) {
@@ -48,7 +114,8 @@ TEST(BootSpecTest, RejectsMalformed) {
   }
   EXPECT_FALSE(ParseBootSpec(good + "x").ok());
   // A huge count is rejected without allocating.
-  std::string bad = good.substr(0, good.size() - 4 - 4 - 5 - 4);
+  // (The seed count is followed by version 2's 12 bytes.)
+  std::string bad = good.substr(0, good.size() - 12 - 4 - 4 - 5 - 4);
   bad.append("\xff\xff\xff\x7f", 4);
   EXPECT_FALSE(ParseBootSpec(bad).ok());
   // So is a seed entry of an unknown kind.
@@ -56,7 +123,7 @@ TEST(BootSpecTest, RejectsMalformed) {
   with_seed.seed.push_back({SeedEntry::kDir, "/d", 0755, 0, 0, -1});
   std::string seeded = SerializeBootSpec(with_seed);
   EXPECT_TRUE(ParseBootSpec(seeded).ok());
-  size_t kind_at = seeded.size() - (4 + 4 + 2 + 4 + 4 + 4 + 4);
+  size_t kind_at = seeded.size() - 12 - (4 + 4 + 2 + 4 + 4 + 4 + 4);
   seeded[kind_at] = 9;
   EXPECT_FALSE(ParseBootSpec(seeded).ok());
 }

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -214,7 +215,11 @@ TEST_F(RunscDoTest, BadPointersGiveEfault) {
   Result r = RunRunsc({"do", "--", Program("efault")});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("EFAULT ok"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("exe=" + Program("efault")), std::string::npos);
+  // /proc/self/exe is the file's path with symlinks resolved (the runfile
+  // is a symlink), as natively.
+  char real[PATH_MAX];
+  ASSERT_NE(realpath(Program("efault").c_str(), real), nullptr);
+  EXPECT_NE(r.out.find("exe=" + std::string(real)), std::string::npos) << r.out;
   // One log line for the unknown number.
   EXPECT_NE(r.err.find("unknown syscall 12345"), std::string::npos) << r.err;
 }
@@ -277,9 +282,16 @@ class TempDir {
   std::string path_;
 };
 
+// With --root=tmpfs the program is copied from the host (an absolute path).
 TEST_F(RunscDoTest, BadExecutables) {
   TempDir d;
-  Result r = RunRunsc({"do", "--", d.Write("text", "#!/bin/sh\necho hi\n")});
+  // A script whose interpreter the tmpfs root lacks: ENOENT, as execve.
+  Result r = RunRunsc(
+      {"do", "--root=tmpfs", "--", d.Write("text", "#!/bin/sh\necho hi\n")});
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("interpreter /bin/sh"), std::string::npos) << r.err;
+  // Not a script, not ELF: ENOEXEC.
+  r = RunRunsc({"do", "--root=tmpfs", "--", d.Write("junk", "junk\n")});
   EXPECT_EQ(r.status, 126);
   EXPECT_NE(r.err.find("ENOEXEC"), std::string::npos) << r.err;
   std::string bad_elf(
@@ -287,17 +299,17 @@ TEST_F(RunscDoTest, BadExecutables) {
       "ELF\x02\x01\x01",
       7);
   bad_elf.resize(128, '\0');
-  r = RunRunsc({"do", "--", d.Write("badelf", bad_elf)});
+  r = RunRunsc({"do", "--root=tmpfs", "--", d.Write("badelf", bad_elf)});
   EXPECT_EQ(r.status, 126);
   EXPECT_NE(r.err.find("ENOEXEC"), std::string::npos) << r.err;
-  r = RunRunsc({"do", "--", d.Write("noexec", "x", 0644)});
+  r = RunRunsc({"do", "--root=tmpfs", "--", d.Write("noexec", "x", 0644)});
   EXPECT_EQ(r.status, 126) << r.err;
-  r = RunRunsc({"do", "--", d.path()});
+  r = RunRunsc({"do", "--root=tmpfs", "--", d.path()});
   EXPECT_EQ(r.status, 126) << r.err;
-  r = RunRunsc({"do", "--", d.path() + "/missing"});
+  r = RunRunsc({"do", "--root=tmpfs", "--", d.path() + "/missing"});
   EXPECT_EQ(r.status, 127);
   EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
-  r = RunRunsc({"do", "--", "true"});
+  r = RunRunsc({"do", "--root=tmpfs", "--", "true"});
   EXPECT_EQ(r.status, 127);
   EXPECT_NE(r.err.find("absolute path"), std::string::npos) << r.err;
 }
@@ -359,6 +371,26 @@ std::vector<pid_t> Children(pid_t pid) {
   return out;
 }
 
+std::string Comm(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+// The CLI's children named `comm` ("runsc-sentry", "runsc-gofer"), waiting
+// up to 10 s for them to have set their names.
+std::vector<pid_t> ChildrenNamed(pid_t cli, const std::string& comm) {
+  std::vector<pid_t> out;
+  for (int i = 0; i < 200 && out.empty(); ++i) {
+    for (pid_t p : Children(cli)) {
+      if (Comm(p) == comm) out.push_back(p);
+    }
+    if (out.empty()) usleep(50000);
+  }
+  return out;
+}
+
 // The Sentry's children, over all its threads: the stub processes (each is
 // a child of the Sentry thread that created it).
 std::vector<pid_t> StubPids(pid_t sentry) {
@@ -388,9 +420,14 @@ bool GoneOrZombie(pid_t pid) {
 TEST_F(RunscDoTest, KillingTheCliEndsTheSandbox) {
   Child c({"do", "--", Program("spin")});
   ASSERT_TRUE(c.WaitForOutput("spinning\n"));
-  std::vector<pid_t> sentry = Children(c.pid());
+  std::vector<pid_t> sentry = ChildrenNamed(c.pid(), "runsc-sentry");
   ASSERT_EQ(sentry.size(), 1u);
+  // The Gofer (serving the host root) ends with the sandbox too.
+  std::vector<pid_t> gofer = ChildrenNamed(c.pid(), "runsc-gofer");
+  ASSERT_EQ(gofer.size(), 1u);
+  EXPECT_EQ(Children(c.pid()).size(), 2u);
   std::vector<pid_t> all = sentry;
+  all.push_back(gofer[0]);
   for (pid_t p : StubPids(sentry[0])) all.push_back(p);
   EXPECT_GE(all.size(), 2u) << "no stub process found";
   kill(c.pid(), SIGKILL);
@@ -410,7 +447,7 @@ TEST_F(RunscDoTest, KillingTheCliEndsTheSandbox) {
 TEST_F(RunscDoTest, KilledStubEndsOnlyItsProcess) {
   Child c({"do", "--", Program("spin")});
   ASSERT_TRUE(c.WaitForOutput("spinning\n"));
-  std::vector<pid_t> sentry = Children(c.pid());
+  std::vector<pid_t> sentry = ChildrenNamed(c.pid(), "runsc-sentry");
   ASSERT_EQ(sentry.size(), 1u);
   // The pristine source stub is made first; the guest's stub is the newest.
   std::vector<pid_t> stubs = StubPids(sentry[0]);

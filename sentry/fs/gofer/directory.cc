@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/stat.h>
 
+#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -108,6 +110,15 @@ bool GoferDirectory::HasEntry(const std::string& name) {
   return children_.contains(name);
 }
 
+namespace {
+// Inode numbers of mount-point placeholders: above any host's.
+std::atomic<uint64_t> next_mount_point_ino{uint64_t{1} << 62};
+}  // namespace
+
+GoferMountPoint::GoferMountPoint(vfs::Filesystem& fs)
+    : vfs::Inode(fs, next_mount_point_ino.fetch_add(1),
+                 vfs::NewInodeAttrs{S_IFDIR | 0755, 0, 0, 0}) {}
+
 KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::Lookup(
     std::string_view name) {
   if (gfs().exclusive()) {
@@ -124,6 +135,8 @@ KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::Lookup(
     if (resp.error == 0) return kEIO;
     Errno e = GoferFilesystem::MapError(resp.error);
     if (e == kENOENT) Put(name, nullptr);
+    // A mount point the Gofer does not cross: an empty directory here.
+    if (e == Errno(EXDEV)) return std::make_shared<GoferMountPoint>(fs());
     return e;
   }
   if (resp.inodes.size() != 1) {

@@ -30,6 +30,29 @@
 
 namespace sandbox::fs::gofer {
 
+// A host mount point below a served directory that the Gofer does not
+// cross (its walks are RESOLVE_NO_XDEV; e.g. the host's /proc, /sys and
+// /dev, left locked in place when a user namespace forbade the
+// non-recursive bind of "/"): an empty, read-only directory owned by root,
+// as the covered directory of a non-recursive bind usually is. It has no
+// Gofer handle; the Sentry mounts its own file systems on such points.
+class GoferMountPoint final : public vfs::Inode {
+ public:
+  explicit GoferMountPoint(vfs::Filesystem& fs);
+  KResult<std::shared_ptr<vfs::Inode>> Lookup(std::string_view) override {
+    return kENOENT;
+  }
+  KResult<std::shared_ptr<vfs::Inode>> CreateChild(std::string_view,
+                                                   const vfs::NewInodeAttrs&,
+                                                   std::string_view) override {
+    return kEROFS;
+  }
+  KResult<void> IterDirents(int64_t, vfs::DirentSink) override {
+    return OkResult();
+  }
+  bool IsEmptyDir() override { return true; }
+};
+
 class GoferDirectory final : public GoferInode {
  public:
   GoferDirectory(GoferFilesystem& fs, const wire::Inode& wi)

@@ -30,6 +30,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "test/syscalls/runner/expectations.h"
@@ -38,7 +39,8 @@
 #include "test/syscalls/runner/subprocess.h"
 
 ABSL_FLAG(std::string, sandbox, "",
-          "Command prefix for the sandbox run, e.g. \"runsc do --\"; the "
+          "Command prefix for the sandbox run, e.g. \"runsc do --\" "
+          "({TMPDIR} in it becomes the run's working directory); the "
           "binary's path is appended. Empty: native run only.");
 ABSL_FLAG(bool, sandbox_optional, false,
           "If the sandbox command's program does not exist, say so and skip "
@@ -69,6 +71,7 @@ namespace sandbox::syscall_test {
 namespace {
 
 constexpr size_t kTailBytes = 8192;
+constexpr char kTmpdirPlaceholder[] = "{TMPDIR}";
 
 // Environment for a test binary: ours minus what would make gtest write
 // files or shard itself on the runner's behalf.
@@ -100,6 +103,16 @@ std::vector<std::string> ChildEnv(const std::string& tmpdir) {
   return env;
 }
 
+// Every "{TMPDIR}" in argv replaced by the run's working directory (so a
+// sandbox prefix can bind it: --sandbox="runsc do --bind={TMPDIR} --").
+std::vector<std::string> SubstituteTmpdir(std::vector<std::string> argv,
+                                          const std::string& dir) {
+  for (std::string& a : argv) {
+    a = absl::StrReplaceAll(a, {{kTmpdirPlaceholder, dir}});
+  }
+  return argv;
+}
+
 std::string DefaultTmpParent() {
   if (access("/tmp", W_OK | X_OK) == 0) return "/tmp";
   const char* t = getenv("TMPDIR");
@@ -116,7 +129,7 @@ RunResult RunOnce(const std::vector<std::string>& argv,
     return run;
   }
   SubprocessOptions opts;
-  opts.argv = argv;
+  opts.argv = SubstituteTmpdir(argv, *dir);
   opts.env = ChildEnv(*dir);
   opts.cwd = *dir;
   opts.timeout = timeout;

@@ -142,6 +142,18 @@ TEST(RunnerTest, SandboxAgreeingWithNativePasses) {
   EXPECT_THAT(r.xml, HasSubstr("<testsuites tests=\"2\" failures=\"0\""));
 }
 
+// "{TMPDIR}" in the sandbox prefix is the run's working directory.
+TEST(RunnerTest, TmpdirPlaceholderIsTheRunsDirectory) {
+  RunnerOutput r =
+      RunRunner({"--sandbox=" + g_fake_sandbox + " --cwd-must-be={TMPDIR} --",
+                 "--gtest_filter=Sample.Passes"});
+  EXPECT_EQ(r.process.exit_code, 0) << r.console;
+  EXPECT_THAT(r.json, HasSubstr(Row("Sample.Passes", "PASSED", "PASSED")));
+  r = RunRunner({"--sandbox=" + g_fake_sandbox + " --cwd-must-be=/ --",
+                 "--gtest_filter=Sample.Passes"});
+  EXPECT_EQ(r.process.exit_code, 1) << "the check itself can fail";
+}
+
 TEST(RunnerTest, TimeoutKillsTheWholeGroup) {
   absl::Time start = absl::Now();
   RunnerOutput r = RunRunner(

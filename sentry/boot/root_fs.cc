@@ -1,0 +1,133 @@
+#include "sentry/boot/root_fs.h"
+
+#include <unistd.h>
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gofer/protocol/unique_fd.h"
+#include "sentry/boot/seed.h"
+#include "sentry/fs/gofer/filesystem.h"
+#include "sentry/fs/sys/synthetic.h"
+#include "sentry/fs/tmpfs/tmpfs.h"
+#include "sentry/kernel/credentials.h"
+#include "sentry/vfs/operations.h"
+#include "sentry/vfs/path_walk.h"
+
+namespace sandbox::boot {
+namespace {
+
+// mkdir -p `path` (absolute) as the sandbox's root user.
+KResult<void> MkdirAll(const vfs::ResolveBase& base, const std::string& path) {
+  for (size_t pos = 1; pos <= path.size();) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string::npos) slash = path.size();
+    if (slash > pos) {
+      KResult<void> r = vfs::MkdirAt(base, path.substr(0, slash), 0755, 0);
+      if (!r.ok() && r.error() != kEEXIST) return r.error();
+    }
+    pos = slash + 1;
+  }
+  return OkResult();
+}
+
+}  // namespace
+
+KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
+                                           platform::MemoryFile& mf,
+                                           std::string* why) {
+  switch (spec.root) {
+    case RootKind::kTmpfs:
+      return RootFilesystem{
+          fs::tmpfs::Filesystem::Create(mf, {.root_mode = 0755}), 0};
+    case RootKind::kGofer: {
+      fs::gofer::Options opts;
+      opts.exclusive = true;  // Nothing else changes the sandbox's root.
+      opts.read_only = true;  // Writes: EROFS (until an overlay is added).
+      opts.memory_file = &mf;
+      KResult<std::shared_ptr<fs::gofer::GoferFilesystem>> gfs =
+          fs::gofer::NewGoferFilesystem(::gofer::UniqueFd(spec.root_gofer_fd),
+                                        opts);
+      if (!gfs.ok()) {
+        *why = absl::StrCat("cannot attach to the Gofer serving the root: ",
+                            std::string(gfs.error().message()),
+                            " (did the Gofer fail to start?)");
+        return gfs.error();
+      }
+      return RootFilesystem{*gfs, vfs::kMountReadOnly | vfs::kMountNoDev};
+    }
+  }
+  *why = "unknown root kind";
+  return kEINVAL;
+}
+
+KResult<std::shared_ptr<vfs::MountNamespace>> MakeRootNamespace(
+    const BootSpec& spec, kernel::Kernel& kernel, platform::MemoryFile& mf,
+    std::string* why) {
+  // Owned now, so that every one is closed whatever fails below.
+  std::vector<::gofer::UniqueFd> mount_fds;
+  for (const GoferMount& m : spec.gofer_mounts) mount_fds.emplace_back(m.fd);
+  std::vector<::gofer::UniqueFd> seed_fds;
+  for (const SeedEntry& e : spec.seed) {
+    if (e.host_fd > 2) seed_fds.emplace_back(e.host_fd);
+  }
+
+  TRY(RootFilesystem root, MakeRootFilesystem(spec, mf, why));
+  std::shared_ptr<vfs::MountNamespace> ns =
+      vfs::MountNamespace::Create(std::move(root.fs), root.mount_flags);
+  // /dev, /proc and /sys before the seed, whose /dev/shm tmpfs goes on
+  // /dev.
+  if (KResult<void> r = fs::MountSynthetic(kernel, *ns); !r.ok()) {
+    *why = absl::StrCat("cannot mount /dev, /proc, /sys: ",
+                        std::string(r.error().message()));
+    return r.error();
+  }
+  {
+    std::string seed_why;
+    KResult<void> seeded = ApplySeed(*ns, mf, spec.seed, &seed_why);
+    seed_fds.clear();
+    if (!seeded.ok()) {
+      *why = "cannot set up the root file system: " + seed_why;
+      return seeded.error();
+    }
+  }
+
+  const kernel::Credentials creds = kernel::Credentials::Root();
+  vfs::ResolveBase base{creds, ns->Root(), ns->Root()};
+  for (size_t i = 0; i < spec.gofer_mounts.size(); ++i) {
+    const GoferMount& m = spec.gofer_mounts[i];
+    fs::gofer::Options opts;
+    opts.exclusive = !m.shared;
+    opts.read_only = m.read_only;
+    opts.memory_file = &mf;
+    KResult<std::shared_ptr<fs::gofer::GoferFilesystem>> gfs =
+        fs::gofer::NewGoferFilesystem(std::move(mount_fds[i]), opts);
+    if (!gfs.ok()) {
+      *why = absl::StrCat("cannot attach to the Gofer serving ", m.path, ": ",
+                          std::string(gfs.error().message()));
+      return gfs.error();
+    }
+    if (KResult<void> r = MkdirAll(base, m.path); !r.ok()) {
+      *why = absl::StrCat("cannot make the mount point ", m.path, ": ",
+                          std::string(r.error().message()));
+      return r.error();
+    }
+    KResult<vfs::VirtualDentry> point =
+        vfs::Resolve(base, m.path, vfs::ResolveOptions{.must_be_dir = true});
+    KResult<std::shared_ptr<vfs::Mount>> mounted =
+        point.ok()
+            ? ns->MountAt(*point, *gfs,
+                          ((*gfs)->read_only() ? vfs::kMountReadOnly : 0) |
+                              vfs::kMountNoDev)
+            : KResult<std::shared_ptr<vfs::Mount>>(point.error());
+    if (!mounted.ok()) {
+      *why = absl::StrCat("cannot mount ", m.path, ": ",
+                          std::string(mounted.error().message()));
+      return mounted.error();
+    }
+  }
+  return ns;
+}
+
+}  // namespace sandbox::boot
