@@ -40,6 +40,8 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterSyncSyscalls(*t);
   RegisterSendfileSyscalls(*t);
   RegisterExecSyscalls(*t);
+  RegisterFadviseSyscalls(*t);
+  RegisterSocketSyscalls(*t);
   return t;
 }
 

@@ -190,6 +190,8 @@ void RegisterStatfsSyscalls(SyscallTable& t);
 void RegisterSyncSyscalls(SyscallTable& t);
 void RegisterSendfileSyscalls(SyscallTable& t);
 void RegisterExecSyscalls(SyscallTable& t);
+void RegisterFadviseSyscalls(SyscallTable& t);
+void RegisterSocketSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 
