@@ -144,7 +144,11 @@ KResult<void> TruncateAt(const ResolveBase& base, std::string_view path,
   if (!inode.IsRegular()) return kEINVAL;
   TRY_VOID(CheckWritable(vd));
   TRY_VOID(CheckPermission(base.creds, kMayWrite, inode));
-  return DoTruncate(base.creds, inode, length);
+  // vfs_truncate: ETXTBSY for a running executable.
+  TRY_VOID(inode.GetWriteAccess());
+  KResult<void> r = DoTruncate(base.creds, inode, length);
+  inode.PutWriteAccess();
+  return r;
 }
 
 KResult<void> Ftruncate(const kernel::Credentials& creds, VfsFile& file,

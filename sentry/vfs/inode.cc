@@ -156,6 +156,24 @@ KResult<void> Inode::RenameChild(std::string_view, Inode&, std::string_view,
 }
 KResult<void> Inode::IterDirents(int64_t, DirentSink) { return kENOTDIR; }
 bool Inode::IsEmptyDir() { return false; }
+KResult<void> Inode::GetWriteAccess() {
+  int n = write_count_.load(std::memory_order_acquire);
+  do {
+    if (n < 0) return kETXTBSY;
+  } while (
+      !write_count_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel));
+  return OkResult();
+}
+
+KResult<void> Inode::DenyWriteAccess() {
+  int n = write_count_.load(std::memory_order_acquire);
+  do {
+    if (n > 0) return kETXTBSY;
+  } while (
+      !write_count_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel));
+  return OkResult();
+}
+
 KResult<std::string> Inode::Readlink() { return kEINVAL; }
 KResult<VirtualDentry> Inode::MagicLink() { return kENOENT; }
 KResult<std::string> Inode::GetXattr(const std::string&) { return kEOPNOTSUPP; }

@@ -134,6 +134,23 @@ class Inode : public std::enable_shared_from_this<Inode> {
   // An O_TMPFILE inode opened without O_EXCL may get its first link with
   // linkat(AT_EMPTY_PATH) (Linux's I_LINKABLE); the first link clears it.
   bool linkable() const { return linkable_.load(std::memory_order_acquire); }
+  // Linux's i_writecount: open descriptions that may write (> 0) or
+  // holders that deny writing (< 0: a running executable, execve's
+  // exe_file_deny_write_access). GetWriteAccess (open for writing, path
+  // truncate): ETXTBSY while writing is denied. DenyWriteAccess (execve):
+  // ETXTBSY while the file is open for writing. Each success is undone by
+  // PutWriteAccess / AllowWriteAccess. Lock-free (one atomic counter).
+  KResult<void> GetWriteAccess();
+  void PutWriteAccess() {
+    write_count_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  KResult<void> DenyWriteAccess();
+  void AllowWriteAccess() {
+    write_count_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  int write_count() const {
+    return write_count_.load(std::memory_order_acquire);
+  }
   // Advisory locks (fcntl record/OFD locks, flock) on this file.
   lock::FileLocks& locks() { return locks_; }
   void set_linkable(bool v) { linkable_.store(v, std::memory_order_release); }
@@ -228,6 +245,7 @@ class Inode : public std::enable_shared_from_this<Inode> {
 
  private:
   std::atomic<bool> linkable_{false};
+  std::atomic<int> write_count_{0};
   lock::FileLocks locks_;
 };
 

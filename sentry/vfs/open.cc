@@ -26,6 +26,10 @@ int AccessMask(uint32_t flags) {
   return may;
 }
 
+KResult<std::shared_ptr<VfsFile>> OpenChecked(const ResolveBase& base,
+                                              const VirtualDentry& vd,
+                                              uint32_t flags, bool created);
+
 // may_open + the open itself, for an existing inode or one just created.
 KResult<std::shared_ptr<VfsFile>> OpenResolved(const ResolveBase& base,
                                                const VirtualDentry& vd,
@@ -61,6 +65,26 @@ KResult<std::shared_ptr<VfsFile>> OpenResolved(const ResolveBase& base,
   if ((may & kMayWrite) && regular_or_dir && vd.mount->read_only()) {
     return kEROFS;
   }
+  // do_dentry_open: a regular file opened for writing counts as a writer
+  // (ETXTBSY while it runs), before O_TRUNC is applied.
+  const bool writer = (may & kMayWrite) && inode.IsRegular();
+  if (writer) TRY_VOID(inode.GetWriteAccess());
+  KResult<std::shared_ptr<VfsFile>> file =
+      OpenChecked(base, vd, flags, created);
+  if (!writer) return file;
+  if (!file.ok()) {
+    inode.PutWriteAccess();
+    return file;
+  }
+  (*file)->HoldWriteAccess();
+  return file;
+}
+
+// OpenResolved after the checks: O_TRUNC and the open itself.
+KResult<std::shared_ptr<VfsFile>> OpenChecked(const ResolveBase& base,
+                                              const VirtualDentry& vd,
+                                              uint32_t flags, bool created) {
+  Inode& inode = vd.dentry->inode();
   if ((flags & O_TRUNC) && inode.IsRegular() && !created) {
     SetAttrRequest req;
     abi::Timespec now = Now();

@@ -10,7 +10,9 @@
 namespace sandbox::vfs {
 
 VfsFile::~VfsFile() {
-  if (vd_.dentry != nullptr) inode().locks().ReleaseDescription(this);
+  if (vd_.dentry == nullptr) return;
+  inode().locks().ReleaseDescription(this);
+  if (holds_write_access_) inode().PutWriteAccess();
 }
 
 lock::FileLocks* VfsFile::locks() { return &inode().locks(); }

@@ -44,6 +44,10 @@ class VfsFile : public FileDescription {
   lock::FileLocks* locks() override;
   ~VfsFile() override;
 
+  // Records that this description holds one Inode::GetWriteAccess (open
+  // for writing), released when it is destroyed. Called once by open.
+  void HoldWriteAccess() { holds_write_access_ = true; }
+
   // getdents64: appends entries to `sink` from the current offset and
   // advances it past the entries taken. ENOTDIR for non-directories,
   // ENOENT for a directory that was removed.
@@ -73,6 +77,7 @@ class VfsFile : public FileDescription {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(offset_mu_);
 
   const VirtualDentry vd_;
+  bool holds_write_access_ = false;  // set before the file is shared
   absl::Mutex offset_mu_;
   int64_t offset_ ABSL_GUARDED_BY(offset_mu_) = 0;
 };

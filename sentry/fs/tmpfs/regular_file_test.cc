@@ -327,5 +327,38 @@ TEST_F(FallocateTest, Errors) {
   EXPECT_ERRNO(vfs::Fallocate(*d, 0, 0, 1), kEBADF);  // not writable first
 }
 
+// Linux's i_writecount: writers and deny-write holders (execve) exclude
+// each other with ETXTBSY; path truncate counts as a writer.
+TEST_F(RegularFileTest, DenyWriteAccessAndWritersExcludeEachOther) {
+  WriteFile("/exe", "code", 0755);
+  auto w = Open("/exe", O_WRONLY);
+  ASSERT_OK(w);
+  vfs::Inode& inode = (*w)->inode();
+  EXPECT_EQ(inode.write_count(), 1);
+  EXPECT_ERRNO(inode.DenyWriteAccess(), kETXTBSY);
+  w->reset();  // the last close releases the writer
+  EXPECT_EQ(inode.write_count(), 0);
+  ASSERT_OK(inode.DenyWriteAccess());  // "running"
+  EXPECT_ERRNO(Open("/exe", O_WRONLY), kETXTBSY);
+  EXPECT_ERRNO(Open("/exe", O_RDWR | O_TRUNC), kETXTBSY);
+  EXPECT_ERRNO(vfs::TruncateAt(Base(), "/exe", 0), kETXTBSY);
+  EXPECT_EQ(ReadAll(*Open("/exe", O_RDONLY).value()), "code");  // untouched
+  ASSERT_OK(inode.DenyWriteAccess());  // a second runner
+  inode.AllowWriteAccess();
+  EXPECT_ERRNO(Open("/exe", O_WRONLY), kETXTBSY);
+  inode.AllowWriteAccess();
+  EXPECT_EQ(inode.write_count(), 0);
+  ASSERT_OK(vfs::TruncateAt(Base(), "/exe", 1));
+  auto w2 = Open("/exe", O_WRONLY);
+  ASSERT_OK(w2);
+  // A refused open (EISDIR, EACCES...) leaves no writer behind.
+  EXPECT_EQ(inode.write_count(), 1);
+  w2->reset();
+  EXPECT_EQ(inode.write_count(), 0);
+  ASSERT_OK(vfs::ChmodAt(Base(), "/exe", 0444, 0));
+  EXPECT_ERRNO(OpenAs(user_, "/exe", O_WRONLY), kEACCES);
+  EXPECT_EQ(inode.write_count(), 0);
+}
+
 }  // namespace
 }  // namespace sandbox::fs::tmpfs
