@@ -128,6 +128,29 @@ TEST_F(DirectIoTest, ReadAcrossPagesAndSegmentsAdvancesTheOffset) {
   EXPECT_EQ(f->ReadDirect(ctx_, g2, -1).value(), 0u);
 }
 
+// Pages of two files written alternately are not contiguous in the memory
+// file; pages of one file written in one go usually are (copied as runs).
+TEST_F(DirectIoTest, ReadsRunsAndBrokenRunsOfPages) {
+  auto a = Make("/a", "");
+  auto b = Make("/b", "");
+  const std::string da = Pattern(6 * kPage), db(6 * kPage, 'B');
+  for (size_t p = 0; p < 6; ++p) {
+    for (auto& [f, d] : {std::pair{a, &da}, std::pair{b, &db}}) {
+      FakeGuest g(*mf_, {kPage});
+      g.Fill(d->substr(p * kPage, kPage));
+      ASSERT_EQ(f->WriteDirect(ctx_, g, p * kPage).value(), kPage);
+    }
+  }
+  WriteFile("/c", da);
+  for (const char* path : {"/a", "/c"}) {
+    auto f = Open(path, O_RDONLY);
+    ASSERT_TRUE(f.ok());
+    FakeGuest g(*mf_, {5 * kPage + 3});
+    ASSERT_EQ((*f)->ReadDirect(ctx_, g, 1000).value(), 5 * kPage + 3) << path;
+    EXPECT_EQ(g.Contents(), da.substr(1000, 5 * kPage + 3)) << path;
+  }
+}
+
 TEST_F(DirectIoTest, HolesReadAsZeros) {
   auto f = Make("/f", "");
   auto* rf = static_cast<RegularFileDescription*>(f.get());
