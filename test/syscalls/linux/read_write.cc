@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -171,6 +172,57 @@ TEST(ReadWriteTest, BadBufferIsEfault) {
   EXPECT_THAT(
       syscall(SYS_write, p.write_end.get(), reinterpret_cast<void*>(8), 1),
       SyscallFailsWithErrno(EFAULT));
+}
+
+// Regular files copy straight between their pages and the buffer (tmpfs
+// in the sandbox): a buffer that stops being accessible gives the count
+// before it (EFAULT if none), and the offset moves by that count only.
+TEST(ReadWriteTest, FileTransfersStopWhereTheBufferFaults) {
+  const size_t page = sysconf(_SC_PAGESIZE);
+  TempPath p = TempPath::CreateFile();
+  FileDescriptor fd(open(p.path().c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid());
+  std::string data(2 * page, 'd');
+  ASSERT_THAT(write(fd.get(), data.data(), data.size()),
+              SyscallSucceedsWithValue(2 * page));
+  char* buf = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(buf, MAP_FAILED);
+  ASSERT_THAT(munmap(buf + page, page), SyscallSucceeds());
+  char* edge = buf + page - 100;  // 100 good bytes, then a hole
+  ASSERT_THAT(lseek(fd.get(), 0, SEEK_SET), SyscallSucceeds());
+  EXPECT_THAT(syscall(SYS_read, fd.get(), edge, 1000),
+              SyscallSucceedsWithValue(100));
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(100));
+  EXPECT_THAT(syscall(SYS_read, fd.get(), buf + page, 10),
+              SyscallFailsWithErrno(EFAULT));
+  EXPECT_THAT(lseek(fd.get(), 0, SEEK_CUR), SyscallSucceedsWithValue(100));
+  // At the end of file nothing is copied: 0, even into a bad buffer.
+  EXPECT_THAT(syscall(SYS_pread64, fd.get(), buf + page, 10, 2 * page),
+              SyscallSucceedsWithValue(0));
+  // readv: the second iovec faults, the first counts.
+  struct iovec iov[2] = {{buf, 50}, {buf + page, 50}};
+  EXPECT_THAT(syscall(SYS_preadv, fd.get(), iov, 2, 0, 0),
+              SyscallSucceedsWithValue(50));
+  // A read-only buffer cannot be read into, but can be written from.
+  ASSERT_THAT(mprotect(buf, page, PROT_READ), SyscallSucceeds());
+  EXPECT_THAT(syscall(SYS_pread64, fd.get(), buf, 10, 0),
+              SyscallFailsWithErrno(EFAULT));
+  TempPath q = TempPath::CreateFile();
+  FileDescriptor out(open(q.path().c_str(), O_RDWR));
+  ASSERT_TRUE(out.valid());
+  EXPECT_THAT(syscall(SYS_write, out.get(), edge, 1000),
+              SyscallSucceedsWithValue(100));
+  EXPECT_THAT(syscall(SYS_write, out.get(), buf + page, 10),
+              SyscallFailsWithErrno(EFAULT));
+  struct stat st;
+  ASSERT_THAT(fstat(out.get(), &st), SyscallSucceeds());
+  EXPECT_EQ(st.st_size, 100);
+  char back[100];
+  ASSERT_THAT(pread(out.get(), back, sizeof(back), 0),
+              SyscallSucceedsWithValue(100));
+  EXPECT_EQ(std::string(back, 100), std::string(100, 'd'));
+  munmap(buf, page);
 }
 
 TEST(ReadWriteTest, ReadFromDirectoryIsEisdir) {
