@@ -22,6 +22,8 @@
 namespace sandbox::confine {
 namespace {
 
+constexpr char kTscFreqFile[] = "/sys/devices/system/cpu/cpu0/tsc_freq_khz";
+
 absl::Status Errno(const std::string& what) {
   return absl::ErrnoToStatus(errno, what);
 }
@@ -167,9 +169,13 @@ absl::Status ConfineProcess(const ConfineOptions& options) {
   // 1.
   if (absl::Status s = CloseFdsExcept(options.keep_fds); !s.ok()) return s;
   // 2. Abseil's Mutex reads /sys/devices/system/cpu/online and
-  // .../cpu0/tsc_freq_khz the first time it contends.
+  // .../cpu0/tsc_freq_khz the first time it contends. Without the latter
+  // file Abseil measures the TSC instead (sleeps of 1 ms and more, no file),
+  // which works as well after confinement and costs nothing until needed.
   (void)absl::base_internal::NumCPUs();
-  (void)absl::base_internal::NominalCPUFrequency();
+  if (access(kTscFreqFile, R_OK) == 0) {
+    (void)absl::base_internal::NominalCPUFrequency();
+  }
   // 3.
   if (!HasEffectiveCap(CAP_SYS_ADMIN)) {
     if (absl::Status s = EnterUserNamespace(); !s.ok()) return s;

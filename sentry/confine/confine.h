@@ -10,8 +10,9 @@
 // stubs inherit them. In order:
 //   1. Every FD but 0, 1, 2 and `keep_fds` is closed (close_range over the
 //      gaps), so nothing inherited by accident survives.
-//   2. Host facts that glibc and Abseil read from /sys or /proc lazily are
-//      read now (Abseil's CPU count and frequency), while they are visible.
+//   2. Host facts that Abseil reads from /sys lazily are read now, while
+//      they are visible (the CPU count; the TSC frequency where the host
+//      has a file for it, else Abseil measures it later, without files).
 //   3. Without CAP_SYS_ADMIN (a non-root caller), a new user namespace
 //      mapping only the caller's uid and gid to themselves.
 //   4. New mount, IPC and UTS namespaces, and a new, empty network

@@ -283,4 +283,35 @@ TEST(SentryConfinementTest, AllowlistCoversTheE2ePrograms) {
   }
 }
 
+// Dynamically linked host programs on the Gofer-served root (where this
+// `runsc do` has one): file reads through donated FDs, fork and exec in the
+// guest, pipes, threads. Skipped where they do not run unconfined either.
+TEST(SentryConfinementTest, AllowlistCoversDynamicProgramsOnTheHostRoot) {
+  {
+    RunscDo probe({"--unconfined", "--", "/bin/sh", "-c", "exit 0"});
+    std::string err;
+    if (probe.Finish(&err) != 0) {
+      GTEST_SKIP() << "runsc do cannot run /bin/sh here (no Gofer root or "
+                      "no PT_INTERP): "
+                   << err;
+    }
+  }
+  const std::vector<std::vector<std::string>> kCommands = {
+      {"/bin/sh", "-c", "echo hi | cat; ls / > /dev/null; exit 3"},
+      {"/bin/ls", "-la", "/usr/lib"},
+      {"/bin/sh", "-c", "cat /etc/hostname /proc/self/status > /dev/null"},
+  };
+  for (const auto& cmd : kCommands) {
+    std::vector<std::string> args = {"--unconfined", "--"};
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    std::string unconfined_err;
+    int want = RunscDo(args).Finish(&unconfined_err);
+    args[0] = "--debug-seccomp";
+    std::string err;
+    EXPECT_EQ(RunscDo(args).Finish(&err), want) << cmd[0] << ": " << err;
+    EXPECT_EQ(err.find("seccomp: denied"), std::string::npos)
+        << cmd[0] << ": " << err;
+  }
+}
+
 }  // namespace
