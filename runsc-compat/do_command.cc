@@ -39,10 +39,12 @@ runsc ends, every process of the sandbox ends with it.
 
 The sandbox's root file system is, by default, the host's "/" served
 read-only by a Gofer process (`runsc gofer`, confined: the host's /proc,
-/sys, /dev and other mounts below "/" are not served); writes to it fail
-with EROFS. /dev, /proc and /sys are the sandbox's own, /tmp and /dev/shm
-are empty tmpfs mounts. The working directory is the caller's, if the
-sandbox has it (else "/", with a warning).
+/sys, /dev and other mounts below "/" are not served), under an in-memory
+overlay: the program's changes stay in the sandbox's memory and vanish
+with it (the host is never written). /dev, /proc and /sys are the
+sandbox's own, /tmp and /dev/shm are empty tmpfs mounts. The working
+directory is the caller's, if the sandbox has it (else "/", with a
+warning).
 
 PROGRAM is found as execvp(3) would, inside the sandbox's file system: a
 name with a '/' is used as is (relative to the working directory); else
@@ -51,8 +53,9 @@ past ones where it is missing or not executable. "#!" scripts and
 dynamically linked programs (PT_INTERP) load as execve loads them.
 
 Flags:
-  --root=host         the host's root through the Gofer, read-only
-                      (default)
+  --root=host         the host's root through the Gofer, read-only, under
+                      an in-memory overlay (default)
+  --root=host-ro      the same without the overlay: writes fail with EROFS
   --root=tmpfs        an in-memory root holding only a copy of PROGRAM
                       (an absolute path, copied from the host) and an empty
                       working directory
@@ -150,6 +153,7 @@ absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value) {
 int DoCommand(int argc, char** argv) {
   boot::BootSpec spec;
   bool host_root = true;
+  bool host_root_ro = false;  // --root=host-ro: no overlay
   std::vector<BindFlag> binds;
   int i = 1;
   for (; i < argc; ++i) {
@@ -175,11 +179,17 @@ int DoCommand(int argc, char** argv) {
       spec.hostname = std::string(a.substr(11));
     } else if (a == "--root=host") {
       host_root = true;
+      host_root_ro = false;
+    } else if (a == "--root=host-ro") {
+      host_root = true;
+      host_root_ro = true;
     } else if (a == "--root=tmpfs") {
       host_root = false;
     } else if (a.rfind("--root=", 0) == 0) {
       return Usage(
-          absl::StrFormat("%s: expected --root=host or --root=tmpfs", a));
+          absl::StrFormat("%s: expected --root=host or --root=tmpfs (or "
+                          "--root=host-ro)",
+                          a));
     } else if (a.rfind("--bind=", 0) == 0) {
       absl::StatusOr<BindFlag> b = ParseBindFlag(a.substr(7));
       if (!b.ok()) return Usage(std::string(b.status().message()));
@@ -287,7 +297,8 @@ int DoCommand(int argc, char** argv) {
     const int sentry_fd = kFirstGoferFd + static_cast<int>(c);
     const int gofer_fd = 3 + static_cast<int>(c);
     if (host_root && c == 0) {
-      spec.root = boot::RootKind::kGofer;
+      spec.root = host_root_ro ? boot::RootKind::kGoferReadOnly
+                               : boot::RootKind::kGofer;
       spec.root_gofer_fd = sentry_fd;
       gofer_args.push_back(absl::StrFormat("--serve=%d:ro", gofer_fd));
     } else {

@@ -85,12 +85,15 @@ class Reader {
     uint32_t kind, fd, n;
     if (!U32(&kind) || !U32(&fd) || !U32(&n)) return false;
     if (kind != static_cast<uint32_t>(RootKind::kTmpfs) &&
-        kind != static_cast<uint32_t>(RootKind::kGofer)) {
+        kind != static_cast<uint32_t>(RootKind::kGofer) &&
+        kind != static_cast<uint32_t>(RootKind::kGoferReadOnly)) {
       return false;
     }
     spec->root = static_cast<RootKind>(kind);
     spec->root_gofer_fd = static_cast<int32_t>(fd);
-    if (spec->root == RootKind::kGofer && spec->root_gofer_fd < 0) return false;
+    if (spec->root != RootKind::kTmpfs && spec->root_gofer_fd < 0) {
+      return false;
+    }
     if (n > kMaxGoferMounts) return false;
     spec->gofer_mounts.clear();
     for (uint32_t i = 0; i < n; ++i) {

@@ -48,6 +48,9 @@ inline constexpr uint64_t kMaxSeedFileSize = uint64_t{1} << 30;
 enum class RootKind : uint32_t {
   kTmpfs = 0,  // A tmpfs built from `seed` alone (runsc do --root=tmpfs).
   kGofer = 1,  // The Gofer's connection on root_gofer_fd (the host root).
+  // The same without the overlay (writes fail with EROFS): runsc do
+  // --root=host-ro.
+  kGoferReadOnly = 2,
 };
 
 // A Gofer connection mounted over the root (runsc do --bind).

@@ -9,6 +9,7 @@
 #include "gofer/protocol/unique_fd.h"
 #include "sentry/boot/seed.h"
 #include "sentry/fs/gofer/filesystem.h"
+#include "sentry/fs/overlay/overlay.h"
 #include "sentry/fs/sys/synthetic.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/credentials.h"
@@ -41,7 +42,8 @@ KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
     case RootKind::kTmpfs:
       return RootFilesystem{
           fs::tmpfs::Filesystem::Create(mf, {.root_mode = 0755}), 0};
-    case RootKind::kGofer: {
+    case RootKind::kGofer:
+    case RootKind::kGoferReadOnly: {
       fs::gofer::Options opts;
       opts.exclusive = true;  // Nothing else changes the sandbox's root.
       opts.read_only = true;  // Writes: EROFS (until an overlay is added).
@@ -55,7 +57,23 @@ KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
                             " (did the Gofer fail to start?)");
         return gfs.error();
       }
-      return RootFilesystem{*gfs, vfs::kMountReadOnly | vfs::kMountNoDev};
+      if (spec.root == RootKind::kGoferReadOnly) {
+        return RootFilesystem{*gfs, vfs::kMountReadOnly | vfs::kMountNoDev};
+      }
+      // The host's root read-only under a tmpfs upper layer
+      // (sentry/fs/overlay): the sandbox's writes stay in its memory.
+      std::shared_ptr<vfs::Mount> lower =
+          vfs::Mount::Create(*gfs, (*gfs)->root(), vfs::kMountReadOnly);
+      KResult<std::shared_ptr<fs::overlay::OverlayFilesystem>> ovl =
+          fs::overlay::OverlayFilesystem::Create(
+              {.lower = {lower, lower->root()},
+               .upper = fs::tmpfs::Filesystem::Create(mf)});
+      if (!ovl.ok()) {
+        *why = absl::StrCat("cannot make the overlay root: ",
+                            std::string(ovl.error().message()));
+        return ovl.error();
+      }
+      return RootFilesystem{*ovl, vfs::kMountNoDev};
     }
   }
   *why = "unknown root kind";

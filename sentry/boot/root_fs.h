@@ -27,8 +27,10 @@ struct RootFilesystem {
 // The root file system: RootKind::kTmpfs, an empty tmpfs (the seed fills
 // it); RootKind::kGofer, the Gofer's connection on spec.root_gofer_fd (the
 // host root, served read-only; owned from now on), cached as exclusive to
-// the sandbox, its mmapped pages in `mf`. EIO (with *why) if the Gofer
-// does not answer the attach.
+// the sandbox, its mmapped pages in `mf`, under an overlay whose upper
+// layer is a new tmpfs in `mf` (sentry/fs/overlay: writes stay in the
+// sandbox); RootKind::kGoferReadOnly, the same Gofer root without the
+// overlay (EROFS). EIO (with *why) if the Gofer does not answer the attach.
 KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
                                            platform::MemoryFile& mf,
                                            std::string* why);

@@ -290,13 +290,14 @@ TEST_F(GoferRootTest, FindPythonMatchesNative) {
 TEST_F(GoferRootTest, RootIsReadOnly) {
   const std::string probe = "/etc/runsc-gofer-e2e-probe";
   ASSERT_FALSE(Exists(probe));
-  Result r = Do({}, {kBusybox, "touch", probe});
+  // --root=host-ro: without the overlay (overlay_test covers the default).
+  Result r = Do({"--root=host-ro"}, {kBusybox, "touch", probe});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("Read-only file system"), std::string::npos) << r.err;
-  r = Do({}, {kBusybox, "mkdir", "/runsc-gofer-e2e-dir"});
+  r = Do({"--root=host-ro"}, {kBusybox, "mkdir", "/runsc-gofer-e2e-dir"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("Read-only file system"), std::string::npos) << r.err;
-  r = Do({}, {kBusybox, "rm", "-f", "/etc/hostname"});
+  r = Do({"--root=host-ro"}, {kBusybox, "rm", "-f", "/etc/hostname"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("Read-only file system"), std::string::npos) << r.err;
   EXPECT_FALSE(Exists(probe));
@@ -358,7 +359,8 @@ TEST_F(GoferRootTest, BadBindFlagsAreUsageErrors) {
   }
   // A mount point that cannot be made on the read-only root: the sandbox
   // fails (125) and says why.
-  Result r = Do({"--bind=" + d.path() + ":/no-such-dir/x"}, {kBusybox, "true"});
+  Result r = Do({"--root=host-ro", "--bind=" + d.path() + ":/no-such-dir/x"},
+                {kBusybox, "true"});
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("/no-such-dir/x"), std::string::npos) << r.err;
 }
