@@ -25,10 +25,19 @@ makes
                             skipped testcases, and a listed case that passes
                             fails the test.
 
+  :read_write_test_gofer    with `sandbox` too, unless gofer = False: the
+                            same, with gofer_sandbox_args (default: runsc do
+                            over the host root served read-only by the Gofer (--root=host-ro), the run's
+                            temporary directory bound at its own path with
+                            --bind={TMPDIR}), so file tests run on a
+                            Gofer-backed writable directory; its known
+                            failures in `gofer_expected_failures`.
+
 The sandbox hook: pass sandbox = "//runsc-compat:runsc" (any executable
 label; it becomes a data dependency found through runfiles) and
-sandbox_args = ["do", "--"] (the default): the runner then runs
-`<runsc> do -- <binary> --gtest_color=no` in a fresh temporary directory. To
+sandbox_args = ["do", "--root=tmpfs", "--"] (the default): the runner then
+runs `<runsc> do --root=tmpfs -- <binary> --gtest_color=no` in a fresh
+temporary directory ({TMPDIR} in the arguments becomes that directory). To
 turn it on for every test at once, set SANDBOX below instead of editing each
 call. sandbox_tags (e.g. ["manual"]) keep the sandbox variant out of //...
 """
@@ -47,9 +56,12 @@ def syscall_test(
         size = "small",
         timeout_secs = 120,
         sandbox = SANDBOX,
-        sandbox_args = ["do", "--"],
+        sandbox_args = ["do", "--root=tmpfs", "--"],
         sandbox_tags = [],
         expected_failures = None,
+        gofer = True,
+        gofer_sandbox_args = ["do", "--root=host-ro", "--bind={TMPDIR}", "--"],
+        gofer_expected_failures = None,
         tags = [],
         copts = [],
         visibility = None):
@@ -82,22 +94,56 @@ def syscall_test(
         visibility = visibility,
     )
     if sandbox:
-        # Single quotes: Bazel splits args like a shell, and the prefix must
-        # reach the runner as one argument.
-        prefix = " ".join(["$(rootpath %s)" % sandbox] + sandbox_args)
-        sandbox_flags = ["'--sandbox=%s'" % prefix, "--xml_modes=sandbox"]
-        sandbox_data = [_RUNNER, ":" + name, sandbox]
-        if expected_failures:
-            sandbox_flags.append(
-                "--expected_failures=$(rootpath %s)" % expected_failures,
-            )
-            sandbox_data.append(expected_failures)
-        native.sh_test(
+        _sandbox_test(
             name = name + "_sandbox",
+            binary = name,
             size = size,
-            srcs = [_WRAPPER],
-            args = runner_args + sandbox_flags + ["$(rootpath :%s)" % name],
-            data = sandbox_data,
+            runner_args = runner_args,
+            sandbox = sandbox,
+            sandbox_args = sandbox_args,
+            expected_failures = expected_failures,
             tags = tags + sandbox_tags,
             visibility = visibility,
         )
+    if sandbox and gofer:
+        _sandbox_test(
+            name = name + "_gofer",
+            binary = name,
+            size = size,
+            runner_args = runner_args,
+            sandbox = sandbox,
+            sandbox_args = gofer_sandbox_args,
+            expected_failures = gofer_expected_failures,
+            tags = tags + sandbox_tags,
+            visibility = visibility,
+        )
+
+def _sandbox_test(
+        name,
+        binary,
+        size,
+        runner_args,
+        sandbox,
+        sandbox_args,
+        expected_failures,
+        tags,
+        visibility):
+    # Single quotes: Bazel splits args like a shell, and the prefix must
+    # reach the runner as one argument.
+    prefix = " ".join(["$(rootpath %s)" % sandbox] + sandbox_args)
+    sandbox_flags = ["'--sandbox=%s'" % prefix, "--xml_modes=sandbox"]
+    sandbox_data = [_RUNNER, ":" + binary, sandbox]
+    if expected_failures:
+        sandbox_flags.append(
+            "--expected_failures=$(rootpath %s)" % expected_failures,
+        )
+        sandbox_data.append(expected_failures)
+    native.sh_test(
+        name = name,
+        size = size,
+        srcs = [_WRAPPER],
+        args = runner_args + sandbox_flags + ["$(rootpath :%s)" % binary],
+        data = sandbox_data,
+        tags = tags,
+        visibility = visibility,
+    )
