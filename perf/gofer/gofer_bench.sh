@@ -31,7 +31,7 @@ dd if=/dev/zero of="$data/big" bs=1M count="$file_mib" status=none
 
 for round in 1 2; do
   "$bench" "$data" "$walk" "$iters" >"$out/native.$round"
-  if ! "$runsc" do -- "$bench" "$data" "$walk" "$iters" \
+  if ! "$runsc" do --root=host-ro -- "$bench" "$data" "$walk" "$iters" \
       >"$out/sandbox.$round"; then
     echo "FAIL: the sandbox run of gofer_bench failed" >&2
     exit 1
