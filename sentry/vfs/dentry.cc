@@ -1,5 +1,6 @@
 #include "sentry/vfs/dentry.h"
 
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -133,13 +134,17 @@ KResult<std::shared_ptr<Dentry>> Dentry::LookupChild(std::string_view name) {
   std::string key(name);
   std::shared_ptr<Dentry> fresh(
       new Dentry(shared_from_this(), key, std::move(inode)));
+  // The losing dentry of a race dies only after cache_mu_ is released: its
+  // destructor calls Uncache, which takes cache_mu_ (a self-deadlock, seen
+  // with two processes loading the same libraries through the overlay).
+  std::shared_ptr<Dentry> loser;
   {
     absl::MutexLock l(&cache_mu_);
     auto [it, inserted] = children_.try_emplace(std::move(key), fresh);
     if (!inserted) {
       // Another walker (holding tree_mu shared too) cached one first.
       if (auto existing = it->second.lock()) {
-        fresh = std::move(existing);
+        loser = std::exchange(fresh, std::move(existing));
       } else {
         it->second = fresh;
       }
