@@ -25,6 +25,12 @@ makes
                             skipped testcases, and a listed case that passes
                             fails the test.
 
+  :read_write_test_overlay with `sandbox` too, unless overlay = False: runsc
+                            do over the default root (the Gofer's read-only
+                            host root under a tmpfs upper layer); the test's
+                            temporary directory is not bound, so its files
+                            live in the overlay. Known failures in
+                            `overlay_expected_failures`.
   :read_write_test_gofer    with `sandbox` too, unless gofer = False: the
                             same, with gofer_sandbox_args (default: runsc do
                             over the host root served read-only by the Gofer (--root=host-ro), the run's
@@ -62,6 +68,9 @@ def syscall_test(
         gofer = True,
         gofer_sandbox_args = ["do", "--root=host-ro", "--bind={TMPDIR}", "--"],
         gofer_expected_failures = None,
+        overlay = True,
+        overlay_sandbox_args = ["do", "--root=host", "--"],
+        overlay_expected_failures = None,
         tags = [],
         copts = [],
         visibility = None):
@@ -115,6 +124,22 @@ def syscall_test(
             sandbox_args = gofer_sandbox_args,
             expected_failures = gofer_expected_failures,
             tags = tags + sandbox_tags,
+            visibility = visibility,
+        )
+
+    if sandbox and overlay:
+        _sandbox_test(
+            name = name + "_overlay",
+            binary = name,
+            size = size,
+            runner_args = runner_args,
+            sandbox = sandbox,
+            sandbox_args = overlay_sandbox_args,
+            expected_failures = overlay_expected_failures,
+            # Manual until the runner's temporary directory (under the host's
+            # /tmp) is visible in the sandbox: the sandbox's /tmp is its own
+            # tmpfs, so every case creating a file fails with ENOENT.
+            tags = tags + sandbox_tags + ["manual"],
             visibility = visibility,
         )
 
