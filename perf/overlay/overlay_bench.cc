@@ -75,7 +75,8 @@ TEST_F(OverlayBench, StatAndOpenReadClose) {
     std::function<void()> op;
   };
   std::vector<Case> cases = {
-      {"stat native", [&] {
+      {"stat native",
+       [&] {
          struct stat st;
          stat(host.c_str(), &st);
        }},
@@ -100,14 +101,15 @@ TEST_F(OverlayBench, StatAndOpenReadClose) {
       auto t0 = Clock::now();
       for (int k = 0; k < iters; ++k) cases[i].op();
       auto t1 = Clock::now();
-      ns[i].push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
-                      iters);
+      ns[i].push_back(
+          std::chrono::duration<double, std::nano>(t1 - t0).count() / iters);
     }
   }
   double load[1] = {0};
   getloadavg(load, 1);
-  printf("overlay_bench: %d iterations x 5 rounds, medians, load average %.2f\n",
-         iters, load[0]);
+  printf(
+      "overlay_bench: %d iterations x 5 rounds, medians, load average %.2f\n",
+      iters, load[0]);
   for (size_t i = 0; i < cases.size(); ++i) {
     double native = Median(ns[i < 4 ? 0 : 4]);
     double m = Median(ns[i]);

@@ -97,8 +97,7 @@ std::vector<Rule> SentryAllowlist(const AllowlistOptions& options) {
   // Abseil's Mutex reads its thread's scheduling parameters (through
   // pthread_getschedparam) the first time the thread blocks.
   r.push_back(Allow(SYS_sched_getparam, "pthread_getschedparam (Abseil)"));
-  r.push_back(
-      Allow(SYS_sched_getscheduler, "pthread_getschedparam (Abseil)"));
+  r.push_back(Allow(SYS_sched_getscheduler, "pthread_getschedparam (Abseil)"));
   r.push_back(Allow(SYS_restart_syscall, "interrupted sleeps"));
   AddFutex(r);
 
