@@ -102,44 +102,37 @@ def syscall_test(
         tags = tags,
         visibility = visibility,
     )
+    # The sandboxed variants: (suffix, runsc arguments, known failures,
+    # extra tags). They differ only in these.
+    variants = []
     if sandbox:
-        _sandbox_test(
-            name = name + "_sandbox",
-            binary = name,
-            size = size,
-            runner_args = runner_args,
-            sandbox = sandbox,
-            sandbox_args = sandbox_args,
-            expected_failures = expected_failures,
-            tags = tags + sandbox_tags,
-            visibility = visibility,
-        )
+        variants.append(("_sandbox", sandbox_args, expected_failures, []))
     if sandbox and gofer:
-        _sandbox_test(
-            name = name + "_gofer",
-            binary = name,
-            size = size,
-            runner_args = runner_args,
-            sandbox = sandbox,
-            sandbox_args = gofer_sandbox_args,
-            expected_failures = gofer_expected_failures,
-            tags = tags + sandbox_tags,
-            visibility = visibility,
+        variants.append(
+            ("_gofer", gofer_sandbox_args, gofer_expected_failures, []),
         )
-
     if sandbox and overlay:
+        # Manual until the runner's temporary directory (under the host's
+        # /tmp) is visible in the sandbox: the sandbox's /tmp is its own
+        # tmpfs, so every case creating a file fails with ENOENT.
+        variants.append(
+            (
+                "_overlay",
+                overlay_sandbox_args,
+                overlay_expected_failures,
+                ["manual"],
+            ),
+        )
+    for suffix, args, known_failures, extra_tags in variants:
         _sandbox_test(
-            name = name + "_overlay",
+            name = name + suffix,
             binary = name,
             size = size,
             runner_args = runner_args,
             sandbox = sandbox,
-            sandbox_args = overlay_sandbox_args,
-            expected_failures = overlay_expected_failures,
-            # Manual until the runner's temporary directory (under the host's
-            # /tmp) is visible in the sandbox: the sandbox's /tmp is its own
-            # tmpfs, so every case creating a file fails with ENOENT.
-            tags = tags + sandbox_tags + ["manual"],
+            sandbox_args = args,
+            expected_failures = known_failures,
+            tags = tags + sandbox_tags + extra_tags,
             visibility = visibility,
         )
 
