@@ -27,9 +27,11 @@ makes
 
   :read_write_test_overlay with `sandbox` too, unless overlay = False: runsc
                             do over the default root (the Gofer's read-only
-                            host root under a tmpfs upper layer); the test's
-                            temporary directory is not bound, so its files
-                            live in the overlay. Known failures in
+                            host root under a tmpfs upper layer); the run
+                            directories are under $TEST_TMPDIR (on the host's
+                            root file system, so the lower layer shows them)
+                            and not bound, so the test's files live in the
+                            overlay. Known failures in
                             `overlay_expected_failures`.
   :read_write_test_gofer    with `sandbox` too, unless gofer = False: the
                             same, with gofer_sandbox_args (default: runsc do
@@ -103,7 +105,7 @@ def syscall_test(
         visibility = visibility,
     )
     # The sandboxed variants: (suffix, runsc arguments, known failures,
-    # extra tags). They differ only in these.
+    # extra runner flags). They differ only in these.
     variants = []
     if sandbox:
         variants.append(("_sandbox", sandbox_args, expected_failures, []))
@@ -112,27 +114,30 @@ def syscall_test(
             ("_gofer", gofer_sandbox_args, gofer_expected_failures, []),
         )
     if sandbox and overlay:
-        # Manual until the runner's temporary directory (under the host's
-        # /tmp) is visible in the sandbox: the sandbox's /tmp is its own
-        # tmpfs, so every case creating a file fails with ENOENT.
+        # The run directories go under $TEST_TMPDIR, not /tmp: under
+        # `bazel test` /tmp is a private tmpfs the Gofer does not serve
+        # (and the sandbox's /tmp is its own tmpfs), while TEST_TMPDIR is a
+        # directory of the host's root file system, so the overlay root
+        # shows it (its lower layer) and the test's files land in the upper
+        # layer.
         variants.append(
             (
                 "_overlay",
                 overlay_sandbox_args,
                 overlay_expected_failures,
-                ["manual"],
+                ["--tmpdir={TEST_TMPDIR}"],
             ),
         )
-    for suffix, args, known_failures, extra_tags in variants:
+    for suffix, args, known_failures, extra_flags in variants:
         _sandbox_test(
             name = name + suffix,
             binary = name,
             size = size,
-            runner_args = runner_args,
+            runner_args = runner_args + extra_flags,
             sandbox = sandbox,
             sandbox_args = args,
             expected_failures = known_failures,
-            tags = tags + sandbox_tags + extra_tags,
+            tags = tags + sandbox_tags,
             visibility = visibility,
         )
 

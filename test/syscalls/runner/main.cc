@@ -54,7 +54,10 @@ ABSL_FLAG(std::string, xml, "",
 ABSL_FLAG(std::string, gtest_filter, "", "Passed on to each binary.");
 ABSL_FLAG(std::string, tmpdir, "",
           "Parent of the per-run directories. Default /tmp (short paths "
-          "leave room for Unix socket names), else $TMPDIR.");
+          "leave room for Unix socket names), else $TMPDIR. "
+          "\"{TEST_TMPDIR}\" in it becomes $TEST_TMPDIR (Bazel's per-test "
+          "directory: on the host's root file system, so a sandbox whose "
+          "root is the host's sees it, where /tmp is the sandbox's own).");
 ABSL_FLAG(bool, stream, false, "Copy each run's output to stderr as it runs.");
 ABSL_FLAG(std::string, expected_failures, "",
           "File of sandbox cases known to fail ('BINARY Suite.Case  # "
@@ -72,6 +75,7 @@ namespace {
 
 constexpr size_t kTailBytes = 8192;
 constexpr char kTmpdirPlaceholder[] = "{TMPDIR}";
+constexpr char kTestTmpdirPlaceholder[] = "{TEST_TMPDIR}";
 
 // Environment for a test binary: ours minus what would make gtest write
 // files or shard itself on the runner's behalf.
@@ -291,6 +295,16 @@ int Main(int argc, char** argv) {
   }
 
   std::string tmp_parent = absl::GetFlag(FLAGS_tmpdir);
+  if (absl::StrContains(tmp_parent, kTestTmpdirPlaceholder)) {
+    const char* t = getenv("TEST_TMPDIR");
+    if (t == nullptr || *t == '\0') {
+      std::cerr << "runner: --tmpdir=" << tmp_parent
+                << ": TEST_TMPDIR is not set\n";
+      return 2;
+    }
+    tmp_parent =
+        absl::StrReplaceAll(tmp_parent, {{kTestTmpdirPlaceholder, t}});
+  }
   if (tmp_parent.empty()) tmp_parent = DefaultTmpParent();
   std::vector<std::string> gtest_args = {"--gtest_color=no"};
   if (!absl::GetFlag(FLAGS_gtest_filter).empty()) {
