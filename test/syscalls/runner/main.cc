@@ -302,8 +302,7 @@ int Main(int argc, char** argv) {
                 << ": TEST_TMPDIR is not set\n";
       return 2;
     }
-    tmp_parent =
-        absl::StrReplaceAll(tmp_parent, {{kTestTmpdirPlaceholder, t}});
+    tmp_parent = absl::StrReplaceAll(tmp_parent, {{kTestTmpdirPlaceholder, t}});
   }
   if (tmp_parent.empty()) tmp_parent = DefaultTmpParent();
   std::vector<std::string> gtest_args = {"--gtest_color=no"};
