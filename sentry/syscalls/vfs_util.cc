@@ -20,6 +20,11 @@ KResult<vfs::ResolveBase> BaseAt(Task& t, int32_t dirfd, std::string_view path,
   if (path.empty() && !empty_ok) return kENOENT;
   vfs::VirtualDentry root = t.fs().Root();
   if (!root.ok()) return kENOENT;
+  if (!path.empty() && path[0] == '/') {
+    // vfs::AtStart would take the FsContext lock again for the same root.
+    vfs::VirtualDentry start = root;
+    return vfs::ResolveBase{creds, std::move(root), std::move(start)};
+  }
   TRY(vfs::VirtualDentry start,
       vfs::AtStart(t.fd_table(), t.fs(), dirfd, path));
   return vfs::ResolveBase{creds, std::move(root), std::move(start)};

@@ -45,6 +45,7 @@ Inode::Inode(Filesystem& fs, uint64_t ino, const NewInodeAttrs& attrs)
   attrs_.rdev = attrs.rdev;
   attrs_.nlink = 1;
   attrs_.atime = attrs_.mtime = attrs_.ctime = now;
+  PublishPermLocked();
 }
 
 InodeAttrs Inode::Attrs() const {
@@ -96,6 +97,7 @@ KResult<void> Inode::SetAttr(const SetAttrRequest& req) {
   }
   if (req.mask & SetAttrRequest::kUid) attrs_.uid = req.uid;
   if (req.mask & SetAttrRequest::kGid) attrs_.gid = req.gid;
+  PublishPermLocked();
   if (req.mask & SetAttrRequest::kAtime) attrs_.atime = req.atime;
   if (req.mask & SetAttrRequest::kMtime) attrs_.mtime = req.mtime;
   if (req.mask & SetAttrRequest::kCtime) attrs_.ctime = req.ctime;

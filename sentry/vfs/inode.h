@@ -115,6 +115,21 @@ class Inode : public std::enable_shared_from_this<Inode> {
   bool IsRegular() const { return type_ == S_IFREG; }
 
   InodeAttrs Attrs() const ABSL_LOCKS_EXCLUDED(mu_);
+  // mode, uid and gid for permission checks, read without mu_ (Linux's
+  // RCU-walk reads i_mode, i_uid, i_gid with READ_ONCE each): each field is
+  // a value it had, but a concurrent chmod and chown may be seen half
+  // done, as in Linux.
+  struct PermAttrs {
+    uint32_t mode;
+    uint32_t uid;
+    uint32_t gid;
+  };
+  PermAttrs Perm() const {
+    const uint64_t mode_uid = perm_mode_uid_.load(std::memory_order_acquire);
+    return {static_cast<uint32_t>(mode_uid >> 32),
+            static_cast<uint32_t>(mode_uid),
+            perm_gid_.load(std::memory_order_acquire)};
+  }
   uint32_t mode() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t nlink() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -235,15 +250,28 @@ class Inode : public std::enable_shared_from_this<Inode> {
   virtual KResult<void> Truncate(uint64_t size) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks for st_blocks (512-byte units). Default: size rounded up.
   virtual uint64_t BlocksLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Copies attrs_.mode, uid and gid to what Perm() reads. Every change of
+  // one of them (here or in a file system) must call it before releasing
+  // mu_.
+  void PublishPermLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    perm_mode_uid_.store(uint64_t{attrs_.mode} << 32 | attrs_.uid,
+                         std::memory_order_release);
+    perm_gid_.store(attrs_.gid, std::memory_order_release);
+  }
 
   Filesystem& fs_;
   const uint64_t ino_;
   const uint32_t type_;
 
   mutable absl::Mutex mu_;
+  // Changes of mode, uid or gid are followed by PublishPermLocked().
   InodeAttrs attrs_ ABSL_GUARDED_BY(mu_);
 
  private:
+  // Perm()'s copies of attrs_.mode << 32 | attrs_.uid, and attrs_.gid;
+  // written under mu_ by PublishPermLocked, read without it.
+  std::atomic<uint64_t> perm_mode_uid_{0};
+  std::atomic<uint32_t> perm_gid_{0};
   std::atomic<bool> linkable_{false};
   std::atomic<int> write_count_{0};
   lock::FileLocks locks_;

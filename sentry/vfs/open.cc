@@ -140,15 +140,18 @@ KResult<std::shared_ptr<VfsFile>> OpenAt(const ResolveBase& base,
     flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   }
   if ((flags & O_CREAT) && (flags & O_DIRECTORY)) return kEINVAL;
+  if (!(flags & O_CREAT)) {
+    // Resolve is Start + WalkParent + ResolveLast, with its fast path.
+    ResolveOptions opts;
+    opts.follow_final = !(flags & O_NOFOLLOW);
+    opts.must_be_dir = flags & O_DIRECTORY;
+    opts.resolve = resolve;
+    TRY(VirtualDentry vd, Resolve(base, path, opts));
+    return OpenResolved(base, vd, flags, /*created=*/false);
+  }
   PathWalker w(base, resolve);
   TRY_VOID(w.Start(path, /*allow_empty=*/false));
   TRY_VOID(w.WalkParent());
-
-  if (!(flags & O_CREAT)) {
-    TRY(VirtualDentry vd,
-        w.ResolveLast(!(flags & O_NOFOLLOW), flags & O_DIRECTORY));
-    return OpenResolved(base, vd, flags, /*created=*/false);
-  }
 
   // O_CREAT: look the last component up under the directory's lock so that
   // "exists" and "create" are one step; follow a final symlink (unless

@@ -231,8 +231,145 @@ KResult<VirtualDentry> PathWalker::ResolveLast(bool follow, bool must_be_dir) {
   return cur_;
 }
 
+namespace {
+
+// What the fast walk decided.
+enum class FastWalk {
+  kDone,   // *out is the result
+  kError,  // *err is the errno the slow walk would give too
+  kSlow,   // something only the PathWalker handles: walk again with it
+};
+
+// Holds one file system's tree_mu shared; Switch moves to another one
+// (never two at once: the VFS lock order).
+class TreeReadLock {
+ public:
+  explicit TreeReadLock(Filesystem* fs) : mu_(&fs->tree_mu()) {
+    mu_->ReaderLock();
+  }
+  ~TreeReadLock() { mu_->ReaderUnlock(); }
+  TreeReadLock(const TreeReadLock&) = delete;
+  TreeReadLock& operator=(const TreeReadLock&) = delete;
+  void Switch(Filesystem* fs) {
+    absl::Mutex* next = &fs->tree_mu();
+    if (next == mu_) return;
+    mu_->ReaderUnlock();
+    mu_ = next;
+    mu_->ReaderLock();
+  }
+
+ private:
+  absl::Mutex* mu_;
+};
+
+// The common walk in one pass: no RESOLVE_* flags, only normal components
+// ("." and ".." go to the PathWalker), no symlink except an unfollowed
+// last one, no trailing slash. It makes exactly the PathWalker's checks in
+// its order (search permission on every directory walked from, NAME_MAX,
+// dead directory, lookup, mounts crossed, ENOTDIR for a non-directory with
+// more components), so a result, or an ENOENT from a lookup, is the one the
+// PathWalker would give; anything else unusual returns kSlow before any
+// side effect but a dentry lookup (which the slow walk repeats, finding it
+// cached).
+//
+// Cost: the PathWalker takes the file system's tree_mu once per component
+// and copies a VirtualDentry (two reference counts each way) per step.
+// Here tree_mu is held shared from one mount crossing to the next (a walk
+// only ever holds one file system's, as the PathWalker), the mount of the
+// walk is borrowed from `base` (or the crossed mount, held once), and the
+// only per-component references are the looked-up child's and the drop
+// of the previous one. No allocation unless a dentry is looked up for the
+// first time.
+//
+// The thread-safety analysis cannot follow the lock through TreeReadLock
+// to each dentry's fs(): every dentry used under it is in the file system
+// whose tree_mu `tree` holds (children share their parent's file system;
+// `tree` switches on every mount crossing).
+FastWalk FastResolve(const ResolveBase& base, std::string_view path,
+                     const ResolveOptions& opts, VirtualDentry* out,
+                     Errno* err) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (opts.resolve != 0 || path.empty() || path.size() >= kPathMax ||
+      path.back() == '/' || path.find('\0') != std::string_view::npos) {
+    return FastWalk::kSlow;
+  }
+  const bool absolute = path[0] == '/';
+  const VirtualDentry& from = absolute ? base.root : base.start;
+  if (!from.ok()) return FastWalk::kSlow;
+  const std::shared_ptr<Mount>* mount = &from.mount;
+  std::shared_ptr<Mount> crossed;  // the last mount crossed into, if any
+  std::shared_ptr<Dentry> held;    // cur when it came from a lookup
+  Dentry* cur = from.dentry.get();
+  if (!absolute && !cur->inode().IsDir()) return FastWalk::kSlow;
+
+  TreeReadLock tree(&cur->fs());
+  size_t pos = 0;
+  for (;;) {
+    while (pos < path.size() && path[pos] == '/') ++pos;
+    if (pos == path.size()) break;  // "/", "//": the root itself
+    size_t end = path.find('/', pos);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view name = path.substr(pos, end - pos);
+    pos = end;
+    // The path does not end in '/', so a component is the last one exactly
+    // when it reaches the end.
+    const bool last = end == path.size();
+    if (name == "." || name == "..") return FastWalk::kSlow;
+    if (!CheckPermission(base.creds, kMayExec, cur->inode()).ok()) {
+      return FastWalk::kSlow;
+    }
+    if (name.size() > kNameMax || cur->dead()) return FastWalk::kSlow;
+    KResult<std::shared_ptr<Dentry>> found = cur->LookupChild(name);
+    if (!found.ok()) {
+      if (found.error() != kENOENT) return FastWalk::kSlow;
+      *err = kENOENT;
+      return FastWalk::kError;
+    }
+    std::shared_ptr<Dentry> child = std::move(found).value();
+    // Mounts stacked on the child (FollowMounts).
+    while (child->mount_count() > 0) {
+      std::shared_ptr<Mount> m;
+      {
+        absl::ReaderMutexLock l(&MountLock());
+        m = (*mount)->ChildAtLocked(child.get());
+      }
+      if (m == nullptr) break;
+      child = m->root();
+      crossed = std::move(m);
+      mount = &crossed;
+      tree.Switch(&child->fs());
+    }
+    Inode& inode = child->inode();
+    if (inode.IsSymlink()) {
+      if (!last || opts.follow_final) return FastWalk::kSlow;
+    } else if (!last && !inode.IsDir()) {
+      return FastWalk::kSlow;  // ENOTDIR
+    }
+    held = std::move(child);
+    cur = held.get();
+    if (last) break;
+  }
+  if (opts.must_be_dir && !cur->inode().IsDir()) return FastWalk::kSlow;
+  out->mount = *mount;
+  out->dentry = held != nullptr ? std::move(held) : from.dentry;
+  return FastWalk::kDone;
+}
+
+}  // namespace
+
 KResult<VirtualDentry> Resolve(const ResolveBase& base, std::string_view path,
                                const ResolveOptions& opts) {
+  {
+    VirtualDentry vd;
+    Errno err = kENOENT;
+    switch (FastResolve(base, path, opts, &vd, &err)) {
+      case FastWalk::kDone:
+        return vd;
+      case FastWalk::kError:
+        return err;
+      case FastWalk::kSlow:
+        break;
+    }
+  }
   PathWalker w(base, opts.resolve);
   TRY_VOID(w.Start(path, opts.allow_empty));
   TRY_VOID(w.WalkParent());

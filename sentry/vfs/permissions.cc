@@ -36,7 +36,7 @@ KResult<void> CheckPermission(const Credentials& creds, int may, uint32_t mode,
 
 KResult<void> CheckPermission(const Credentials& creds, int may,
                               const Inode& inode) {
-  InodeAttrs a = inode.Attrs();
+  Inode::PermAttrs a = inode.Perm();  // lock-free, as Linux's may_lookup
   return CheckPermission(creds, may, a.mode, a.uid, a.gid);
 }
 

@@ -38,6 +38,7 @@ void GoferInode::ApplyStat(const wire::Stat& st) {
   attrs_.mode = st.mode;
   attrs_.uid = st.uid;
   attrs_.gid = st.gid;
+  PublishPermLocked();
   attrs_.nlink = st.nlink;
   attrs_.size = st.size;
   attrs_.rdev = st.rdev;

@@ -203,6 +203,7 @@ abi::Stat OverlayInode::Stat() const {
   self->attrs_.mode = st.st_mode;
   self->attrs_.uid = st.st_uid;
   self->attrs_.gid = st.st_gid;
+  self->PublishPermLocked();
   self->attrs_.nlink = st.st_nlink;
   self->attrs_.size = static_cast<uint64_t>(st.st_size);
   self->attrs_.rdev = st.st_rdev;
