@@ -7,6 +7,16 @@
 
 namespace sandbox::loader {
 
+KResult<WriteDenial> DenyWrite(std::shared_ptr<vfs::VfsFile> file) {
+  TRY_VOID(file->inode().DenyWriteAccess());
+  vfs::VfsFile* raw = file.get();
+  // The deleter owns the file: the inode outlives the hold.
+  return WriteDenial(raw, [file = std::move(file)](const void*) mutable {
+    file->inode().AllowWriteAccess();
+    file.reset();
+  });
+}
+
 KResult<ExecResult> LoadExecutable(mm::MemoryManager& mm, ExecRequest req,
                                    std::string* why, bool* committed) {
   if (committed != nullptr) *committed = false;
@@ -15,6 +25,12 @@ KResult<ExecResult> LoadExecutable(mm::MemoryManager& mm, ExecRequest req,
     return e;
   };
   std::shared_ptr<vfs::VfsFile> file = std::move(req.file);
+  WriteDenial denial = std::move(req.file_denial);
+  if (denial == nullptr) {
+    KResult<WriteDenial> d = DenyWrite(file);
+    if (!d.ok()) return fail(d.error(), "the file is open for writing");
+    denial = std::move(d).value();
+  }
   // bprm->interp: the path of the file at hand (the script's, then each
   // interpreter's), which the next interpreter receives as its argument.
   std::string interp_path = req.filename;
@@ -44,6 +60,15 @@ KResult<ExecResult> LoadExecutable(mm::MemoryManager& mm, ExecRequest req,
                     absl::StrFormat("%s: interpreter %s: %s", interp_path,
                                     s->interpreter, next.error().name()));
       }
+      // open_exec's deny_write_access; exec_binprm then lets the script be
+      // written again.
+      KResult<WriteDenial> d = DenyWrite(*next);
+      if (!d.ok()) {
+        return fail(d.error(), absl::StrFormat("%s: interpreter %s is open "
+                                               "for writing",
+                                               interp_path, s->interpreter));
+      }
+      denial = std::move(d).value();
       file = std::move(next).value();
       interp_path = s->interpreter;
       continue;
@@ -53,15 +78,22 @@ KResult<ExecResult> LoadExecutable(mm::MemoryManager& mm, ExecRequest req,
     args.argv = std::move(argv);
     args.exec_path = req.filename;
     const vfs::ResolveBase& base = req.base;
+    // The PT_INTERP file's hold, released once it is loaded (as
+    // load_elf_binary's allow_write_access).
+    WriteDenial interp_denial;
     args.open_interpreter =
-        [&base](
+        [&base, &interp_denial](
             const std::string& path) -> KResult<std::unique_ptr<FileReader>> {
       TRY(std::shared_ptr<vfs::VfsFile> f, OpenExecutable(base, path));
+      TRY(interp_denial, DenyWrite(f));
       return std::unique_ptr<FileReader>(new VfsFileReader(std::move(f)));
     };
     std::string load_why;
     KResult<LoadResult> r = Load(mm, reader, args, &load_why, committed);
     if (!r.ok()) return fail(r.error(), std::move(load_why));
+    mm::MemoryManager::ProcessImage image = mm.process_image();
+    image.exe_denial = std::move(denial);
+    mm.SetProcessImage(std::move(image));
     ExecResult out;
     out.load = std::move(r).value();
     out.file = file;

@@ -20,6 +20,14 @@
 
 namespace sandbox::loader {
 
+// Linux's exe_file_deny_write_access: while the returned hold lives,
+// opening the file for writing and truncating it by path fail with ETXTBSY
+// (vfs::Inode::DenyWriteAccess). ETXTBSY if the file is open for writing
+// now. The hold keeps the open file (and so its dentry and inode) alive, as
+// Linux's mm->exe_file does.
+using WriteDenial = std::shared_ptr<const void>;
+KResult<WriteDenial> DenyWrite(std::shared_ptr<vfs::VfsFile> file);
+
 struct ExecRequest {
   // Credentials, root and cwd for the interpreters' walks (the exec'ing
   // task's).
@@ -38,6 +46,10 @@ struct ExecRequest {
   // argv, envp, ids, hwcap, minsigstksz (exec_path and open_interpreter are
   // set here).
   LoadArgs args;
+  // DenyWrite(file), taken when the file was opened (execve does, as
+  // do_open_execat; ETXTBSY comes before the argument checks); if null,
+  // LoadExecutable takes it.
+  WriteDenial file_denial;
 };
 
 struct ExecResult {
@@ -49,6 +61,11 @@ struct ExecResult {
 };
 
 // Loads req.file (following "#!" lines) into `mm`, which must be fresh.
+// Writing is denied (DenyWrite, ETXTBSY) for each file while the exec uses
+// it: a script's until its interpreter is open, a PT_INTERP interpreter's
+// until it is loaded; the final file's hold goes to the new mm
+// (ProcessImage::exe_denial: Linux's mm->exe_file), which keeps it for
+// the life of the image and shares it with the mms fork makes.
 // Errors: those of Load (loader.h), the interpreters' open errors (ENOENT,
 // EACCES, ...), ENOEXEC for a file that is neither ELF nor a valid script,
 // ELOOP past kMaxInterpreterDepth scripts. *committed as for Load: true

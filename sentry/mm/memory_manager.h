@@ -265,6 +265,9 @@ class MemoryManager : public MappingSpace {
   struct ProcessImage {
     uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
     std::vector<std::pair<uint64_t, uint64_t>> auxv;  // ends with AT_NULL
+    // Linux's mm->exe_file deny-write hold (loader::DenyWrite): writing the
+    // executable is ETXTBSY until this image and every fork of it are gone.
+    std::shared_ptr<const void> exe_denial;
   };
   void SetProcessImage(ProcessImage image);
   ProcessImage process_image();

@@ -7,7 +7,10 @@
 //     AT_EMPTY_PATH;
 //  2. the flags (EINVAL), then the file (do_open_execat): the walk's errors,
 //     ELOOP for a final symlink with AT_SYMLINK_NOFOLLOW, EACCES for a
-//     non-regular file, a noexec mount or no execute permission;
+//     non-regular file, a noexec mount or no execute permission, ETXTBSY
+//     for a file open for writing (exe_file_deny_write_access: from here
+//     on writing it is ETXTBSY, and the new image keeps it so; see
+//     loader::LoadExecutable);
 //  3. the argv, then envp pointer arrays: EFAULT (a NULL array is empty);
 //  4. bprm_stack_limits: E2BIG when the pointers alone exceed the room for
 //     arguments (a quarter of RLIMIT_STACK, at most 6 MiB, at least
@@ -32,8 +35,6 @@
 // recomputed as Linux's cap_bprm_creds_from_file does for such a file
 // (ExecCreds: root gets its bounding set back, others keep only their
 // ambient set; AT_SECURE for an euid-0 exec by a non-root real user).
-// ETXTBSY (a file open for writing) is not detected: the VFS keeps no
-// writer count yet.
 #include "sentry/loader/exec.h"
 
 #include <fcntl.h>
@@ -166,6 +167,7 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
     opts.allow_empty = (flags & AT_EMPTY_PATH) != 0;
     TRY(file, loader::OpenExecutable(base, path, opts));
   }
+  TRY(loader::WriteDenial denial, loader::DenyWrite(file));
 
   // 3, 4. The pointer arrays and the room for them.
   uint64_t room = ArgRoom(t);
@@ -207,6 +209,7 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
   vfs::VirtualDentry root = t.fs().Root();
   if (!root.ok()) return kENOENT;
   loader::ExecRequest req{{creds, root, t.fs().Cwd()}, file, filename};
+  req.file_denial = std::move(denial);
   req.path_inaccessible = path_inaccessible;
   req.args.argv = std::move(argv);
   req.args.envp = std::move(envp);
@@ -299,8 +302,7 @@ SyscallResult Execveat(Task& t, int32_t dirfd, UserCString path, UserAddr argv,
 void RegisterExecSyscalls(SyscallTable& t) {
   using namespace abi;  // NOLINT: nr::
   constexpr const char* kNote =
-      "set-id bits ignored (nosuid); capabilities not recomputed; no "
-      "ETXTBSY";
+      "set-id bits ignored (nosuid); capabilities not recomputed";
   t.Partial<&Execve>(nr::execve, kNote);
   t.Partial<&Execveat>(nr::execveat, kNote);
 }

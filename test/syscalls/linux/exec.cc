@@ -95,6 +95,24 @@ void Helper(const char* mode, int argc, char** argv, char** envp) {
              std::to_string(d[1].permitted) + "\n";
     }
     out += "secure=" + std::to_string(getauxval(AT_SECURE)) + "\n";
+  } else if (m == "wait" || m == "fork-wait") {
+    // Says "ready", then runs until stdin reaches EOF; "fork-wait" forks
+    // first and leaves the waiting to the child, the parent exiting at once.
+    if (m == "fork-wait") {
+      pid_t pid = fork();
+      if (pid < 0) _exit(1);
+      if (pid > 0) {
+        Out("ready\n");
+        _exit(kHelperExit);
+      }
+      close(1);
+    } else {
+      Out("ready\n");
+    }
+    char c;
+    while (read(0, &c, 1) > 0) {
+    }
+    _exit(kHelperExit);
   } else if (m == "ids") {
     out += "pid=" + std::to_string(getpid()) + "\n";
     out += "tid=" + std::to_string(syscall(SYS_gettid)) + "\n";
@@ -580,7 +598,163 @@ TEST(ExecTest, FileOpenForWritingIsEtxtbsy) {
   unlink(f.c_str());
 }
 
+// A program started by RunUntilEof: stdin and stdout are pipes; closing
+// `in` ends it.
+struct Running {
+  pid_t pid = -1;
+  int in = -1;
+  int out = -1;
+};
+
+// Starts `path` with EXEC_TEST_HELPER=mode ("wait", "fork-wait") and
+// waits for its "ready" line. pid -1 if it did not say it.
+Running RunUntilEof(const std::string& path, const char* mode) {
+  Running r;
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return r;
+  if (pipe2(out, O_CLOEXEC) != 0) return r;
+  std::vector<std::string> argv = {"x"};
+  std::vector<std::string> envp = {HelperEnv(mode)};
+  auto a = CArray(argv);
+  auto e = CArray(envp);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    execve(path.c_str(), a.data(), e.data());
+    _exit(100 + errno);
+  }
+  close(in[0]);
+  close(out[1]);
+  r.in = in[1];
+  r.out = out[0];
+  std::string got;
+  char buf[64];
+  ssize_t n;
+  while (got.find('\n') == std::string::npos &&
+         (n = read(r.out, buf, sizeof(buf))) > 0) {
+    got.append(buf, n);
+  }
+  if (got == "ready\n") r.pid = pid;
+  if (r.pid < 0 && pid > 0) waitpid(pid, nullptr, 0);
+  return r;
+}
+
+// Closes its stdin and reaps it; its wait status.
+int Finish(Running& r) {
+  close(r.in);
+  int status = -1;
+  if (r.pid > 0) waitpid(r.pid, &status, 0);
+  close(r.out);
+  return status;
+}
+
+// A copy of this binary at a new path, executable.
+std::string CopyOfSelf() {
+  std::string copy = NewTempPath();
+  int src = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (src < 0) return "";
+  std::string data;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(src, buf, sizeof(buf))) > 0) data.append(buf, n);
+  close(src);
+  int fd = open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+  if (fd < 0) return "";
+  // write(2) may stop short of a large count: loop.
+  for (size_t done = 0; done < data.size();) {
+    ssize_t w = write(fd, data.data() + done, data.size() - done);
+    if (w <= 0) {
+      close(fd);
+      return "";
+    }
+    done += w;
+  }
+  close(fd);
+  return copy;
+}
+
+// The errno of open(path, flags), 0 if it opened.
+int OpenErrno(const std::string& path, int flags) {
+  int fd = open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return errno;
+  close(fd);
+  return 0;
+}
+
+// A running program's file cannot be opened for writing or truncated
+// (ETXTBSY) until the program is gone; reading it is fine.
+TEST(ExecTest, RunningExecutableIsEtxtbsyForWriters) {
+  std::string prog = CopyOfSelf();
+  ASSERT_FALSE(prog.empty());
+  Running r = RunUntilEof(prog, "wait");
+  ASSERT_GT(r.pid, 0);
+  EXPECT_EQ(OpenErrno(prog, O_WRONLY), ETXTBSY);
+  EXPECT_EQ(OpenErrno(prog, O_RDWR), ETXTBSY);
+  EXPECT_EQ(OpenErrno(prog, O_WRONLY | O_TRUNC), ETXTBSY);
+  EXPECT_THAT(truncate(prog.c_str(), 0), SyscallFailsWithErrno(ETXTBSY));
+  EXPECT_EQ(OpenErrno(prog, O_RDONLY), 0);
+  // A second run of the same file is fine.
+  EXPECT_EQ(ExecErrno(prog), 0);
+  EXPECT_THAT(Finish(r), ExitedWithCode(kHelperExit));
+  EXPECT_EQ(OpenErrno(prog, O_WRONLY), 0);
+  unlink(prog.c_str());
+}
+
+// fork's copy of the address space keeps the executable busy after the
+// process that ran it has exited.
+TEST(ExecTest, ForkedChildKeepsTheExecutableBusy) {
+  std::string prog = CopyOfSelf();
+  ASSERT_FALSE(prog.empty());
+  Running r = RunUntilEof(prog, "fork-wait");
+  ASSERT_GT(r.pid, 0);
+  int status = -1;
+  ASSERT_EQ(waitpid(r.pid, &status, 0), r.pid);
+  EXPECT_THAT(status, ExitedWithCode(kHelperExit));
+  r.pid = -1;
+  EXPECT_EQ(OpenErrno(prog, O_WRONLY), ETXTBSY);
+  Finish(r);  // the grandchild sees EOF and exits (reaped by init)
+  int err = ETXTBSY;
+  for (int i = 0; i < 1000 && err == ETXTBSY; ++i) {
+    err = OpenErrno(prog, O_WRONLY);
+    if (err == ETXTBSY) usleep(10000);
+  }
+  EXPECT_EQ(err, 0);
+  unlink(prog.c_str());
+}
+
 // ---- Scripts. ----
+
+// The program running a script is its interpreter: the interpreter is busy,
+// the script itself can be written.
+TEST(ExecTest, RunningScriptsInterpreterIsBusyTheScriptIsNot) {
+  std::string interp = CopyOfSelf();
+  ASSERT_FALSE(interp.empty());
+  std::string script = NewTempPath();
+  WriteFile(script, "#!" + interp + "\n", 0755);
+  Running r = RunUntilEof(script, "wait");
+  ASSERT_GT(r.pid, 0);
+  EXPECT_EQ(OpenErrno(interp, O_WRONLY), ETXTBSY);
+  EXPECT_EQ(OpenErrno(script, O_WRONLY), 0);
+  EXPECT_THAT(Finish(r), ExitedWithCode(kHelperExit));
+  unlink(script.c_str());
+  unlink(interp.c_str());
+}
+
+// A script whose interpreter is open for writing: ETXTBSY (open_exec).
+TEST(ExecTest, ScriptInterpreterOpenForWritingIsEtxtbsy) {
+  std::string interp = CopyOfSelf();
+  ASSERT_FALSE(interp.empty());
+  std::string script = NewTempPath();
+  WriteFile(script, "#!" + interp + "\n", 0755);
+  int fd = open(interp.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(ExecErrno(script), ETXTBSY);
+  close(fd);
+  EXPECT_EQ(ExecErrno(script), 0);
+  unlink(script.c_str());
+  unlink(interp.c_str());
+}
 
 TEST(ExecTest, ScriptGetsInterpreterArgumentAndPath) {
   std::string self = SelfPath();
