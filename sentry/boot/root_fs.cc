@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gofer/protocol/unique_fd.h"
 #include "sentry/boot/seed.h"
+#include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/gofer/filesystem.h"
 #include "sentry/fs/overlay/overlay.h"
 #include "sentry/fs/sys/synthetic.h"
@@ -98,6 +99,11 @@ KResult<std::shared_ptr<vfs::MountNamespace>> MakeRootNamespace(
   // /dev.
   if (KResult<void> r = fs::MountSynthetic(kernel, *ns); !r.ok()) {
     *why = absl::StrCat("cannot mount /dev, /proc, /sys: ",
+                        std::string(r.error().message()));
+    return r.error();
+  }
+  if (KResult<void> r = fs::devpts::MountDefault(*ns); !r.ok()) {
+    *why = absl::StrCat("cannot mount /dev/pts: ",
                         std::string(r.error().message()));
     return r.error();
   }

@@ -1,7 +1,7 @@
 // mount(2), umount2(2) (Linux fs/namespace.c: path_mount, path_umount).
 //
-// What a root process in a container uses: new tmpfs, proc and sysfs
-// instances; bind mounts (MS_BIND, MS_REC) of directories and files;
+// What a root process in a container uses: new tmpfs, proc, sysfs and
+// devpts instances; bind mounts (MS_BIND, MS_REC) of directories and files;
 // MS_REMOUNT (per-mount flags; MS_REMOUNT|MS_BIND for a read-only bind);
 // propagation types (recorded: there is one mount namespace); MS_MOVE;
 // umount2 with MNT_FORCE, MNT_DETACH, MNT_EXPIRE and UMOUNT_NOFOLLOW. The
@@ -11,7 +11,9 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -20,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "sentry/abi/syscalls.h"
+#include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -210,6 +213,24 @@ KResult<TmpfsConfig> ParseTmpfs(absl::string_view data) {
   return c;
 }
 
+// devpts (devpts_parse_param), after the generic flags, which are matched
+// by key alone as vfs_parse_sb_flag does.
+KResult<fs::devpts::Options> ParseDevpts(absl::string_view data,
+                                         bool* read_only) {
+  fs::devpts::Options o;
+  for (absl::string_view opt : absl::StrSplit(data, ',', absl::SkipEmpty())) {
+    absl::string_view key = opt;
+    std::optional<std::string_view> value;
+    if (size_t eq = opt.find('='); eq != absl::string_view::npos) {
+      key = opt.substr(0, eq);
+      value = std::string_view(opt.data() + eq + 1, opt.size() - eq - 1);
+    }
+    if (ParseSbFlag(key, read_only)) continue;
+    TRY_VOID(o.Parse(std::string_view(key.data(), key.size()), value));
+  }
+  return o;
+}
+
 // proc, sysfs: no options of their own here, only the generic flags.
 KResult<bool> ParseNoOptions(absl::string_view data) {
   bool read_only = false;
@@ -254,9 +275,13 @@ KResult<void> NewMount(Task& t, const vfs::VirtualDentry& point,
   } else if (type == "sysfs") {
     TRY(read_only, ParseNoOptions(data));
     fs = fs::sys::NewSysFilesystem();
+  } else if (type == "devpts") {
+    TRY(fs::devpts::Options o, ParseDevpts(data, &read_only));
+    fs = fs::devpts::NewDevptsFilesystem(o);
+    shown = o.Show();
   } else {
-    // devpts, mqueue, cgroup, overlay... are not file system types of the
-    // Sentry yet (/proc/filesystems lists the ones that are).
+    // mqueue, cgroup, overlay... are not file system types of the Sentry
+    // yet (/proc/filesystems lists the ones that are).
     return kENODEV;
   }
   if (read_only) mnt_flags |= vfs::kMountReadOnly;
@@ -303,6 +328,9 @@ SyscallResult Mount(Task& t, UserCString source_addr, UserCString target_addr,
     if (fstype == "tmpfs") {
       TRY(TmpfsConfig c, ParseTmpfs(data));
       read_only = c.read_only;
+    } else if (fstype == "devpts") {
+      TRY(fs::devpts::Options o, ParseDevpts(data, &read_only));
+      fs::devpts::Reconfigure(point.mount->fs(), o);
     } else {
       TRY(read_only, ParseNoOptions(data));
     }
@@ -397,10 +425,11 @@ SyscallResult Umount2(Task& t, UserCString target_addr, int32_t flags) {
 void RegisterMountSyscalls(SyscallTable& t) {
   using namespace abi;  // NOLINT: nr::
   t.Partial<&Mount>(nr::mount,
-                    "tmpfs, proc, sysfs, bind (MS_REC), MS_REMOUNT, MS_MOVE, "
+                    "tmpfs, proc, sysfs, devpts (no terminals yet), bind "
+                    "(MS_REC), MS_REMOUNT, MS_MOVE, "
                     "propagation types recorded (one namespace); other types "
                     "ENODEV; tmpfs nr_inodes= shown, not enforced; remount "
-                    "changes per-mount flags only");
+                    "changes per-mount flags (and devpts's ptmxmode) only");
   t.Full<&Umount2>(nr::umount2);
 }
 
