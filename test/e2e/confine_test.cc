@@ -22,20 +22,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "test/e2e/runsc_child.h"
 
 namespace {
 
-std::string Runfile(const std::string& rel) {
-  const char* srcdir = getenv("TEST_SRCDIR");
-  const char* ws = getenv("TEST_WORKSPACE");
-  return std::string(srcdir ? srcdir : ".") + "/" + (ws ? ws : "sandbox") +
-         "/" + rel;
-}
-
-std::string Runsc() { return Runfile("runsc-compat/runsc"); }
-std::string Program(const std::string& name) {
-  return Runfile("test/e2e/programs/" + name);
-}
+using ::sandbox::e2e::Child;
+using ::sandbox::e2e::Program;
+using ::sandbox::e2e::Result;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
@@ -64,83 +57,26 @@ std::string StatusField(const std::string& status, const std::string& key) {
   return "";
 }
 
-// `runsc do ARGS` with stdin, stdout and stderr on pipes.
-class RunscDo {
+// `runsc do ARGS...` (test/e2e/runsc_child.h).
+class RunscDo : public Child {
  public:
-  explicit RunscDo(const std::vector<std::string>& args) {
-    int in[2], out[2], err[2];
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
-        pipe2(err, O_CLOEXEC)) {
-      abort();
-    }
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-      std::vector<char*> argv = {const_cast<char*>("runsc"),
-                                 const_cast<char*>("do")};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(Runsc().c_str(), argv.data());
-      _exit(111);
-    }
-    close(in[0]);
-    close(out[1]);
-    close(err[1]);
-    in_ = in[1];
-    out_ = out[0];
-    err_ = err[0];
-  }
-  ~RunscDo() {
-    if (!reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (in_ >= 0) close(in_);
-    close(out_);
-    close(err_);
-  }
-
-  pid_t pid() const { return pid_; }
-  void Write(const std::string& s) {
-    ASSERT_EQ(write(in_, s.data(), s.size()), static_cast<ssize_t>(s.size()));
-  }
-  void CloseStdin() {
-    close(in_);
-    in_ = -1;
-  }
-  // Reads stdout until it holds `want` (false on EOF or after 20 s).
-  bool WaitForOutput(const std::string& want) {
-    while (out_text_.find(want) == std::string::npos) {
-      pollfd p = {out_, POLLIN, 0};
-      if (poll(&p, 1, 20000) != 1) return false;
-      char buf[4096];
-      ssize_t n = read(out_, buf, sizeof(buf));
-      if (n <= 0) return false;
-      out_text_.append(buf, n);
-    }
-    return true;
-  }
-  // Waits for the exit; returns the status (exit code or 128+signal) and
-  // stderr.
+  explicit RunscDo(const std::vector<std::string>& args)
+      : Child(DoArgs(args)) {}
+  // Closes stdin, waits for the exit; the status (exit code or
+  // 128+signal), and stderr in *err.
   int Finish(std::string* err) {
-    if (in_ >= 0) CloseStdin();
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(out_, buf, sizeof(buf))) > 0) out_text_.append(buf, n);
-    while ((n = read(err_, buf, sizeof(buf))) > 0) err->append(buf, n);
-    int ws = 0;
-    waitpid(pid_, &ws, 0);
-    reaped_ = true;
-    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    CloseStdin();
+    Result r = Child::Finish();
+    *err += r.err;
+    return r.status;
   }
 
  private:
-  pid_t pid_ = -1;
-  int in_ = -1, out_ = -1, err_ = -1;
-  bool reaped_ = false;
-  std::string out_text_;
+  static std::vector<std::string> DoArgs(const std::vector<std::string>& a) {
+    std::vector<std::string> v = {"do"};
+    v.insert(v.end(), a.begin(), a.end());
+    return v;
+  }
 };
 
 // The Sentry: the child of `runsc do` named runsc-sentry. -1 if none.
