@@ -160,6 +160,10 @@ void ExerciseEveryMessage(GoferClient& c) {
   GetdentsResp gd;
   ASSERT_EQ(c.Call(GetdentsReq{d, 0, 100}, &gd), 0);
   EXPECT_GE(gd.dirents.size(), 4u);
+  GetdentsPlusResp gp;
+  ASSERT_EQ(c.Call(GetdentsPlusReq{d, 0, 100}, &gp), 0);
+  EXPECT_EQ(gp.dirents.size(), gd.dirents.size());
+  for (const DirentPlus& de : gp.dirents) EXPECT_EQ(de.has_inode, 1) << de.name;
   StatfsResp sf;
   ASSERT_EQ(c.Call(StatfsReq{root}, &sf), 0);
   ASSERT_EQ(c.Call(FsyncReq{f}, &e), 0);

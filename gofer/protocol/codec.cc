@@ -49,6 +49,8 @@ const char* MessageTypeName(MessageType t) {
       return "SetAttr";
     case MessageType::kGetdents:
       return "Getdents";
+    case MessageType::kGetdentsPlus:
+      return "GetdentsPlus";
     case MessageType::kStatfs:
       return "Statfs";
     case MessageType::kFsync:

@@ -13,8 +13,11 @@ namespace gofer::codec_internal {
 inline constexpr size_t kStatSize =
     8 + 8 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 3 * 12;
 inline constexpr size_t kInodeSize = 8 + kStatSize;
+static_assert(kInodeSize == kInodeWireSize);
 // A Dirent's smallest encoding: ino, cookie, type, name length, 1-byte name.
 inline constexpr size_t kMinDirentSize = 8 + 8 + 1 + 4 + 1;
+// A DirentPlus's smallest encoding: a Dirent's and has_inode.
+inline constexpr size_t kMinDirentPlusSize = kMinDirentSize + 1;
 
 inline void PutTime(Writer& w, const Timespec& t) {
   w.I64(t.sec);

@@ -8,6 +8,7 @@ namespace gofer {
 
 using codec_internal::GetInode;
 using codec_internal::GetTime;
+using codec_internal::kMinDirentPlusSize;
 using codec_internal::kMinDirentSize;
 using codec_internal::PutInode;
 using codec_internal::PutTime;
@@ -183,6 +184,50 @@ bool Decode(std::string_view in, GetdentsResp* m) {
     d.type = r.U8();
     d.name = r.Str(kMaxNameLen);
     if (d.name.empty()) r.Fail();
+    m->dirents.push_back(std::move(d));
+  }
+  return r.Done();
+}
+
+void Encode(Writer& w, const GetdentsPlusReq& m) {
+  w.U64(m.dir);
+  w.U64(m.cookie);
+  w.U32(m.max_count);
+}
+bool Decode(std::string_view in, GetdentsPlusReq* m) {
+  Reader r(in);
+  m->dir = r.U64();
+  m->cookie = r.U64();
+  m->max_count = r.U32();
+  return r.Done();
+}
+void Encode(Writer& w, const GetdentsPlusResp& m) {
+  w.U32(static_cast<uint32_t>(m.dirents.size()));
+  for (const auto& d : m.dirents) {
+    w.U64(d.ino);
+    w.U64(d.next_cookie);
+    w.U8(d.type);
+    w.Str(d.name);
+    w.U8(d.has_inode);
+    if (d.has_inode) PutInode(w, d.inode);
+  }
+}
+// Canonical: has_inode is 0 or 1, and the Inode is there iff it is 1.
+bool Decode(std::string_view in, GetdentsPlusResp* m) {
+  Reader r(in);
+  uint32_t n = r.Count(kMaxDirentsPlus, kMinDirentPlusSize);
+  m->dirents.clear();
+  m->dirents.reserve(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    DirentPlus d;
+    d.ino = r.U64();
+    d.next_cookie = r.U64();
+    d.type = r.U8();
+    d.name = r.Str(kMaxNameLen);
+    if (d.name.empty()) r.Fail();
+    d.has_inode = r.U8();
+    if (d.has_inode > 1) r.Fail();
+    if (d.has_inode == 1) d.inode = GetInode(r);
     m->dirents.push_back(std::move(d));
   }
   return r.Done();

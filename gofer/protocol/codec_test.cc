@@ -118,6 +118,14 @@ TEST(Codec, RoundTripsEveryMessage) {
   GetdentsResp gd;
   gd.dirents = {{1, 2, 8, "a"}, {3, 4, 4, std::string(kMaxNameLen, 'z')}};
   EXPECT_EQ(RoundTrip(gd).dirents[1].next_cookie, 4u);
+  RoundTrip(GetdentsPlusReq{1, 99, 100});
+  GetdentsPlusResp gp;
+  gp.dirents = {{1, 2, 8, "a", 1, {77, SampleStat()}},
+                {3, 4, 4, std::string(kMaxNameLen, 'z'), 0, {}}};
+  GetdentsPlusResp gpo = RoundTrip(gp);
+  EXPECT_EQ(gpo.dirents[0].inode.handle, 77u);
+  EXPECT_EQ(gpo.dirents[1].has_inode, 0);
+  EXPECT_EQ(gpo.dirents[1].inode.handle, 0u);
   StatfsResp sf;
   sf.namelen = 255;
   sf.flags = 1;
@@ -153,6 +161,28 @@ TEST(Codec, RejectsOverlongFields) {
   gd.dirents = {{1, 2, 8, ""}};  // Dirents never have empty names.
   GetdentsResp gdo;
   EXPECT_FALSE(Decode(EncodeToString(gd), &gdo));
+  // GetdentsPlus: has_inode is 0 or 1, the inode present iff 1, names
+  // non-empty and bounded, at most kMaxDirentsPlus entries.
+  GetdentsPlusResp gp;
+  gp.dirents = {{1, 2, 8, "a", 1, {77, {}}}};
+  std::string enc = EncodeToString(gp);
+  GetdentsPlusResp gpo;
+  ASSERT_TRUE(Decode(enc, &gpo));
+  std::string flag2 = enc;
+  flag2[4 + 8 + 8 + 1 + 4 + 1] = 2;
+  EXPECT_FALSE(Decode(flag2, &gpo));
+  std::string no_inode = enc;
+  no_inode[4 + 8 + 8 + 1 + 4 + 1] = 0;  // the inode's bytes now trail
+  EXPECT_FALSE(Decode(no_inode, &gpo));
+  EXPECT_FALSE(Decode(enc.substr(0, enc.size() - 1), &gpo));
+  gp.dirents = {{1, 2, 8, std::string(kMaxNameLen + 1, 'n'), 0, {}}};
+  EXPECT_FALSE(Decode(EncodeToString(gp), &gpo));
+  gp.dirents = {{1, 2, 8, "", 0, {}}};
+  EXPECT_FALSE(Decode(EncodeToString(gp), &gpo));
+  gp.dirents.assign(kMaxDirentsPlus + 1, {1, 2, 8, "a", 0, {}});
+  EXPECT_FALSE(Decode(EncodeToString(gp), &gpo));
+  gp.dirents.resize(kMaxDirentsPlus);
+  EXPECT_TRUE(Decode(EncodeToString(gp), &gpo));
   GetXattrResp gx{4, "abc"};  // Value and its length disagree.
   GetXattrResp gxo;
   EXPECT_FALSE(Decode(EncodeToString(gx), &gxo));

@@ -30,6 +30,10 @@ inline constexpr size_t kMaxXattrValueLen = 65536;  // XATTR_SIZE_MAX.
 inline constexpr size_t kMaxXattrListLen = 65536;   // XATTR_LIST_MAX.
 inline constexpr size_t kMaxCloseHandles = 4096;
 inline constexpr size_t kMaxDirents = 4096;  // Per Getdents reply.
+// Encoded size of an Inode (handle and Stat).
+inline constexpr size_t kInodeWireSize = 8 + 96;
+// Per GetdentsPlus reply (each entry may carry a handle and a Stat).
+inline constexpr size_t kMaxDirentsPlus = 1024;
 
 // Header.flags.
 inline constexpr uint16_t kFlagReply = 1;
@@ -57,8 +61,9 @@ enum class MessageType : uint16_t {
   kListXattr = 20,
   kRemoveXattr = 21,
   kClose = 22,
+  kGetdentsPlus = 23,  // Revision 1 of version 1 (see the protocol doc).
 };
-inline constexpr uint16_t kMaxMessageType = 22;
+inline constexpr uint16_t kMaxMessageType = 23;
 
 const char* MessageTypeName(MessageType t);
 
@@ -256,6 +261,27 @@ struct Dirent {
 };
 struct GetdentsResp {
   std::vector<Dirent> dirents;  // Empty = end of directory.
+};
+
+// GetdentsPlus (READDIRPLUS): Getdents whose entries also carry a walked
+// Inode (a new handle and the lstat), so the client caches each child and
+// a stat of it needs no Walk. has_inode is 0 where the server could not
+// walk the name (a mount point, the handle limit, a name gone since).
+struct GetdentsPlusReq {
+  Handle dir = 0;
+  uint64_t cookie = 0;     // As Getdents.
+  uint32_t max_count = 0;  // 1..kMaxDirentsPlus.
+};
+struct DirentPlus {
+  uint64_t ino = 0;
+  uint64_t next_cookie = 0;
+  uint8_t type = 0;
+  std::string name;
+  uint8_t has_inode = 0;  // 0 or 1; inode is on the wire only if 1.
+  Inode inode;
+};
+struct GetdentsPlusResp {
+  std::vector<DirentPlus> dirents;  // Empty = end of directory.
 };
 
 struct StatfsReq {

@@ -66,6 +66,16 @@ inline bool ReplyFits(const GetdentsReq& req, const GetdentsResp& r) {
   return r.dirents.size() <= req.max_count;
 }
 
+// GetdentsPlus: at most max_count entries; each inode a new handle whose
+// stat is of a real file type (the client checks the type again).
+inline bool ReplyFits(const GetdentsPlusReq& req, const GetdentsPlusResp& r) {
+  if (r.dirents.size() > req.max_count) return false;
+  for (const DirentPlus& d : r.dirents) {
+    if (d.has_inode && !NewInodeFits(d.inode)) return false;
+  }
+  return true;
+}
+
 inline bool ReplyFits(const GetXattrReq& req, const GetXattrResp& r) {
   return req.size == 0 ? r.value.empty() : r.length <= req.size;
 }

@@ -456,6 +456,12 @@ TEST_F(EscapeTest, HostileClientSendsEveryMessageWithRandomFields) {
           payload = EncodeToString(
               GetdentsReq{handle(), rng() % 4 ? 0 : rng(), u32()});
           break;
+        case MessageType::kGetdentsPlus:
+          payload = EncodeToString(GetdentsPlusReq{
+              handle(), rng() % 4 ? 0 : rng(),
+              pick(2) ? static_cast<uint32_t>(pick(kMaxDirentsPlus + 2))
+                      : u32()});
+          break;
         case MessageType::kStatfs:
           payload = EncodeToString(StatfsReq{handle()});
           break;
@@ -512,6 +518,14 @@ TEST_F(EscapeTest, HostileClientSendsEveryMessageWithRandomFields) {
         WalkResp w;
         ASSERT_TRUE(Decode(reply.payload, &w)) << i;
         for (auto& in : w.inodes) keep(in.handle);
+      }
+      if (err == 0 &&
+          type == static_cast<uint16_t>(MessageType::kGetdentsPlus)) {
+        GetdentsPlusResp g;
+        ASSERT_TRUE(Decode(reply.payload, &g)) << i;
+        for (auto& d : g.dirents) {
+          if (d.has_inode) keep(d.inode.handle);
+        }
       }
       if (err == 0 && (type == static_cast<uint16_t>(MessageType::kCreate) ||
                        type == static_cast<uint16_t>(MessageType::kMkdir) ||

@@ -1,4 +1,4 @@
-// Open (donates a host FD), Getdents, Fsync, Close.
+// Open (donates a host FD), Getdents, GetdentsPlus, Fsync, Close.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -44,30 +44,26 @@ int Session::Open(const OpenReq& req, Empty*, UniqueFd* fd) {
   return OpenForClient(*node, req.flags, options_.read_only, fd);
 }
 
-// Getdents: entries after req.cookie (0 = from the start), without "." and
-// ".." (the client synthesizes them: the host's ".." of the root lies
-// outside the tree). The reply is bounded by max_count and kMaxPayload; an
-// empty reply means the end of the directory.
-int Session::Getdents(const GetdentsReq& req, GetdentsResp* resp) {
-  std::shared_ptr<Node> node;
-  int err = FindDir(req.dir, &node);
-  if (err != 0) return err;
-  if (req.max_count == 0 || req.max_count > kMaxDirents) return EINVAL;
-  if (!node->dir_fd.valid()) {
-    int fd = ReopenNode(*node, O_RDONLY | O_DIRECTORY);
+namespace {
+
+// Reads the directory from `cookie` on, calling add(dirent, name) for each
+// entry but "." and ".." until add returns false (the reply is full).
+// Returns 0 or an errno.
+template <typename Add>
+int ListDir(Node& node, uint64_t cookie, Add&& add) {
+  if (!node.dir_fd.valid()) {
+    int fd = ReopenNode(node, O_RDONLY | O_DIRECTORY);
     if (fd < 0) return -fd;
-    node->dir_fd.reset(fd);
+    node.dir_fd.reset(fd);
   }
-  int dfd = node->dir_fd.get();
-  if (lseek(dfd, static_cast<off_t>(req.cookie), SEEK_SET) < 0) return errno;
-  size_t budget = kMaxPayload - 4;
+  int dfd = node.dir_fd.get();
+  if (lseek(dfd, static_cast<off_t>(cookie), SEEK_SET) < 0) return errno;
   alignas(8) char buf[32768];
-  while (resp->dirents.size() < req.max_count) {
+  for (;;) {
     long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
     if (n < 0) return errno;
     if (n == 0) return 0;
     size_t pos = 0;
-    bool full = false;
     while (pos + offsetof(dirent64, d_name) < static_cast<size_t>(n)) {
       dirent64 d;
       std::memcpy(&d, buf + pos, offsetof(dirent64, d_name));
@@ -82,19 +78,74 @@ int Session::Getdents(const GetdentsReq& req, GetdentsResp* resp) {
       if (sv == "." || sv == ".." || len == 0 || len > kMaxNameLen) {
         continue;
       }
-      if (resp->dirents.size() >= req.max_count ||
-          DirentWireSize(len) > budget) {
-        full = true;
-        break;
-      }
-      budget -= DirentWireSize(len);
-      resp->dirents.push_back(
-          {d.d_ino, static_cast<uint64_t>(d.d_off), d.d_type, std::string(sv)});
+      // Stopping mid-buffer is fine: the next request seeks to its cookie.
+      if (!add(d, sv)) return 0;
     }
-    // Stopping mid-buffer is fine: the next request seeks to its cookie.
-    if (full) return 0;
   }
-  return 0;
+}
+
+}  // namespace
+
+// Getdents: entries after req.cookie (0 = from the start), without "." and
+// ".." (the client synthesizes them: the host's ".." of the root lies
+// outside the tree). The reply is bounded by max_count and kMaxPayload; an
+// empty reply means the end of the directory.
+int Session::Getdents(const GetdentsReq& req, GetdentsResp* resp) {
+  std::shared_ptr<Node> node;
+  int err = FindDir(req.dir, &node);
+  if (err != 0) return err;
+  if (req.max_count == 0 || req.max_count > kMaxDirents) return EINVAL;
+  size_t budget = kMaxPayload - 4;
+  return ListDir(
+      *node, req.cookie, [&](const dirent64& d, std::string_view sv) {
+        if (resp->dirents.size() >= req.max_count ||
+            DirentWireSize(sv.size()) > budget) {
+          return false;
+        }
+        budget -= DirentWireSize(sv.size());
+        resp->dirents.push_back({d.d_ino, static_cast<uint64_t>(d.d_off),
+                                 d.d_type, std::string(sv)});
+        return true;
+      });
+}
+
+// GetdentsPlus: Getdents whose entries are also walked (as a Walk of the
+// one name: O_PATH | O_NOFOLLOW, never crossing a mount point), each with
+// a new handle and its lstat. An entry that cannot be walked (a mount
+// point, a name removed since, the handle limit) comes without an inode.
+// If the listing fails part way, the handles made so far are released.
+int Session::GetdentsPlus(const GetdentsPlusReq& req, GetdentsPlusResp* resp) {
+  std::shared_ptr<Node> node;
+  int err = FindDir(req.dir, &node);
+  if (err != 0) return err;
+  if (req.max_count == 0 || req.max_count > kMaxDirentsPlus) return EINVAL;
+  size_t budget = kMaxPayload - 4;
+  err = ListDir(*node, req.cookie, [&](const dirent64& d, std::string_view sv) {
+    const size_t plain = DirentWireSize(sv.size()) + 1;
+    if (resp->dirents.size() >= req.max_count ||
+        plain + kInodeWireSize > budget) {
+      return false;
+    }
+    DirentPlus e;
+    e.ino = d.d_ino;
+    e.next_cookie = static_cast<uint64_t>(d.d_off);
+    e.type = d.d_type;
+    e.name = std::string(sv);
+    if (WalkInsert(node, e.name, &e.inode) == 0) {
+      e.has_inode = 1;
+      budget -= kInodeWireSize;
+    }
+    budget -= plain;
+    resp->dirents.push_back(std::move(e));
+    return true;
+  });
+  if (err != 0) {
+    for (const DirentPlus& e : resp->dirents) {
+      if (e.has_inode) nodes_.erase(e.inode.handle);
+    }
+    resp->dirents.clear();
+  }
+  return err;
 }
 
 int Session::Fsync(const FsyncReq& req, Empty*) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <set>
 
 #include "gofer/server/testing.h"
@@ -338,6 +339,54 @@ TEST_F(ServerTest, GetdentsIsResumableAndComplete) {
   EXPECT_EQ(h_.client().Call(GetdentsReq{c, 0, 5}, &r), ENOTDIR);
 }
 
+TEST_F(ServerTest, GetdentsPlusWalksEveryEntry) {
+  std::filesystem::create_directory(Root("plus"));
+  for (int i = 0; i < 40; ++i) {
+    WriteFile(Root("plus/f" + std::to_string(i)), std::string(i, 'x'));
+  }
+  std::filesystem::create_directory(Root("plus/sub"));
+  ASSERT_EQ(symlink("/etc/passwd", Root("plus/lnk").c_str()), 0);
+  Handle d = h_.MustWalk({"plus"});
+  std::map<std::string, DirentPlus> got;
+  uint64_t cookie = 0;
+  for (int rounds = 0; rounds < 100; ++rounds) {
+    GetdentsPlusResp r;
+    ASSERT_EQ(h_.client().Call(GetdentsPlusReq{d, cookie, 9}, &r), 0);
+    if (r.dirents.empty()) break;
+    EXPECT_LE(r.dirents.size(), 9u);
+    for (auto& de : r.dirents) {
+      EXPECT_TRUE(got.emplace(de.name, de).second) << "duplicate " << de.name;
+    }
+    cookie = r.dirents.back().next_cookie;
+  }
+  ASSERT_EQ(got.size(), 42u);
+  for (auto& [name, de] : got) {
+    ASSERT_EQ(de.has_inode, 1) << name;
+    struct stat st;
+    ASSERT_EQ(lstat(Root("plus/" + name).c_str(), &st), 0);
+    EXPECT_EQ(de.inode.stat.ino, st.st_ino) << name;
+    EXPECT_EQ(de.inode.stat.mode, st.st_mode) << name;
+    EXPECT_EQ(de.inode.stat.size, static_cast<uint64_t>(st.st_size)) << name;
+    EXPECT_EQ(de.ino, st.st_ino) << name;
+    // The handle is a walked node: a symlink is itself, never followed.
+    StatResp sr;
+    ASSERT_EQ(h_.client().Call(StatReq{de.inode.handle}, &sr), 0);
+    EXPECT_EQ(sr.stat.ino, st.st_ino);
+  }
+  EXPECT_TRUE(S_ISLNK(got["lnk"].inode.stat.mode));
+  EXPECT_TRUE(S_ISDIR(got["sub"].inode.stat.mode));
+  std::set<Handle> handles;
+  for (auto& [name, de] : got) handles.insert(de.inode.handle);
+  EXPECT_EQ(handles.size(), 42u);  // a new handle each
+  GetdentsPlusResp r;
+  EXPECT_EQ(h_.client().Call(GetdentsPlusReq{d, 0, 0}, &r), EINVAL);
+  EXPECT_EQ(h_.client().Call(GetdentsPlusReq{d, 0, kMaxDirentsPlus + 1}, &r),
+            EINVAL);
+  Handle c = h_.MustWalk({"a", "b", "c"});
+  EXPECT_EQ(h_.client().Call(GetdentsPlusReq{c, 0, 5}, &r), ENOTDIR);
+  EXPECT_EQ(h_.client().Call(GetdentsPlusReq{999999, 0, 5}, &r), EBADF);
+}
+
 TEST_F(ServerTest, StatfsFsyncClose) {
   StatfsResp sf;
   ASSERT_EQ(h_.client().Call(StatfsReq{h_.root()}, &sf), 0);
@@ -510,6 +559,27 @@ TEST(ServerLimits, HandleCapIsEmfile) {
   ASSERT_EQ(h.client().Call(CloseReq{{r.inodes[0].handle}}, &e), 0);
   r = h.Walk(r.inodes[1].handle, {"c"}, &err);
   EXPECT_EQ(r.status, WalkStatus::kOk);
+}
+
+TEST(ServerLimits, GetdentsPlusPastTheHandleCapListsWithoutInodes) {
+  TempTree tree;
+  for (int i = 0; i < 6; ++i) {
+    testing::WriteFile(tree.root() + "/f" + std::to_string(i), "");
+  }
+  ServerOptions opts;
+  opts.max_handles = 4;  // Attach takes one: three entries get handles.
+  Harness h(tree.root(), opts);
+  GetdentsPlusResp r;
+  ASSERT_EQ(h.client().Call(GetdentsPlusReq{h.root(), 0, 100}, &r), 0);
+  ASSERT_EQ(r.dirents.size(), 6u);
+  int with = 0;
+  for (const DirentPlus& d : r.dirents) {
+    with += d.has_inode;
+    if (!d.has_inode) {
+      EXPECT_EQ(d.inode.handle, 0u);
+    }
+  }
+  EXPECT_EQ(with, 3);
 }
 
 }  // namespace

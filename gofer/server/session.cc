@@ -59,6 +59,7 @@ Reply Session::Dispatch(uint16_t type, std::string_view payload) {
     CASE(kRename, RenameReq, Rename)
     CASE(kSetAttr, SetAttrReq, SetAttr)
     CASE(kGetdents, GetdentsReq, Getdents)
+    CASE(kGetdentsPlus, GetdentsPlusReq, GetdentsPlus)
     CASE(kStatfs, StatfsReq, Statfs)
     CASE(kFsync, FsyncReq, Fsync)
     CASE(kGetXattr, GetXattrReq, GetXattr)

@@ -63,6 +63,7 @@ class Session {
   // handlers_io.cc.
   int Open(const OpenReq& req, Empty* resp, UniqueFd* fd);
   int Getdents(const GetdentsReq& req, GetdentsResp* resp);
+  int GetdentsPlus(const GetdentsPlusReq& req, GetdentsPlusResp* resp);
   int Fsync(const FsyncReq& req, Empty* resp);
   int Close(const CloseReq& req, Empty* resp);
   // handlers_create.cc.

@@ -8,8 +8,14 @@
 #        (defaults 1024 100000 /usr)
 # Under Bazel: bazel run -c opt //perf/gofer:gofer_bench -- 1024 100000 /usr
 # (bazel test runs it briefly, with a small file and tree, to prove it works).
+# With more than three arguments the last three count: `bazel run` of the
+# test target passes its BUILD args (the brief ones) before those given
+# after `--`, and those must win.
 set -euo pipefail
 
+if (($# > 3)); then
+  shift $(($# - 3))
+fi
 file_mib=${1:-1024}
 iters=${2:-100000}
 walk=${3:-/usr}

@@ -85,7 +85,7 @@ void GoferDirectory::Put(std::string_view name,
 
 GoferDirectory::Entry GoferDirectory::Take(std::string_view name) {
   absl::MutexLock l(&children_mu_);
-  auto it = children_.find(std::string(name));
+  auto it = children_.find(absl::string_view(name.data(), name.size()));
   if (it == children_.end()) return {};
   Entry e{true, std::move(it->second)};
   children_.erase(it);
@@ -106,7 +106,7 @@ bool GoferDirectory::EvictIfUnused(const std::string& name) {
 }
 
 bool GoferDirectory::HasEntry(const std::string& name) {
-  absl::MutexLock l(&children_mu_);
+  absl::ReaderMutexLock l(&children_mu_);
   return children_.contains(name);
 }
 
@@ -122,8 +122,11 @@ GoferMountPoint::GoferMountPoint(vfs::Filesystem& fs)
 KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::Lookup(
     std::string_view name) {
   if (gfs().exclusive()) {
-    absl::MutexLock l(&children_mu_);
-    auto it = children_.find(std::string(name));
+    // Shared: concurrent lookups in one directory do not contend.
+    absl::ReaderMutexLock l(&children_mu_);
+    // Heterogeneous (absl::string_view here is not std::string_view): no
+    // allocation.
+    auto it = children_.find(absl::string_view(name.data(), name.size()));
     if (it != children_.end()) {
       if (it->second == nullptr) return kENOENT;
       return std::shared_ptr<vfs::Inode>(it->second);
@@ -251,22 +254,77 @@ KResult<void> GoferDirectory::RenameChild(std::string_view old_name,
   return OkResult();
 }
 
+void GoferDirectory::CacheChild(const std::string& name,
+                                const wire::Inode& wi) {
+  {
+    absl::MutexLock l(&children_mu_);
+    auto it = children_.find(name);
+    if (it != children_.end() && it->second != nullptr) {
+      // Known already (exclusive: the cached inode is the truth).
+      gfs().ReleaseHandle(wi.handle);
+      return;
+    }
+  }
+  // InodeFor releases the handle itself if it fails (a type that does not
+  // exist, a known file with another type): the name is then not cached
+  // and a lookup walks it (and fails) as before.
+  KResult<std::shared_ptr<GoferInode>> inode = gfs().InodeFor(wi);
+  if (inode.ok()) Put(name, std::move(inode).value());
+}
+
+KResult<void> GoferDirectory::FetchDirents(uint64_t cookie,
+                                           std::vector<wire::Dirent>* out) {
+  if (gfs().exclusive() && gfs().getdents_plus()) {
+    wire::GetdentsPlusResp resp;
+    KResult<void> r = gfs().Call(
+        wire::GetdentsPlusReq{handle(), cookie, kDirentBatch}, &resp);
+    if (r.ok()) {
+      bool bad = false;
+      for (const wire::DirentPlus& d : resp.dirents) {
+        if (!ValidName(d.name) || d.next_cookie > kMaxCookie) bad = true;
+      }
+      // Every handle of the reply is either given to an inode or released.
+      if (bad) {
+        for (const wire::DirentPlus& d : resp.dirents) {
+          if (d.has_inode) gfs().ReleaseHandle(d.inode.handle);
+        }
+        return kEIO;
+      }
+      out->reserve(resp.dirents.size());
+      for (wire::DirentPlus& d : resp.dirents) {
+        if (d.has_inode) CacheChild(d.name, d.inode);
+        out->push_back({d.ino, d.next_cookie, d.type, std::move(d.name)});
+      }
+      gfs().TrimCache();
+      return OkResult();
+    }
+    // A Gofer without GetdentsPlus (protocol revision 0): plain Getdents
+    // from now on.
+    if (r.error() != kEOPNOTSUPP) return r.error();
+    gfs().DisableGetdentsPlus();
+  }
+  wire::GetdentsResp resp;
+  TRY_VOID(
+      gfs().Call(wire::GetdentsReq{handle(), cookie, kDirentBatch}, &resp));
+  *out = std::move(resp.dirents);
+  return OkResult();
+}
+
 KResult<void> GoferDirectory::IterDirents(int64_t offset,
                                           vfs::DirentSink sink) {
   if (offset < kCookieBase) offset = kCookieBase;
   uint64_t cookie = CookieOfOffset(offset);
   for (;;) {
-    wire::GetdentsResp resp;
-    TRY_VOID(
-        gfs().Call(wire::GetdentsReq{handle(), cookie, kDirentBatch}, &resp));
-    if (resp.dirents.empty()) return OkResult();
-    for (const wire::Dirent& d : resp.dirents) {
+    std::vector<wire::Dirent> dirents;
+    TRY_VOID(FetchDirents(cookie, &dirents));
+    if (dirents.empty()) return OkResult();
+    for (const wire::Dirent& d : dirents) {
       if (!ValidName(d.name) || d.next_cookie > kMaxCookie) return kEIO;
       vfs::DirEntry de{d.name, d.ino, ValidDirentType(d.type),
                        OffsetOfCookie(d.next_cookie)};
       if (!sink(de)) return OkResult();
     }
-    uint64_t next = resp.dirents.back().next_cookie;
+    uint64_t next = dirents.back().next_cookie;
     // A cookie that does not move on would list the same entries forever;
     // the end-of-directory marker ends the listing.
     if (next == cookie) return kEIO;

@@ -11,6 +11,11 @@
 // the order in which entries were added (filesystem.h) and drops the oldest
 // entries that nothing else uses (EvictIfUnused).
 //
+// getdents on exclusive mounts uses GetdentsPlus (READDIRPLUS): each entry
+// comes with its walked inode, cached here like a lookup (same bound), so
+// the stat of every entry that follows a listing (ls -l, find, nftw) makes
+// no Gofer call. A Gofer without it (EOPNOTSUPP) gets Getdents.
+//
 // getdents offsets: 0 and 1 are "." and ".." (the VFS's), a Gofer cookie c
 // is offset c + 2 (the host's d_off; cookies past INT64_MAX - 2 are the
 // host's end-of-directory markers and resume at INT64_MAX).
@@ -24,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "sentry/fs/gofer/inode.h"
@@ -90,6 +96,14 @@ class GoferDirectory final : public GoferInode {
   // Removes and returns the entry for `name` (found = false if unknown).
   Entry Take(std::string_view name) ABSL_LOCKS_EXCLUDED(children_mu_);
   uint32_t OwnerId(uint32_t id) const;
+  // One batch of entries from `cookie`: GetdentsPlus on exclusive mounts
+  // (each walked child is cached, so a stat of it makes no Gofer call),
+  // else Getdents.
+  KResult<void> FetchDirents(uint64_t cookie, std::vector<wire::Dirent>* out);
+  // Caches `name` -> the inode of wi (its handle is consumed: given to a
+  // new inode or released), unless a positive entry exists.
+  void CacheChild(const std::string& name, const wire::Inode& wi)
+      ABSL_LOCKS_EXCLUDED(children_mu_);
 
   absl::Mutex children_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<GoferInode>> children_

@@ -125,6 +125,14 @@ class GoferFilesystem final : public vfs::Filesystem {
   // that does not exist or that differs from the live inode's.
   KResult<std::shared_ptr<GoferInode>> InodeFor(const wire::Inode& wi);
 
+  // Whether to list with GetdentsPlus (until the Gofer says EOPNOTSUPP).
+  bool getdents_plus() const {
+    return getdents_plus_.load(std::memory_order_relaxed);
+  }
+  void DisableGetdentsPlus() {
+    getdents_plus_.store(false, std::memory_order_relaxed);
+  }
+
   // Called by dying inodes.
   void ReleaseHandle(wire::Handle h) ABSL_LOCKS_EXCLUDED(close_mu_);
   void ForgetInode(uint64_t dev, uint64_t ino, const GoferInode* inode)
@@ -153,6 +161,7 @@ class GoferFilesystem final : public vfs::Filesystem {
   FdCache fd_cache_;
   std::atomic<uint64_t> rpcs_{0};
   std::atomic<int64_t> cached_entries_{0};
+  std::atomic<bool> getdents_plus_{true};
   wire::Handle root_handle_ = 0;  // set once by Create
   std::shared_ptr<vfs::Dentry> root_;
 

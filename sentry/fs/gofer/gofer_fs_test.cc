@@ -285,6 +285,68 @@ TEST_F(GoferFsTest, DirectoryListing) {
   }));
 }
 
+// getdents on an exclusive mount is GetdentsPlus: every entry comes with
+// its inode, so stat of each (nftw, ls -l, find) makes no Gofer call.
+TEST_F(GoferFsTest, ListingCachesEveryEntryForStat) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(Host("d/sub").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("sub", Host("d/lnk").c_str()), 0);
+  ASSERT_EQ(mkfifo(Host("d/fifo").c_str(), 0600), 0);
+  std::vector<std::string> names = {"sub", "lnk", "fifo"};
+  for (int i = 0; i < 700; ++i) {  // two GetdentsPlus batches
+    names.push_back("f" + std::to_string(i));
+    WriteFile(Host("d/" + names.back()), std::string(i % 7, 'x'));
+  }
+  Mount();
+  uint64_t before = fs_->rpc_count();
+  EXPECT_EQ(List("/d").size(), names.size() + 2);
+  // Walk of "d", two GetdentsPlus batches and the end, and the Close
+  // batches of the handles of entries already known (none here).
+  EXPECT_LE(fs_->rpc_count() - before, 5u);
+  before = fs_->rpc_count();
+  for (const std::string& n : names) {
+    ExpectMatchesHost(vfs::StatAt(Base(), "/d/" + n, AT_SYMLINK_NOFOLLOW),
+                      Host("d/" + n));
+  }
+  EXPECT_EQ(fs_->rpc_count(), before) << "a stat after the listing walked";
+  // Listing again reuses the cached inodes (their new handles are closed
+  // in batches) and leaves them right.
+  EXPECT_EQ(List("/d").size(), names.size() + 2);
+  ExpectMatchesHost(vfs::StatAt(Base(), "/d/f3", 0), Host("d/f3"));
+  // A file created on the host after the listing is not in the cache: it
+  // is walked as before.
+  WriteFile(Host("d/late"), "l");
+  ExpectMatchesHost(vfs::StatAt(Base(), "/d/late", 0), Host("d/late"));
+}
+
+TEST_F(GoferFsTest, ListingRespectsTheNameCacheBound) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  for (int i = 0; i < 300; ++i) WriteFile(Host("d/f" + std::to_string(i)), "");
+  Options opts;
+  opts.max_cached_inodes = 16;
+  Mount(opts);
+  EXPECT_EQ(List("/d").size(), 302u);
+  EXPECT_LE(fs_->cached_entries().load(), 17);
+  for (int i = 0; i < 300; ++i) {
+    std::string p = "d/f" + std::to_string(i);
+    ExpectMatchesHost(vfs::StatAt(Base(), "/" + p, 0), Host(p));
+  }
+  EXPECT_LE(fs_->cached_entries().load(), 17);
+}
+
+TEST_F(GoferFsTest, SharedMountListingCachesNothing) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  WriteFile(Host("d/f"), "one");
+  Options opts;
+  opts.exclusive = false;
+  Mount(opts);
+  EXPECT_EQ(List("/d").size(), 3u);
+  WriteFile(Host("d/f"), "longer now");
+  const uint64_t before = fs_->rpc_count();
+  ExpectMatchesHost(vfs::StatAt(Base(), "/d/f", 0), Host("d/f"));
+  EXPECT_GT(fs_->rpc_count(), before);  // revalidated, not from a listing
+}
+
 TEST_F(GoferFsTest, NameChanges) {
   ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
   WriteFile(Host("d/f"), "f");

@@ -13,7 +13,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
 #include "gofer/protocol/client.h"
 #include "gofer/protocol/codec.h"
 #include "gofer/protocol/transport.h"
@@ -60,11 +63,13 @@ class HostileGoferTest : public ::testing::Test {
  protected:
   // Serves Attach (a root directory) and Close itself; everything else
   // goes to `handler`.
-  KResult<void> Start(Handler handler) {
+  KResult<void> Start(
+      Handler handler,
+      std::function<void(const std::vector<uint64_t>&)> on_close = nullptr) {
     int sv[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     raw_ = sv[0];
-    server_ = std::thread([sock = sv[1], handler] {
+    server_ = std::thread([sock = sv[1], handler, on_close] {
       wire::UniqueFd owned(sock);
       wire::Message m;
       while (wire::RecvMessage(sock, &m) == 0) {
@@ -75,9 +80,12 @@ class HostileGoferTest : public ::testing::Test {
             Reply(sock, m, a);
             break;
           }
-          case wire::MessageType::kClose:
+          case wire::MessageType::kClose: {
+            wire::CloseReq c;
+            if (on_close && wire::Decode(m.payload, &c)) on_close(c.handles);
             Reply(sock, m, wire::Empty{});
             break;
+          }
           default:
             handler(sock, m);
         }
@@ -202,6 +210,11 @@ TEST_F(HostileGoferTest, ErrnosOutsideLinuxAreEio) {
 
 TEST_F(HostileGoferTest, BadDirectoryEntriesAreEio) {
   ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
+                // An older Gofer: no GetdentsPlus, so Getdents is used.
+                if (m.header.type ==
+                    static_cast<uint16_t>(wire::MessageType::kGetdentsPlus)) {
+                  return ReplyError(sock, m, EOPNOTSUPP);
+                }
                 wire::GetdentsReq req;
                 if (!wire::Decode(m.payload, &req)) {
                   return ReplyError(sock, m, EINVAL);
@@ -238,6 +251,84 @@ TEST_F(HostileGoferTest, BadDirectoryEntriesAreEio) {
     ASSERT_FALSE(r.ok()) << i;
     EXPECT_EQ(r.error(), kEIO) << i;
   }
+  EXPECT_FALSE(fs_->getdents_plus());
+}
+
+// GetdentsPlus replies: a bad name among entries with handles is EIO and
+// every handle of the reply is closed; an inode of a type that does not
+// exist is listed but not cached (its handle closed); an entry that
+// claims an inode with handle 0 breaks the connection (EIO).
+TEST_F(HostileGoferTest, BadGetdentsPlusRepliesAreEioAndLeakNoHandle) {
+  struct Log {
+    absl::Mutex mu;
+    std::vector<uint64_t> closed;
+  };
+  auto log = std::make_shared<Log>();
+  ASSERT_TRUE(
+      Start(
+          [](int sock, const wire::Message& m) {
+            wire::GetdentsPlusReq req;
+            if (m.header.type !=
+                    static_cast<uint16_t>(wire::MessageType::kGetdentsPlus) ||
+                !wire::Decode(m.payload, &req)) {
+              return ReplyError(sock, m, ENOENT);
+            }
+            static int call = 0;
+            wire::GetdentsPlusResp r;
+            wire::Stat reg = DirStat(50);
+            reg.mode = S_IFREG | 0644;
+            switch (call++) {
+              case 0:
+                r.dirents.push_back({5, 1, DT_REG, "ok", 1, {100, reg}});
+                r.dirents.push_back({6, 2, DT_REG, "a/b", 1, {101, reg}});
+                break;
+              case 1: {
+                wire::Stat odd = reg;
+                odd.ino = 51;
+                odd.mode = 0170000 | 0644;  // no such type
+                r.dirents.push_back({5, 1, DT_REG, "odd", 1, {102, odd}});
+                break;
+              }
+              case 2:
+                break;  // the end
+              default:
+                r.dirents.push_back({5, 1, DT_REG, "zero", 1, {0, reg}});
+                break;
+            }
+            Reply(sock, m, r);
+          },
+          [log](const std::vector<uint64_t>& handles) {
+            absl::MutexLock l(&log->mu);
+            log->closed.insert(log->closed.end(), handles.begin(),
+                               handles.end());
+          })
+          .ok());
+  auto list = [&]() -> KResult<int> {
+    auto f = vfs::OpenAt(Base(), "/", O_RDONLY | O_DIRECTORY, 0, 0);
+    if (!f.ok()) return f.error();
+    int entries = 0;
+    KResult<void> r = (*f)->IterDirents([&](const vfs::DirEntry&) {
+      ++entries;
+      return true;
+    });
+    if (!r.ok()) return r.error();
+    return entries;
+  };
+  KResult<int> r = list();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), kEIO);
+  r = list();  // "odd", then the end
+  ASSERT_TRUE(r.ok()) << r.error().name();
+  EXPECT_EQ(*r, 3);                     // ".", "..", "odd"
+  EXPECT_EQ(StatErr("/odd"), kENOENT);  // not cached: walked (ENOENT here)
+  fs_->FlushCloses();
+  {
+    absl::MutexLock l(&log->mu);
+    EXPECT_THAT(log->closed, ::testing::IsSupersetOf({100u, 101u, 102u}));
+  }
+  r = list();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), kEIO);
 }
 
 TEST_F(HostileGoferTest, OpenWithoutFdIsEio) {

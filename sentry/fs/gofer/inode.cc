@@ -46,8 +46,8 @@ void GoferInode::ApplyStat(const wire::Stat& st) {
   attrs_.mtime = ToTimespec(st.mtime);
   attrs_.ctime = ToTimespec(st.ctime);
   blocks_ = st.blocks;
-  blksize_ = st.blksize;
-  stale_ = false;
+  blksize_.store(st.blksize, std::memory_order_relaxed);
+  stale_.store(false, std::memory_order_release);
 }
 
 void GoferInode::ApplyHostStat(const struct stat& st) {
@@ -68,13 +68,12 @@ void GoferInode::ApplyHostStat(const struct stat& st) {
 
 void GoferInode::MarkStale() {
   absl::MutexLock l(&mu_);
-  stale_ = true;
+  MarkStaleLocked();
 }
 
 bool GoferInode::NeedsRefresh() const {
   if (!gfs().exclusive()) return true;
-  absl::ReaderMutexLock l(&mu_);
-  return stale_;
+  return stale_.load(std::memory_order_acquire);
 }
 
 KResult<void> GoferInode::Refresh() {
@@ -95,9 +94,9 @@ abi::Stat GoferInode::Stat() const {
     // Stat() is const for the VFS; refetching only refreshes the cache.
     (void)const_cast<GoferInode*>(this)->Refresh();
   }
+  // The cached path: one shared lock (the base's), no allocation, no call.
   abi::Stat st = vfs::Inode::Stat();
-  absl::ReaderMutexLock l(&mu_);
-  st.st_blksize = blksize_;
+  st.st_blksize = blksize_.load(std::memory_order_relaxed);
   return st;
 }
 

@@ -10,13 +10,15 @@
 // refetch on every stat. A refetch uses fstat on a cached host FD when the
 // inode has one (regular files: no Gofer call), else a Stat call.
 //
-// Locking: attrs_, blocks_, blksize_ and stale_ are under the inode's mu_;
-// no Gofer call is made holding it.
+// Locking: attrs_ and blocks_ are under the inode's mu_; blksize_ and
+// stale_ are atomics written under it and read without it, so a cached
+// stat takes mu_ once (shared). No Gofer call is made holding mu_.
 #ifndef SENTRY_FS_GOFER_INODE_H_
 #define SENTRY_FS_GOFER_INODE_H_
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,7 +72,9 @@ class GoferInode : public vfs::Inode {
   }
   // fstat of a cached host FD, if the inode has one (regular files).
   virtual bool HostFstat(struct stat* st) { return false; }
-  void MarkStaleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { stale_ = true; }
+  void MarkStaleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    stale_.store(true, std::memory_order_release);
+  }
   // Whether the cache must be refetched before it is used.
   bool NeedsRefresh() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -80,8 +84,9 @@ class GoferInode : public vfs::Inode {
   const wire::Handle handle_;
   const uint64_t host_dev_;
   uint64_t blocks_ ABSL_GUARDED_BY(mu_) = 0;
-  uint32_t blksize_ ABSL_GUARDED_BY(mu_) = 4096;
-  bool stale_ ABSL_GUARDED_BY(mu_) = false;
+  // Written under mu_, read without it (the cached stat takes mu_ once).
+  std::atomic<uint32_t> blksize_{4096};
+  std::atomic<bool> stale_{false};
 };
 
 // A symlink; the target is cached on exclusive mounts.

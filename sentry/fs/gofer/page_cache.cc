@@ -205,6 +205,29 @@ void GoferRegularFile::UpdateCachedPages(absl::Span<const uint8_t> src,
   }
 }
 
+void GoferRegularFile::UpdateCachedPagesFrom(platform::MemoryFile& src_mf,
+                                             uint64_t src_off, size_t n,
+                                             uint64_t offset) {
+  platform::MemoryFile* mf = gfs().options().memory_file;
+  if (mf == nullptr || n == 0) return;
+  absl::MutexLock l(&cache_mu_);
+  const uint64_t end = offset + n;
+  for (auto it = pages_.lower_bound(offset / kPage);
+       it != pages_.end() && it->first * kPage < end; ++it) {
+    const uint64_t pos = it->first * kPage;
+    const uint64_t from = std::max(pos, offset);
+    const uint64_t to = std::min(pos + kPage, end);
+    const uint64_t dst = it->second.mf_offset + (from - pos);
+    const uint64_t src = src_off + (from - offset);
+    if (&src_mf == mf) {
+      mf->Copy(dst, src, to - from);  // SIGBUS-safe, overlap-safe
+    } else {
+      uint8_t buf[kPage];
+      if (src_mf.Read(src, buf, to - from)) mf->Write(dst, buf, to - from);
+    }
+  }
+}
+
 void GoferRegularFile::TruncateCache(uint64_t old_size, uint64_t size) {
   platform::MemoryFile* mf = gfs().options().memory_file;
   if (mf == nullptr || !any_pages_.load(std::memory_order_acquire)) return;

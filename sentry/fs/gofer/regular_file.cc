@@ -10,6 +10,8 @@
 #include <limits>
 #include <optional>
 
+#include "platform/memory_file.h"
+
 namespace sandbox::fs::gofer {
 namespace {
 
@@ -138,16 +140,119 @@ KResult<size_t> GoferRegularFile::WriteAt(absl::Span<const uint8_t> src,
   } while (n < 0 && errno == EINTR);
   if (n < 0) return HostErrno();
   size_t done = std::min(static_cast<size_t>(n), len);
-  NoteWrite(*offset + done);
   if (any_pages_.load(std::memory_order_acquire)) {
     UpdateCachedPages(src.first(done), *offset);
   }
-  if ((sync_flags & O_SYNC) == O_SYNC) {
-    if (fsync(fd->get()) != 0) return HostErrno();
-  } else if (sync_flags & O_DSYNC) {
-    if (fdatasync(fd->get()) != 0) return HostErrno();
-  }
+  TRY_VOID(FinishWrite(*fd, *offset + done, sync_flags));
   return done;
+}
+
+KResult<void> GoferRegularFile::FinishWrite(HostFd& fd, uint64_t end,
+                                            uint32_t sync_flags) {
+  NoteWrite(end);
+  if ((sync_flags & O_SYNC) == O_SYNC) {
+    if (fsync(fd.get()) != 0) return HostErrno();
+  } else if (sync_flags & O_DSYNC) {
+    if (fdatasync(fd.get()) != 0) return HostErrno();
+  }
+  return OkResult();
+}
+
+KResult<size_t> GoferRegularFile::ReadToGuest(vfs::GuestIo& dst,
+                                              uint64_t offset) {
+  if (dst.size() == 0 || offset >= kMaxFileSize) return size_t{0};
+  if (any_dirty_.load(std::memory_order_acquire)) {
+    (void)WriteBack(0, ~uint64_t{0});
+  }
+  TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/true, /*write=*/false));
+  platform::MemoryFile& mf = dst.memory_file();
+  const size_t want = static_cast<size_t>(
+      std::min<uint64_t>(dst.size(), kMaxFileSize - offset));
+  int err = 0;  // the host's errno, if a pread failed
+  // Runs under the MemoryManager's reader locks (GuestIo::Walk): the pages
+  // stay the guest's until it returns. A short pread is the end of file
+  // and stops the walk.
+  KResult<size_t> r =
+      dst.Walk(want, [&](uint64_t moff, size_t at, size_t k) -> size_t {
+        uint8_t* p = mf.Internal(moff, k);
+        if (p == nullptr) {
+          err = EFAULT;
+          return 0;
+        }
+        ssize_t n;
+        do {
+          n = pread(fd->get(), p, k, static_cast<off_t>(offset + at));
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+          // EFAULT here: the host could not back the memory file's page.
+          err = errno;
+          return 0;
+        }
+        return std::min(static_cast<size_t>(n), k);
+      });
+  if (!r.ok()) {
+    // Nothing was accessible. Linux copies nothing at the end of file, so
+    // a read there is 0 even into a bad buffer.
+    uint8_t probe;
+    ssize_t n;
+    do {
+      n = pread(fd->get(), &probe, 1, static_cast<off_t>(offset));
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) return size_t{0};
+    return r.error();
+  }
+  if (*r == 0 && err != 0) return Errno(err);
+  return *r;
+}
+
+KResult<size_t> GoferRegularFile::WriteFromGuest(vfs::GuestIo& src,
+                                                 uint64_t* offset, bool append,
+                                                 uint32_t sync_flags) {
+  if (gfs().read_only()) return kEROFS;
+  TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/false, /*write=*/true));
+  std::optional<absl::MutexLock> al;
+  if (append) {
+    al.emplace(&append_mu_);
+    struct stat st;
+    if (fstat(fd->get(), &st) != 0) return HostErrno();
+    *offset = static_cast<uint64_t>(st.st_size);
+  }
+  if (src.size() == 0) return size_t{0};
+  if (*offset >= kMaxFileSize) return kEFBIG;
+  platform::MemoryFile& mf = src.memory_file();
+  const uint64_t start = *offset;
+  const size_t want =
+      static_cast<size_t>(std::min<uint64_t>(src.size(), kMaxFileSize - start));
+  const bool update_cache = any_pages_.load(std::memory_order_acquire);
+  int err = 0;
+  // Under the MemoryManager's reader locks (see ReadToGuest); cache_mu_
+  // may be taken inside them (the documented order).
+  KResult<size_t> r =
+      src.Walk(want, [&](uint64_t moff, size_t at, size_t k) -> size_t {
+        const uint8_t* p = mf.Internal(moff, k);
+        if (p == nullptr) {
+          err = EFAULT;
+          return 0;
+        }
+        ssize_t n;
+        do {
+          n = pwrite(fd->get(), p, k, static_cast<off_t>(start + at));
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+          err = errno;
+          return 0;
+        }
+        const size_t got = std::min(static_cast<size_t>(n), k);
+        if (update_cache) UpdateCachedPagesFrom(mf, moff, got, start + at);
+        return got;
+      });
+  if (!r.ok()) return r.error();
+  if (*r == 0) {
+    if (err != 0) return Errno(err);
+    return size_t{0};
+  }
+  TRY_VOID(FinishWrite(*fd, start + *r, sync_flags));
+  return *r;
 }
 
 KResult<int64_t> GoferRegularFile::SeekDataOrHole(int64_t offset, int whence) {
@@ -271,6 +376,36 @@ KResult<size_t> GoferFileDescription::PWrite(vfs::IoContext& ctx,
   TRY_VOID(RemovePrivs(ctx));
   uint64_t off = static_cast<uint64_t>(offset);
   return file_->WriteAt(src, &off, Appends(ctx), SyncFlags());
+}
+
+KResult<size_t> GoferFileDescription::ReadDirect(vfs::IoContext&,
+                                                 vfs::GuestIo& dst,
+                                                 int64_t offset) {
+  if (!readable()) return kEBADF;
+  if (offset >= 0) {
+    return file_->ReadToGuest(dst, static_cast<uint64_t>(offset));
+  }
+  absl::MutexLock l(&offset_mu_);
+  TRY(size_t n, file_->ReadToGuest(dst, static_cast<uint64_t>(offset_)));
+  offset_ += static_cast<int64_t>(n);  // by what reached the guest only
+  return n;
+}
+
+KResult<size_t> GoferFileDescription::WriteDirect(vfs::IoContext& ctx,
+                                                  vfs::GuestIo& src,
+                                                  int64_t offset) {
+  if (!writable()) return kEBADF;
+  if (src.size() == 0) return size_t{0};
+  TRY_VOID(RemovePrivs(ctx));
+  if (offset >= 0) {  // pwrite: Linux appends even then with O_APPEND
+    uint64_t off = static_cast<uint64_t>(offset);
+    return file_->WriteFromGuest(src, &off, Appends(ctx), SyncFlags());
+  }
+  absl::MutexLock l(&offset_mu_);
+  uint64_t off = static_cast<uint64_t>(offset_);
+  TRY(size_t n, file_->WriteFromGuest(src, &off, Appends(ctx), SyncFlags()));
+  offset_ = static_cast<int64_t>(off + n);
+  return n;
 }
 
 KResult<int64_t> GoferFileDescription::Seek(int64_t offset, int whence) {

@@ -86,6 +86,20 @@ class GoferRegularFile final : public GoferInode, public mm::Mappable {
   void AdoptFd(int acc, ::gofer::UniqueFd fd);
 
   KResult<size_t> ReadAt(absl::Span<uint8_t> dst, uint64_t offset);
+  // read(2) straight into guest memory: one host pread per run of the
+  // guest's pages that is contiguous in the memory file (one for a buffer
+  // in one run), into the Sentry's mapping of those pages; no bounce
+  // buffer. Returns the bytes read: short at the end of file or where the
+  // buffer stops being writable (EFAULT if nothing was read, but 0 at the
+  // end of file even into a bad buffer, as Linux). The preads run inside
+  // the guest walk, under the MemoryManager's reader locks, so a page
+  // cannot be freed (MADV_DONTNEED, munmap) while the host writes into it.
+  KResult<size_t> ReadToGuest(vfs::GuestIo& dst, uint64_t offset);
+  // write(2) straight from guest memory (one host pwrite per run), at
+  // *offset or at the end if `append` (*offset is set to where it went).
+  // Short where the buffer stops being readable (EFAULT if nothing).
+  KResult<size_t> WriteFromGuest(vfs::GuestIo& src, uint64_t* offset,
+                                 bool append, uint32_t sync_flags);
   // Writes at *offset, or at the end if `append` (*offset is set to where
   // the write went).
   KResult<size_t> WriteAt(absl::Span<const uint8_t> src, uint64_t* offset,
@@ -111,6 +125,13 @@ class GoferRegularFile final : public GoferInode, public mm::Mappable {
   // Copies src (just written at `offset`) into the cached pages it covers.
   void UpdateCachedPages(absl::Span<const uint8_t> src, uint64_t offset)
       ABSL_LOCKS_EXCLUDED(cache_mu_);
+  // The same from n bytes at `src_off` of `src_mf` (guest pages), copied
+  // inside the memory file when it is the page cache's.
+  void UpdateCachedPagesFrom(platform::MemoryFile& src_mf, uint64_t src_off,
+                             size_t n, uint64_t offset)
+      ABSL_LOCKS_EXCLUDED(cache_mu_);
+  // After a write of [offset, offset + n): size, sync flags.
+  KResult<void> FinishWrite(HostFd& fd, uint64_t end, uint32_t sync_flags);
   // Drops cached pages past `size` (truncation) and zeroes the tail of the
   // last one; mappings of the dropped range are invalidated first.
   void TruncateCache(uint64_t old_size, uint64_t size)
@@ -154,6 +175,13 @@ class GoferFileDescription final : public vfs::VfsFile {
                         int64_t offset) override;
   KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
                          int64_t offset) override;
+  // Direct I/O with any memory file: the host FD reads into (writes from)
+  // the Sentry's mapping of the guest's pages.
+  bool CanDirectIo(const platform::MemoryFile&) const override { return true; }
+  KResult<size_t> ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
+                             int64_t offset) override;
+  KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
+                              int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   KResult<void> Sync(bool data_only) override;
   // The inode's page cache, or null (ENODEV) without a memory file.

@@ -3,6 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "platform/memory_file.h"
 #include "sentry/fs/overlay/overlay.h"
 
 namespace sandbox::fs::overlay {
@@ -45,6 +49,69 @@ KResult<size_t> OverlayFile::PRead(vfs::IoContext& ctx, absl::Span<uint8_t> dst,
                                    int64_t offset) {
   TRY(std::shared_ptr<vfs::VfsFile> f, Current());
   return f->PRead(ctx, dst, offset);
+}
+
+namespace {
+
+// The real file cannot do direct I/O with this memory file (a layer in
+// another one; not the case in runsc): a bounce buffer, with the offset
+// moved only by what reached the guest.
+KResult<size_t> BounceRead(vfs::IoContext& ctx, vfs::VfsFile& f,
+                           vfs::GuestIo& dst, int64_t offset) {
+  const bool at_offset = offset < 0;
+  if (at_offset) {
+    TRY(offset, f.Seek(0, SEEK_CUR));
+  }
+  std::vector<uint8_t> buf(std::min<size_t>(dst.size(), 1 << 20));
+  TRY(size_t n, f.PRead(ctx, absl::MakeSpan(buf), offset));
+  platform::MemoryFile& mf = dst.memory_file();
+  KResult<size_t> r =
+      n == 0 ? KResult<size_t>(size_t{0})
+             : dst.Walk(n, [&](uint64_t moff, size_t at, size_t k) -> size_t {
+                 return mf.Write(moff, buf.data() + at, k) ? k : 0;
+               });
+  TRY(size_t done, std::move(r));
+  if (at_offset) {
+    TRY_VOID(f.Seek(offset + static_cast<int64_t>(done), SEEK_SET));
+  }
+  return done;
+}
+
+KResult<size_t> BounceWrite(vfs::IoContext& ctx, vfs::VfsFile& f,
+                            vfs::GuestIo& src, int64_t offset) {
+  std::vector<uint8_t> buf(std::min<size_t>(src.size(), 1 << 20));
+  platform::MemoryFile& mf = src.memory_file();
+  TRY(size_t got,
+      src.Walk(buf.size(), [&](uint64_t moff, size_t at, size_t k) -> size_t {
+        return mf.Read(moff, buf.data() + at, k) ? k : 0;
+      }));
+  if (got == 0) return kEFAULT;
+  auto data = absl::MakeConstSpan(buf.data(), got);
+  return offset < 0 ? f.Write(ctx, data) : f.PWrite(ctx, data, offset);
+}
+
+}  // namespace
+
+KResult<size_t> OverlayFile::ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
+                                        int64_t offset) {
+  TRY(std::shared_ptr<vfs::VfsFile> f, Current());
+  if (!f->CanDirectIo(dst.memory_file())) {
+    return BounceRead(ctx, *f, dst, offset);
+  }
+  return f->ReadDirect(ctx, dst, offset);
+}
+
+KResult<size_t> OverlayFile::WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
+                                         int64_t offset) {
+  if (!writable()) return kEBADF;
+  if (src.size() == 0) return size_t{0};
+  TRY_VOID(RemovePrivs(ctx));
+  TRY(std::shared_ptr<vfs::VfsFile> f, Current());
+  KResult<size_t> r = f->CanDirectIo(src.memory_file())
+                          ? f->WriteDirect(ctx, src, offset)
+                          : BounceWrite(ctx, *f, src, offset);
+  oinode().SyncAttrs();
+  return r;
 }
 
 KResult<size_t> OverlayFile::Write(vfs::IoContext& ctx,

@@ -331,6 +331,17 @@ class OverlayFile final : public vfs::VfsFile {
                         int64_t offset) override;
   KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
                          int64_t offset) override;
+  // Direct I/O (no bounce buffer) when the file opened at open(2) has it
+  // (a Gofer or tmpfs lower file, the tmpfs upper file): forwarded to the
+  // real file, so a buffer that faults part way moves the offset only by
+  // what was copied.
+  bool CanDirectIo(const platform::MemoryFile& mf) const override {
+    return opened_->CanDirectIo(mf);
+  }
+  KResult<size_t> ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
+                             int64_t offset) override;
+  KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
+                              int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   KResult<uint64_t> Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                           uint64_t arg) override;

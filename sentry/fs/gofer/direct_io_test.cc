@@ -1,0 +1,249 @@
+// Direct I/O of Gofer files (ReadDirect/WriteDirect over a vfs::GuestIo):
+// host data lands in (comes from) the guest's memory-file pages with no
+// bounce buffer; a buffer that stops being accessible part way gives the
+// count before it (EFAULT if none, 0 at the end of file) and moves the
+// offset by that count only; O_APPEND; cached mmap pages see direct writes.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "platform/memory_file.h"
+#include "sentry/fs/gofer/regular_file.h"
+#include "sentry/fs/gofer/testing.h"
+
+namespace sandbox::fs::gofer {
+namespace {
+
+constexpr size_t kPage = 4096;
+
+// A guest buffer of `segments` (lengths), each in its own memory-file
+// allocation; only the first `accessible` bytes may be touched (the rest
+// "faults"). Walk hands out pieces of at most `piece` bytes. Counts pieces.
+class FakeGuest final : public vfs::GuestIo {
+ public:
+  FakeGuest(platform::MemoryFile& mf, std::vector<size_t> segments,
+            size_t accessible = SIZE_MAX, size_t piece = kPage)
+      : mf_(mf), accessible_(accessible), piece_(piece) {
+    for (size_t len : segments) {
+      size_t alloc = std::max<size_t>(kPage, (len + kPage - 1) / kPage * kPage);
+      auto off = mf.Allocate(alloc);
+      EXPECT_TRUE(off.ok());
+      segs_.push_back({*off, len});
+      size_ += len;
+    }
+  }
+  size_t size() const override { return size_; }
+  platform::MemoryFile& memory_file() override { return mf_; }
+  KResult<size_t> Walk(
+      size_t n,
+      absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) override {
+    size_t done = 0;
+    for (const Seg& s : segs_) {
+      for (size_t in = 0; in < s.len && done < n;) {
+        if (done >= accessible_) {
+          return done == 0 ? KResult<size_t>(kEFAULT) : KResult<size_t>(done);
+        }
+        size_t k = std::min({s.len - in, n - done, piece_, accessible_ - done});
+        ++pieces;
+        size_t got = fn(s.off + in, done, k);
+        done += got;
+        in += got;
+        if (got < k) return done;
+      }
+    }
+    return done;
+  }
+  std::string Contents() {
+    std::string out;
+    for (const Seg& s : segs_) {
+      std::string part(s.len, '\0');
+      EXPECT_TRUE(mf_.Read(s.off, part.data(), s.len));
+      out += part;
+    }
+    return out;
+  }
+  void Fill(std::string_view data) {
+    size_t at = 0;
+    for (const Seg& s : segs_) {
+      size_t k = std::min(s.len, data.size() - at);
+      EXPECT_TRUE(mf_.Write(s.off, data.data() + at, k));
+      at += k;
+    }
+  }
+  int pieces = 0;
+
+ private:
+  struct Seg {
+    uint64_t off;
+    size_t len;
+  };
+  platform::MemoryFile& mf_;
+  const size_t accessible_;
+  const size_t piece_;
+  std::vector<Seg> segs_;
+  size_t size_ = 0;
+};
+
+std::string Pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + i % 23);
+  return s;
+}
+
+void HostWrite(const std::string& path, std::string_view data) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, data.data(), data.size()),
+            static_cast<ssize_t>(data.size()));
+  close(fd);
+}
+
+std::string HostRead(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "<missing>";
+  std::string s = ::gofer::testing::ReadAll(fd);
+  close(fd);
+  return s;
+}
+
+class GoferDirectIoTest : public GoferFsTest {
+ protected:
+  void SetUp() override {
+    auto mf = platform::MemoryFile::Create(uint64_t{64} << 20);
+    ASSERT_TRUE(mf.ok()) << mf.status();
+    mf_ = std::move(*mf);
+  }
+  void MountWithCache() {
+    Options opts;
+    opts.memory_file = mf_.get();
+    Mount(opts);
+  }
+  // Declared first so it outlives the file system.
+  std::unique_ptr<platform::MemoryFile> mf_;
+  vfs::IoContext ctx_;
+};
+
+TEST_F(GoferDirectIoTest, ReadsIntoGuestPagesAcrossSegmentsAndPieces) {
+  const std::string data = Pattern(300000);
+  HostWrite(Host("f"), data);
+  Mount();
+  ASSERT_OK(Open("f", O_RDONLY));
+  auto f = Open("f", O_RDONLY).value();
+  ASSERT_TRUE(f->CanDirectIo(*mf_));
+  // Three segments, the middle one unaligned; one-page pieces.
+  FakeGuest g(*mf_, {5000, 123, 200000});
+  auto n = f->ReadDirect(ctx_, g, -1);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 205123u);
+  EXPECT_EQ(g.Contents(), data.substr(0, 205123));
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(), 205123);
+  // The rest: short at the end of file, then 0.
+  FakeGuest g2(*mf_, {200000}, SIZE_MAX, /*piece=*/1 << 20);
+  EXPECT_EQ(f->ReadDirect(ctx_, g2, -1).value(), 300000u - 205123u);
+  EXPECT_EQ(g2.Contents().substr(0, 300000 - 205123), data.substr(205123));
+  EXPECT_EQ(g2.pieces, 1);  // one run: one host pread
+  EXPECT_EQ(f->ReadDirect(ctx_, g2, -1).value(), 0u);
+  // pread form: the offset does not move.
+  FakeGuest g3(*mf_, {10});
+  EXPECT_EQ(f->ReadDirect(ctx_, g3, 7).value(), 10u);
+  EXPECT_EQ(g3.Contents(), data.substr(7, 10));
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(), 300000);
+}
+
+TEST_F(GoferDirectIoTest, ReadStopsWhereTheBufferFaults) {
+  const std::string data = Pattern(2 * kPage);
+  HostWrite(Host("f"), data);
+  Mount();
+  auto f = Open("f", O_RDONLY).value();
+  FakeGuest part(*mf_, {1000}, /*accessible=*/100);
+  EXPECT_EQ(f->ReadDirect(ctx_, part, -1).value(), 100u);
+  EXPECT_EQ(part.Contents().substr(0, 100), data.substr(0, 100));
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(), 100);
+  FakeGuest none(*mf_, {10}, /*accessible=*/0);
+  EXPECT_ERRNO(f->ReadDirect(ctx_, none, -1), kEFAULT);
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(), 100);
+  // At the end of file nothing is copied: 0 even into a bad buffer.
+  EXPECT_EQ(f->ReadDirect(ctx_, none, 2 * kPage).value(), 0u);
+  EXPECT_EQ(f->ReadDirect(ctx_, none, 5 * kPage).value(), 0u);
+  // The second segment faults: the first counts.
+  FakeGuest two(*mf_, {50, 50}, /*accessible=*/50);
+  EXPECT_EQ(f->ReadDirect(ctx_, two, 0).value(), 50u);
+  // A write-only description cannot be read.
+  auto w = Open("f", O_WRONLY).value();
+  FakeGuest g(*mf_, {10});
+  EXPECT_ERRNO(w->ReadDirect(ctx_, g, -1), kEBADF);
+}
+
+TEST_F(GoferDirectIoTest, WritesFromGuestPagesAndStopsAtTheFault) {
+  Mount();
+  auto f = Open("out", O_RDWR | O_CREAT).value();
+  const std::string data = Pattern(3 * kPage + 17);
+  FakeGuest g(*mf_, {kPage + 5, 2 * kPage + 12});
+  g.Fill(data);
+  EXPECT_EQ(f->WriteDirect(ctx_, g, -1).value(), data.size());
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(), static_cast<int64_t>(data.size()));
+  EXPECT_EQ(HostRead(Host("out")), data);
+  // 100 readable bytes of 1000: 100 written, the offset moves by 100.
+  FakeGuest part(*mf_, {1000}, /*accessible=*/100);
+  part.Fill(std::string(1000, 'x'));
+  EXPECT_EQ(f->WriteDirect(ctx_, part, -1).value(), 100u);
+  EXPECT_EQ(HostRead(Host("out")), data + std::string(100, 'x'));
+  FakeGuest none(*mf_, {10}, /*accessible=*/0);
+  EXPECT_ERRNO(f->WriteDirect(ctx_, none, -1), kEFAULT);
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(),
+            static_cast<int64_t>(data.size() + 100));
+  auto st = vfs::StatAt(Base(), "out", 0);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->st_size, static_cast<int64_t>(data.size() + 100));
+  // pwrite form.
+  FakeGuest y(*mf_, {3});
+  y.Fill("yyy");
+  EXPECT_EQ(f->WriteDirect(ctx_, y, 1).value(), 3u);
+  EXPECT_EQ(HostRead(Host("out")).substr(0, 5),
+            data.substr(0, 1) + "yyy" + data.substr(4, 1));
+  // Read-only description.
+  auto r = Open("out", O_RDONLY).value();
+  EXPECT_ERRNO(r->WriteDirect(ctx_, y, -1), kEBADF);
+}
+
+TEST_F(GoferDirectIoTest, AppendGoesToTheHostEnd) {
+  HostWrite(Host("log"), "abc");
+  Mount();
+  auto f = Open("log", O_WRONLY | O_APPEND).value();
+  HostWrite(Host("log"), "abcdef");  // grown on the host meanwhile
+  FakeGuest g(*mf_, {2});
+  g.Fill("XY");
+  EXPECT_EQ(f->WriteDirect(ctx_, g, -1).value(), 2u);
+  EXPECT_EQ(f->WriteDirect(ctx_, g, 0).value(), 2u);  // pwrite appends too
+  EXPECT_EQ(HostRead(Host("log")), "abcdefXYXY");
+}
+
+TEST_F(GoferDirectIoTest, CachedMmapPagesSeeDirectWrites) {
+  HostWrite(Host("m"), Pattern(2 * kPage));
+  MountWithCache();
+  auto f = Open("m", O_RDWR).value();
+  std::shared_ptr<mm::Mappable> m = f->GetMappable();
+  ASSERT_NE(m, nullptr);
+  auto ts = m->Translate(0, kPage, 0, 2 * kPage, {.read = true});
+  ASSERT_TRUE(ts.ok());
+  ASSERT_FALSE(ts->empty());
+  const uint64_t page0 = (*ts)[0].file_offset;
+  FakeGuest g(*mf_, {10});
+  g.Fill("0123456789");
+  EXPECT_EQ(f->WriteDirect(ctx_, g, 4090).value(), 10u);
+  std::string seen(6, '\0');
+  ASSERT_TRUE(mf_->Read(page0 + 4090, seen.data(), 6));
+  EXPECT_EQ(seen, "012345");
+  // And a direct read sees the host's bytes.
+  FakeGuest back(*mf_, {10});
+  EXPECT_EQ(f->ReadDirect(ctx_, back, 4090).value(), 10u);
+  EXPECT_EQ(back.Contents(), "0123456789");
+}
+
+}  // namespace
+}  // namespace sandbox::fs::gofer
