@@ -1,6 +1,7 @@
 #include "sentry/mm/guest_io.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace sandbox::mm {
 
@@ -27,6 +28,39 @@ KResult<size_t> GuestSegments::Walk(
     if (short_piece || *r < want) break;
   }
   return done;
+}
+
+KResult<size_t> CopyInCString(MemoryManager& mm, uintptr_t addr, char* buf,
+                              size_t max_len) {
+  if (max_len == 0) return kENAMETOOLONG;
+  constexpr size_t kPiece = 256;
+  platform::MemoryFile& mf = mm.memory_file();
+  bool found = false;
+  size_t len = 0;
+  // Returns fewer bytes than offered as soon as the NUL is found (or a
+  // read fails), which ends the walk before it looks at another page.
+  KResult<size_t> r =
+      mm.WalkGuest(addr, max_len, /*write=*/false,
+                   [&](uint64_t off, size_t at, size_t k) -> size_t {
+                     for (size_t done = 0; done < k;) {
+                       const size_t piece = std::min(k - done, kPiece);
+                       char* dst = buf + at + done;
+                       if (!mf.Read(off + done, dst, piece))
+                         return done;  // SIGBUS
+                       if (const void* nul = std::memchr(dst, 0, piece)) {
+                         const size_t i = static_cast<const char*>(nul) - dst;
+                         found = true;
+                         len = at + done + i;
+                         return done + i;  // < k: stop
+                       }
+                       done += piece;
+                     }
+                     return k;
+                   });
+  if (found) return len;
+  // No NUL: a fault before max_len bytes, or none within them.
+  if (!r.ok() || *r < max_len) return kEFAULT;
+  return kENAMETOOLONG;
 }
 
 }  // namespace sandbox::mm

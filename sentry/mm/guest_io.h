@@ -52,6 +52,18 @@ class GuestSegments final : public vfs::GuestIo {
   size_t size_ = 0;
 };
 
+// Copies the NUL-terminated guest string at `addr` into `buf` (room for
+// `max_len` bytes, the NUL included: at most max_len-1 characters) and
+// returns its length without the NUL. MemoryManager::CopyInString's rules
+// (EFAULT if a byte before the NUL cannot be read, ENAMETOOLONG if none of
+// the first max_len bytes is a NUL; nothing past the 256-byte piece
+// holding the NUL is read or faulted in) in one walk of the guest's pages
+// (one pass of the MemoryManager's locks, not one per piece) and without
+// a std::string: the path argument of stat/open (getname).
+// The bytes of buf past the returned length are unspecified.
+KResult<size_t> CopyInCString(MemoryManager& mm, uintptr_t addr, char* buf,
+                              size_t max_len);
+
 }  // namespace sandbox::mm
 
 #endif  // SENTRY_MM_GUEST_IO_H_

@@ -68,7 +68,8 @@ KResult<void> CheckOpenHow(const OpenHow& how) {
 KResult<uint64_t> DoOpen(Task& t, int32_t dirfd, UserCString path,
                          const OpenHow& how) {
   TRY_VOID(CheckOpenHow(how));
-  TRY(std::string p, CopyInPath(t, path));
+  PathBuf buf;
+  TRY(std::string_view p, CopyInPath(t, path, buf));
   TRY_VOID(t.fd_table().CheckFree(NofileLimit(t)));
   TRY(vfs::ResolveBase base, BaseAt(t, dirfd, p));
   uint32_t flags = static_cast<uint32_t>(how.flags);

@@ -27,10 +27,11 @@ KResult<abi::Stat> StatFile(Task& t, int32_t fd) {
 KResult<abi::Stat> StatPath(Task& t, int32_t dirfd, uint64_t path_addr,
                             int flags) {
   if (flags & ~kStatFlags) return kEINVAL;
-  std::string p;
+  PathBuf pbuf;
+  std::string_view p;
   // Since Linux 6.11 a NULL path with AT_EMPTY_PATH means "".
   if (!(path_addr == 0 && (flags & AT_EMPTY_PATH))) {
-    TRY(p, CopyInPath(t, UserCString{path_addr}));
+    TRY(p, CopyInPath(t, UserCString{path_addr}, pbuf));
   }
   if (p.empty() && (flags & AT_EMPTY_PATH) && dirfd != AT_FDCWD) {
     return StatFile(t, dirfd);
@@ -107,9 +108,10 @@ SyscallResult Statx(Task& t, Fd dirfd, UserCString path, Flags flags,
   if (f & ~(kStatFlags | AT_STATX_SYNC_TYPE)) return kEINVAL;
   if ((f & AT_STATX_SYNC_TYPE) == AT_STATX_SYNC_TYPE) return kEINVAL;
   if (mask & STATX__RESERVED) return kEINVAL;
-  std::string p;
+  PathBuf pbuf;
+  std::string_view p;
   if (!(path.addr == 0 && (f & AT_EMPTY_PATH))) {
-    TRY(p, CopyInPath(t, path));
+    TRY(p, CopyInPath(t, path, pbuf));
   }
   abi::Stat st;
   uint64_t mnt_id = 0;

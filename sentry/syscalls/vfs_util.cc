@@ -5,6 +5,7 @@
 
 #include "sentry/abi/linux.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/mm/guest_io.h"
 #include "sentry/vfs/at_start.h"
 
 namespace sandbox::syscalls {
@@ -12,6 +13,12 @@ namespace sandbox::syscalls {
 KResult<std::string> CopyInPath(Task& t, UserCString path) {
   // getname: ENAMETOOLONG when no NUL is within PATH_MAX bytes.
   return path.CopyIn(t, abi::kPathMax);
+}
+
+KResult<std::string_view> CopyInPath(Task& t, UserCString path, PathBuf& buf) {
+  TRY(size_t n,
+      mm::CopyInCString(t.mm(), path.addr, buf.data, sizeof(buf.data)));
+  return std::string_view(buf.data, n);
 }
 
 KResult<vfs::ResolveBase> BaseAt(Task& t, int32_t dirfd, std::string_view path,

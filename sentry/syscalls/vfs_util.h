@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
 #include "sentry/kernel/task.h"
 #include "sentry/syscalls/args.h"
@@ -25,6 +26,13 @@ namespace sandbox::syscalls {
 // The path argument (getname): EFAULT, ENAMETOOLONG at PATH_MAX. An empty
 // path is returned as is (the walk decides: ENOENT or AT_EMPTY_PATH).
 KResult<std::string> CopyInPath(Task& t, UserCString path);
+
+// The same into a caller's buffer, without allocating (stat, open): the
+// result points into `buf`.
+struct PathBuf {
+  char data[abi::kPathMax];
+};
+KResult<std::string_view> CopyInPath(Task& t, UserCString path, PathBuf& buf);
 
 // Where a *at() walk by `t` starts: the root and, for a relative path,
 // dirfd's location or the cwd (EBADF, ENOTDIR as vfs::AtStart). `creds`
