@@ -19,9 +19,19 @@
 // (RESOLVE_BENEATH escapes, RESOLVE_NO_XDEV crossings).
 //
 // Locking: each component lookup holds the file system's tree_mu shared;
-// crossing a mount holds MountLock() shared. No lock is held between
-// components, so a concurrent rename may move a directory already walked
-// through, as in Linux.
+// crossing a mount holds MountLock() shared. The PathWalker holds no lock
+// between components, so a concurrent rename may move a directory already
+// walked through, as in Linux.
+//
+// Resolve() first tries a fast walk (path_walk.cc, FastResolve) for the
+// common case: no RESOLVE_* flags, only normal components, no symlink but
+// an unfollowed last one, no trailing slash. It holds tree_mu shared from
+// one mount crossing to the next (one file system's at a time, as here),
+// borrows the mount from the ResolveBase, takes one reference per
+// component, and makes the PathWalker's checks in its order; anything else
+// (and any error but a lookup's ENOENT) falls back to the PathWalker.
+// Search permission reads Inode::Perm() without the inode's lock (Linux's
+// RCU-walk does the same).
 #ifndef SENTRY_VFS_PATH_WALK_H_
 #define SENTRY_VFS_PATH_WALK_H_
 
