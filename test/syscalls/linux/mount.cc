@@ -590,6 +590,36 @@ TEST_F(MountTest, DevptsBadOptionsAreEinval) {
   EXPECT_EQ(FindMount(a.path()).type, "");  // nothing was mounted
 }
 
+// MS_REMOUNT of devpts (devpts_reconfigure): the options are checked
+// (EINVAL) and replace the old ones; ptmx takes the new ptmxmode.
+TEST_F(MountTest, DevptsRemount) {
+  TempPath a = TempPath::CreateDir();
+  ASSERT_THAT(mount("devpts", a.path().c_str(), "devpts", 0, "ptmxmode=600"),
+              SyscallSucceeds());
+  EXPECT_THAT(mount(nullptr, a.path().c_str(), nullptr, MS_REMOUNT, "bogus"),
+              SyscallFailsWithErrno(EINVAL));
+  ASSERT_THAT(
+      mount(nullptr, a.path().c_str(), nullptr, MS_REMOUNT, "ptmxmode=0640"),
+      SyscallSucceeds());
+  struct stat ptmx = {};
+  ASSERT_THAT(stat((a.path() + "/ptmx").c_str(), &ptmx), SyscallSucceeds());
+  EXPECT_EQ(ptmx.st_mode, S_IFCHR | 0640u);
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+}
+
+// mountinfo shows the options of the last remount. (The sandbox keeps
+// showing those of the mount: listed in the expected failures.)
+TEST_F(MountTest, DevptsRemountShowsTheNewOptions) {
+  TempPath a = TempPath::CreateDir();
+  ASSERT_THAT(mount("devpts", a.path().c_str(), "devpts", 0, "ptmxmode=600"),
+              SyscallSucceeds());
+  ASSERT_THAT(
+      mount(nullptr, a.path().c_str(), nullptr, MS_REMOUNT, "mode=0620"),
+      SyscallSucceeds());
+  EXPECT_EQ(FindMount(a.path()).super, "rw,mode=620,ptmxmode=000");
+  EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+}
+
 // Opening ptmx allocates a terminal pair: its number is 0 in a new
 // instance. (The sandbox has no terminals yet: listed in the expected
 // failures.)
