@@ -347,6 +347,46 @@ TEST_F(GoferFsTest, SharedMountListingCachesNothing) {
   EXPECT_GT(fs_->rpc_count(), before);  // revalidated, not from a listing
 }
 
+// Renames into (and out of, and between) subdirectories on a shared mount
+// (runsc do --bind): the host sees them and the Sentry's names follow.
+TEST_F(GoferFsTest, SharedMountRenamesIntoSubdirectories) {
+  ASSERT_EQ(mkdir(Host("host_sub").c_str(), 0755), 0);
+  Options opts;
+  opts.exclusive = false;
+  Mount(opts);
+  ASSERT_OK(vfs::MkdirAt(Base(), "/sub", 0755, 0));
+  ASSERT_OK(vfs::MkdirAt(Base(), "/sub/deeper", 0755, 0));
+  {
+    auto f = Open("/f", O_CREAT | O_WRONLY, 0644);
+    ASSERT_OK(f);
+    ASSERT_OK(Write(**f, "moved"));
+  }
+  ASSERT_OK(vfs::RenameAt(Base(), "/f", Base(), "/sub/f", 0));
+  EXPECT_EQ(HostRead(Host("sub/f")), "moved");
+  EXPECT_EQ(HostRead(Host("f")), "<missing>");
+  ExpectMatchesHost(vfs::StatAt(Base(), "/sub/f", 0), Host("sub/f"));
+  EXPECT_ERRNO(vfs::StatAt(Base(), "/f", 0), kENOENT);
+  ASSERT_OK(vfs::RenameAt(Base(), "/sub/f", Base(), "/sub/deeper/g",
+                          RENAME_NOREPLACE));
+  ASSERT_OK(vfs::RenameAt(Base(), "/sub/deeper/g", Base(), "/host_sub/g", 0));
+  EXPECT_EQ(HostRead(Host("host_sub/g")), "moved");
+  {
+    auto f = Open("/host_sub/g", O_RDONLY);
+    ASSERT_OK(f);
+    EXPECT_EQ(ReadAll(**f), "moved");
+  }
+  // A file kept open across the move, and a directory moved.
+  auto kept = Open("/host_sub/g", O_RDWR);
+  ASSERT_OK(kept);
+  ASSERT_OK(vfs::RenameAt(Base(), "/host_sub/g", Base(), "/g", 0));
+  ASSERT_OK(Write(**kept, "M"));
+  EXPECT_EQ(HostRead(Host("g")), "Moved");
+  ASSERT_OK(
+      vfs::RenameAt(Base(), "/sub/deeper", Base(), "/host_sub/deeper", 0));
+  ExpectMatchesHost(vfs::StatAt(Base(), "/host_sub/deeper", 0),
+                    Host("host_sub/deeper"));
+}
+
 TEST_F(GoferFsTest, NameChanges) {
   ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
   WriteFile(Host("d/f"), "f");
