@@ -199,7 +199,10 @@ KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::CreateChild(
 KResult<void> GoferDirectory::LinkChild(
     std::string_view name, const std::shared_ptr<vfs::Inode>& target) {
   if (gfs().read_only()) return kEROFS;
-  auto& t = static_cast<GoferInode&>(*target);
+  // A mount-point placeholder (no Gofer handle) is not a host file here.
+  auto* tp = dynamic_cast<GoferInode*>(target.get());
+  if (tp == nullptr) return kEXDEV;
+  auto& t = *tp;
   wire::InodeResp resp;
   TRY_VOID(gfs().Call(wire::LinkReq{handle(), std::string(name), t.handle()},
                       &resp));
@@ -221,7 +224,7 @@ KResult<void> GoferDirectory::RemoveChild(std::string_view name,
       &e));
   Entry old = Take(name);
   Put(name, nullptr);
-  static_cast<GoferInode&>(child).MarkStale();  // nlink, ctime
+  if (auto* c = dynamic_cast<GoferInode*>(&child)) c->MarkStale();  // nlink
   MarkStale();
   return OkResult();
 }
@@ -231,7 +234,12 @@ KResult<void> GoferDirectory::RenameChild(std::string_view old_name,
                                           std::string_view new_name,
                                           uint32_t flags) {
   if (gfs().read_only()) return kEROFS;
-  auto& new_dir = static_cast<GoferDirectory&>(new_dir_inode);
+  // Into a mount-point placeholder (a host mount the Gofer does not
+  // cross: Linux's rename there crosses mounts): EXDEV, never a cast of
+  // an inode without a Gofer handle.
+  auto* nd = dynamic_cast<GoferDirectory*>(&new_dir_inode);
+  if (nd == nullptr) return kEXDEV;
+  auto& new_dir = *nd;
   wire::Empty e;
   TRY_VOID(gfs().Call(
       wire::RenameReq{handle(), std::string(old_name), new_dir.handle(),

@@ -331,6 +331,37 @@ TEST_F(HostileGoferTest, BadGetdentsPlusRepliesAreEioAndLeakNoHandle) {
   EXPECT_EQ(r.error(), kEIO);
 }
 
+// A name the Gofer will not cross (EXDEV: a host mount point) is an empty
+// placeholder directory without a Gofer handle: renaming into it is EXDEV
+// (as Linux across mounts), never a call with a made-up handle.
+TEST_F(HostileGoferTest, RenameIntoAMountPointPlaceholderIsExdev) {
+  ASSERT_TRUE(Start(WalkWith([](const std::string& name) {
+                wire::WalkResp r;
+                if (name == "mnt") {
+                  r.status = wire::WalkStatus::kError;
+                  r.error = EXDEV;
+                  return r;
+                }
+                if (name == "f") {
+                  wire::Stat st = DirStat(7);
+                  st.mode = S_IFREG | 0644;
+                  return OneInode(70, st);
+                }
+                r.status = wire::WalkStatus::kError;
+                r.error = ENOENT;
+                return r;
+              })).ok());
+  auto st = vfs::StatAt(Base(), "/mnt", 0);
+  ASSERT_TRUE(st.ok()) << st.error().name();
+  EXPECT_TRUE(S_ISDIR(st->st_mode));
+  const uint64_t before = fs_->rpc_count();
+  auto r = vfs::RenameAt(Base(), "/f", Base(), "/mnt/f", 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), Errno(EXDEV));
+  // Walks only (the names), no Rename call.
+  EXPECT_LE(fs_->rpc_count() - before, 2u);
+}
+
 TEST_F(HostileGoferTest, OpenWithoutFdIsEio) {
   ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
                 switch (static_cast<wire::MessageType>(m.header.type)) {
