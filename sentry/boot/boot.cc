@@ -246,6 +246,7 @@ int BootMain(int argc, char** argv) {
 
   kernel::NewProcessArgs pargs;
   pargs.exe_path = exe_path;
+  pargs.exe_file = lr->file->vd();
   pargs.creds = creds;
   pargs.fs = std::make_shared<vfs::FsContext>(mntns->Root(), std::move(cwd));
   pargs.fds = std::make_shared<vfs::FdTable>();

@@ -38,6 +38,7 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   if (args.fds == nullptr) args.fds = std::make_shared<vfs::FdTable>();
   auto tg = std::make_shared<ThreadGroup>(
       *this, args.parent, std::move(args.exe_path), args.limits);
+  tg->set_exe_file(std::move(args.exe_file));
   auto task = std::make_unique<Task>(
       *this, tg, std::make_shared<const Credentials>(std::move(args.creds)),
       std::move(args.fds), std::move(args.fs), std::move(args.mm),
@@ -83,6 +84,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu) {
   auto tg =
       std::make_shared<ThreadGroup>(*this, &ptg, ptg.exe_path(), ptg.limits());
   tg->set_actions(ptg.actions());
+  tg->set_exe_file(ptg.exe_file());  // dup_mmap copies mm->exe_file
   auto task = std::make_unique<Task>(
       *this, tg, parent.creds_ref(), parent.fd_table().Fork(),
       parent.fs().Fork(), std::shared_ptr<mm::MemoryManager>(std::move(mm)),

@@ -38,6 +38,8 @@ struct KernelOptions {
 struct NewProcessArgs {
   ThreadGroup* parent = nullptr;
   std::string exe_path;
+  // The executable's location (/proc/PID/exe); may be unset.
+  vfs::VirtualDentry exe_file;
   // Root, cwd, umask. Null: a task without a file system (unit tests).
   std::shared_ptr<vfs::FsContext> fs;
   Credentials creds = Credentials::Root();

@@ -28,6 +28,18 @@ void ThreadGroup::set_exe_path(std::string path) {
   exe_path_ = std::move(path);
 }
 
+vfs::VirtualDentry ThreadGroup::exe_file() const {
+  absl::MutexLock l(&mu_);
+  return exe_file_;
+}
+
+void ThreadGroup::set_exe_file(vfs::VirtualDentry vd) {
+  vfs::VirtualDentry old;
+  absl::MutexLock l(&mu_);
+  old = std::move(exe_file_);  // released after mu_ (destructor order)
+  exe_file_ = std::move(vd);
+}
+
 abi::Rlimit64 ThreadGroup::GetLimit(int resource) const {
   absl::MutexLock l(&mu_);
   return limits_.Get(resource);

@@ -19,6 +19,7 @@
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/pid_namespace.h"
+#include "sentry/vfs/mount.h"
 
 namespace sandbox::kernel {
 
@@ -61,6 +62,11 @@ class ThreadGroup {
   // Path of the running executable (/proc/self/exe). Changes on execve.
   std::string exe_path() const;
   void set_exe_path(std::string path);
+  // The running executable's location (Linux's mm->exe_file), where the
+  // magic link /proc/PID/exe jumps: set with exe_path by execve, copied by
+  // fork; unset ({}) for processes started without one (unit tests).
+  vfs::VirtualDentry exe_file() const;
+  void set_exe_file(vfs::VirtualDentry vd);
   // Process group and session IDs (no setpgid/setsid yet: a fork child
   // inherits its parent's; the first process leads its own).
   ThreadId pgid() const { return pgid_.load(std::memory_order_relaxed); }
@@ -156,6 +162,7 @@ class ThreadGroup {
 
   mutable absl::Mutex mu_;
   std::string exe_path_ ABSL_GUARDED_BY(mu_);
+  vfs::VirtualDentry exe_file_ ABSL_GUARDED_BY(mu_);
   LimitSet limits_ ABSL_GUARDED_BY(mu_);
   std::array<abi::KernelSigaction, abi::kNumSignals + 1> actions_
       ABSL_GUARDED_BY(mu_) = {};

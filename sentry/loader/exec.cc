@@ -81,6 +81,10 @@ KResult<ExecResult> LoadExecutable(mm::MemoryManager& mm, ExecRequest req,
     // The PT_INTERP file's hold, released once it is loaded (as
     // load_elf_binary's allow_write_access).
     WriteDenial interp_denial;
+    if (base.root.ok()) {
+      KResult<std::string> p = vfs::GetCwd(base.root, file->vd());
+      if (p.ok()) args.maps_name = *p;
+    }
     args.open_interpreter =
         [&base, &interp_denial](
             const std::string& path) -> KResult<std::unique_ptr<FileReader>> {

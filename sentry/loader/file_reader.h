@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <string>
+#include <utility>
 
 #include "sentry/base/result.h"
 
@@ -19,6 +20,9 @@ class FileReader {
   virtual KResult<size_t> ReadAt(uint64_t offset, void* buf, size_t n) = 0;
   // The file's size in bytes.
   virtual KResult<uint64_t> Size() = 0;
+  // The file's st_dev and st_ino, which /proc/pid/maps shows for the
+  // segments loaded from it; {0, 0} if unknown.
+  virtual std::pair<uint64_t, uint64_t> Identity() { return {0, 0}; }
 };
 
 // Reads a host file descriptor with pread(2). Does not own the FD.

@@ -139,11 +139,23 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
                                 "%s: segment %d [%#x, %#x) overlaps the stack",
                                 name, i, start, end));
     }
+    // Shown in /proc/pid/maps as the file's mapping: its device, inode and
+    // the offset of the segment's first page (when page-aligned).
+    const auto [dev, ino] = file.Identity();
+    uint64_t shown_off = 0;
+    if (ino != 0 && ph.p_offset >= vaddr - start &&
+        (ph.p_offset - (vaddr - start)) % kPageSize == 0 &&
+        ph.p_offset < (uint64_t{1} << 62)) {
+      shown_off = ph.p_offset - (vaddr - start);
+    }
     auto m = mm_.Mmap({.addr = start,
                        .length = end - start,
                        .prot = ProtFromFlags(ph.p_flags),
                        .flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-                       .name = name});
+                       .offset = shown_off,
+                       .name = name,
+                       .dev = dev,
+                       .ino = ino});
     if (!m.ok()) {
       return Fail(m.error(), absl::StrFormat("%s: mapping segment %d: %s", name,
                                              i, m.error().name()));
@@ -333,7 +345,8 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
   auto parsed = ParseElfHeaders(file, ElfRole::kProgram, &why);
   if (!parsed.ok()) return Fail(parsed.error(), why);
   ElfInfo& info = *parsed;
-  const std::string& name = args_.exec_path;
+  const std::string& name =
+      args_.maps_name.empty() ? args_.exec_path : args_.maps_name;
 
   ElfInfo interp_info;
   std::unique_ptr<FileReader> interp_file;
@@ -398,6 +411,19 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
     TRY(bias, MmapBase(info, "position-independent program"));
   }
   TRY(Image main, MapImage(file, info, bias, name));
+  // load_elf_binary's code and data bounds (for /proc/pid/stat): the
+  // executable PT_LOAD segments' [p_vaddr, p_vaddr + p_filesz) hull, and
+  // the highest segment start and file end.
+  uintptr_t start_code = ~uintptr_t{0}, end_code = 0;
+  uintptr_t start_data = 0, end_data = 0;
+  for (const Elf64_Phdr& ph : info.phdrs) {
+    if (ph.p_type != PT_LOAD) continue;
+    if ((ph.p_flags & PF_X) && ph.p_vaddr < start_code) start_code = ph.p_vaddr;
+    start_data = std::max<uintptr_t>(start_data, ph.p_vaddr);
+    const uintptr_t k = ph.p_vaddr + ph.p_filesz;
+    if ((ph.p_flags & PF_X) && end_code < k) end_code = k;
+    end_data = std::max<uintptr_t>(end_data, k);
+  }
   out.load_bias = main.bias;
   out.program_entry = main.entry;
   out.phdr_addr = main.phdr;
@@ -430,8 +456,14 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
   mm_.SetBrkStart(brk);
 
   TRY_VOID(BuildStack(out));
-  mm_.SetProcessImage(
-      {out.arg_start, out.arg_end, out.env_start, out.env_end, out.auxv});
+  mm::MemoryManager::ProcessImage image{out.arg_start, out.arg_end,
+                                        out.env_start, out.env_end, out.auxv};
+  image.start_code = start_code + main.bias;
+  image.end_code = end_code + main.bias;
+  image.start_data = start_data + main.bias;
+  image.end_data = end_data + main.bias;
+  image.start_stack = out.stack_pointer;
+  mm_.SetProcessImage(std::move(image));
   return out;
 }
 

@@ -41,6 +41,10 @@ struct LoadArgs {
   std::vector<std::string> envp;
   // The path as given to execve: AT_EXECFN's string.
   std::string exec_path;
+  // The name /proc/pid/maps shows for the program's segments: the loaded
+  // file's path from the root (d_path; a script's interpreter). Empty:
+  // exec_path.
+  std::string maps_name;
   uint32_t uid = 0, euid = 0, gid = 0, egid = 0;
   bool secure = false;  // AT_SECURE (set-id exec)
   uint64_t hwcap = 0;   // AT_HWCAP: CPUID leaf 1 EDX (HwcapFromPlatform)

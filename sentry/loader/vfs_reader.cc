@@ -21,6 +21,12 @@ KResult<std::shared_ptr<vfs::VfsFile>> OpenExecutable(
   return inode.Open(vd, O_RDONLY | O_LARGEFILE);
 }
 
+std::pair<uint64_t, uint64_t> VfsFileReader::Identity() {
+  KResult<abi::Stat> st = file_->Stat();
+  if (!st.ok()) return {0, 0};
+  return {st->st_dev, st->st_ino};
+}
+
 KResult<size_t> VfsFileReader::ReadAt(uint64_t offset, void* buf, size_t n) {
   vfs::IoContext ctx;
   auto* p = static_cast<uint8_t*>(buf);

@@ -32,6 +32,7 @@ class VfsFileReader : public FileReader {
       : file_(std::move(file)) {}
   KResult<size_t> ReadAt(uint64_t offset, void* buf, size_t n) override;
   KResult<uint64_t> Size() override;
+  std::pair<uint64_t, uint64_t> Identity() override;
 
  private:
   const std::shared_ptr<vfs::FileDescription> file_;

@@ -245,9 +245,11 @@ static bool Mergeable(uintptr_t a_start, const auto& a, uintptr_t b_start,
       a.grows_down != b.grows_down || a.name != b.name ||
       a.mappable != b.mappable || a.anon_shared != b.anon_shared ||
       a.dont_fork != b.dont_fork || a.wipe_on_fork != b.wipe_on_fork ||
-      a.locked != b.locked) {
+      a.locked != b.locked || a.dev != b.dev || a.ino != b.ino) {
     return false;
   }
+  // An anonymous copy of a file (MmapOpts::ino) shows its file offset.
+  if (a.ino != 0 && a.offset + (a.end - a_start) != b.offset) return false;
   // Shared anonymous memory is one object per mmap: never merge it.
   if (a.shared && !a.mappable) return false;
   if (a.mappable && a.offset + (a.end - a_start) != b.offset) return false;
@@ -419,13 +421,15 @@ KResult<uintptr_t> MemoryManager::Mmap(const MmapOpts& o) {
     vma.shared = shared;
     vma.grows_down = (flags & MAP_GROWSDOWN) != 0;
     vma.mappable = o.mappable;
-    vma.offset = anonymous ? 0 : o.offset;
+    vma.offset = anonymous && o.ino == 0 ? 0 : o.offset;
     if (anonymous && shared) {
       // Like Linux's shmem file behind MAP_SHARED|MAP_ANONYMOUS.
       vma.mappable = std::make_shared<AnonSharedMappable>(mf_, length);
       vma.anon_shared = true;
     }
     vma.name = o.name;
+    vma.dev = o.dev;
+    vma.ino = o.ino;
     vma.locked = (flags & MAP_LOCKED) != 0;
     if (vma.anon_shared) {
       vma.mappable->AddMapping(this, addr, vma.offset, length,
@@ -599,6 +603,8 @@ std::vector<VmaInfo> MemoryManager::Vmas() {
     info.locked = vma.locked;
     info.offset = vma.offset;
     info.name = vma.name;
+    info.dev = vma.dev;
+    info.ino = vma.ino;
     if (info.name.empty() && info.anonymous && !vma.shared &&
         start < heap_end && vma.end > brk_start_) {
       info.name = "[heap]";

@@ -66,6 +66,10 @@ struct MmapOpts {
   int max_prot = PROT_READ | PROT_WRITE | PROT_EXEC;
   // Name for /proc/pid/maps ("[heap]", "[stack]", a path). Optional.
   std::string name;
+  // The device (st_dev) and inode /proc/pid/maps shows: the mapped file's,
+  // or for an anonymous copy of a file (the loader's ELF segments) that
+  // file's; then `offset` is kept as the file offset maps shows. 0: none.
+  uint64_t dev = 0, ino = 0;
   // mmap(2) of an open file (not MAP_ANONYMOUS): what the file description
   // allows. With `file` set, Mmap applies do_mmap's file checks after
   // placing the mapping, in Linux's order: EOVERFLOW (offset + length past
@@ -98,6 +102,7 @@ struct VmaInfo {
   bool dont_fork = false;     // MADV_DONTFORK
   bool wipe_on_fork = false;  // MADV_WIPEONFORK
   bool locked = false;        // MAP_LOCKED (VM_LOCKED)
+  uint64_t dev = 0, ino = 0;  // the file's, for maps (MmapOpts::dev/ino)
 };
 
 class MemoryManager : public MappingSpace {
@@ -268,6 +273,10 @@ class MemoryManager : public MappingSpace {
     // Linux's mm->exe_file deny-write hold (loader::DenyWrite): writing the
     // executable is ETXTBSY until this image and every fork of it are gone.
     std::shared_ptr<const void> exe_denial;
+    // Linux's mm->start_code/end_code/start_data/end_data (the program's
+    // PT_LOAD bounds) and start_stack (where argc lies): /proc/pid/stat.
+    uintptr_t start_code = 0, end_code = 0, start_data = 0, end_data = 0;
+    uintptr_t start_stack = 0;
   };
   void SetProcessImage(ProcessImage image);
   ProcessImage process_image();
@@ -305,7 +314,8 @@ class MemoryManager : public MappingSpace {
     std::string name;
     bool dont_fork = false;
     bool wipe_on_fork = false;
-    bool locked = false;  // MAP_LOCKED; not inherited by fork
+    bool locked = false;        // MAP_LOCKED; not inherited by fork
+    uint64_t dev = 0, ino = 0;  // MmapOpts::dev/ino
   };
   struct Pma {
     uintptr_t end = 0;

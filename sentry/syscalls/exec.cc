@@ -261,6 +261,7 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
   t.set_alt_stack({});
   t.set_name(comm);
   t.thread_group().set_exe_path(loaded->exe_path);
+  t.thread_group().set_exe_file(loaded->file->vd());
   // Dumpable unless unreadable or a secure exec (suid_dumpable is 0), then
   // commit_creds(), which also clears it (and the parent-death signal)
   // when the permitted set grew.

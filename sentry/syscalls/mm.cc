@@ -9,6 +9,7 @@
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vfs/operations.h"
 #include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::syscalls {
@@ -49,6 +50,18 @@ SyscallResult Mmap(Task& t, UserAddr addr, uint64_t length, Flags prot,
         // What /proc/pid/maps shows for a memfd (d_path of an unlinked
         // file). Other files' paths come with /proc.
         opts.name = "/" + rf->file()->memfd_name() + " (deleted)";
+      }
+      // A regular file's mapping shows its device, inode and path (the
+      // path as of the mmap: a later rename or unlink is not reflected).
+      if (vf->inode().IsRegular()) {
+        if (KResult<abi::Stat> st = vf->Stat(); st.ok()) {
+          opts.dev = st->st_dev;
+          opts.ino = st->st_ino;
+        }
+        if (opts.name.empty()) {
+          KResult<std::string> p = vfs::GetCwd(t.fs().Root(), vf->vd());
+          if (p.ok()) opts.name = *p;
+        }
       }
     }
     opts.file = access;

@@ -130,9 +130,8 @@ class Pipe {
   // The last read (atime) and write (mtime, ctime).
   abi::Timespec atime() const ABSL_LOCKS_EXCLUDED(mu_);
   abi::Timespec mtime() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Advisory locks on the pipe's inode (pipe(2) pipes only; a FIFO's
-  // locks are its file system inode's).
-  vfs::lock::FileLocks& locks() { return locks_; }
+  // (Advisory locks are the inode's: the pipefs inode of a pipe(2) pipe,
+  // the FIFO's own inode; see pipe_file.h.)
 
   // For tests.
   uint32_t readers() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -188,7 +187,6 @@ class Pipe {
   vfs::lock::WaitQueue read_waiters_ ABSL_GUARDED_BY(mu_);
   vfs::lock::WaitQueue write_waiters_ ABSL_GUARDED_BY(mu_);
   vfs::lock::WaitQueue open_waiters_ ABSL_GUARDED_BY(mu_);
-  vfs::lock::FileLocks locks_;
 };
 
 }  // namespace sandbox::fs::pipe

@@ -1,6 +1,16 @@
 // Open file descriptions on a Pipe: the two ends of a pipe(2) pipe
 // (PipeFile, on an anonymous pipefs inode) and the openers of a FIFO
-// (FifoFile, a VfsFile on the FIFO's inode in its file system).
+// (FifoFile, a VfsFile on the FIFO's inode in its file system, or on a
+// pipe(2) pipe's pipefs inode when /proc/PID/fd/N of a pipe end is opened).
+//
+// pipefs: one internal, never attached mount (Linux's pipe_mnt). Each
+// pipe(2) pipe has an anonymous inode there (S_IFIFO 0600, the creator's
+// fsuid/fsgid) holding the Pipe, as Linux's i_pipe; both ends and every
+// reopening share it, so fstat, advisory locks and chmod through the
+// magic link see one inode. Opening that inode (the magic link's jump)
+// follows fifo_open for a pipe: a new description on the same pipe with
+// the new access mode, which (unlike a FIFO open) never waits for a
+// partner and never fails with ENXIO.
 //
 // Each description counts as a reader and/or writer of its Pipe from its
 // creation to its destruction (the last close). Read, write, FIONREAD and
@@ -48,16 +58,14 @@ class PipeEnd {
 // One end of a pipe(2) pipe.
 class PipeFile final : public vfs::FileDescription {
  public:
-  // Identity of the anonymous inode both ends share.
-  struct Inode {
-    uint64_t ino = 0;
-    uint32_t uid = 0;
-    uint32_t gid = 0;
-  };
-  PipeFile(std::shared_ptr<Pipe> pipe, Inode inode, uint32_t flags);
+  // `location`: the pipe's anonymous pipefs inode (from NewPipe).
+  PipeFile(vfs::VirtualDentry location, std::shared_ptr<Pipe> pipe,
+           uint32_t flags);
   ~PipeFile() override;
 
   Pipe& pipe() const { return end_.pipe(); }
+  // The pipefs inode, where /proc/PID/fd/N of this end jumps.
+  const vfs::VirtualDentry& location() const { return location_; }
 
   KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override {
     return end_.Read(ctx, dst, status_flags());
@@ -72,11 +80,13 @@ class PipeFile final : public vfs::FileDescription {
     return end_.Ioctl(ctx, cmd, arg);
   }
   bool MayBlock() const override { return true; }
-  vfs::lock::FileLocks* locks() override { return &pipe().locks(); }
+  vfs::lock::FileLocks* locks() override {
+    return &location_.dentry->inode().locks();
+  }
 
  private:
+  const vfs::VirtualDentry location_;
   PipeEnd end_;
-  const Inode inode_;
 };
 
 // pipe(2)/pipe2(2): the read end (O_RDONLY) and the write end (O_WRONLY) of
@@ -87,6 +97,9 @@ std::pair<std::shared_ptr<PipeFile>, std::shared_ptr<PipeFile>> NewPipe(
 
 // st_dev of pipe(2) pipes (the pipefs anonymous device).
 uint64_t PipeFsDev();
+// Whether `inode` is a pipe(2) pipe's pipefs inode (readlink of
+// /proc/PID/fd/N shows "pipe:[INO]" for it, as pipefs_dname).
+bool IsPipeFsInode(const vfs::Inode& inode);
 
 // A FIFO inode's pipe: created by the first opener, shared by all openers,
 // freed (with its data) when the last one closes, as Linux's i_pipe.

@@ -16,6 +16,9 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "sentry/fs/pipe/pipe_file.h"
+#include "sentry/vfs/dentry.h"
+#include "sentry/vfs/mount.h"
+#include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::fs::pipe {
 namespace {
@@ -269,6 +272,48 @@ TEST(PipeFileTest, EndsCountAndStat) {
   EXPECT_EQ(PipeOf(*r), &p);
   w.reset();
   EXPECT_EQ(p.writers(), 0u);
+}
+
+// The pipefs inode (where /proc/PID/fd/N jumps) reopens the same pipe
+// with the new access mode, as fifo_open.
+TEST(PipeFileTest, LocationReopensThePipe) {
+  auto [r, w] = NewPipe(0, 1000, 1001);
+  const vfs::VirtualDentry& loc = w->location();
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc.dentry.get(), r->location().dentry.get());
+  vfs::Inode& inode = loc.dentry->inode();
+  EXPECT_TRUE(IsPipeFsInode(inode));
+  EXPECT_EQ(inode.Stat().st_ino, r->Stat().value().st_ino);
+  EXPECT_EQ(inode.Stat().st_dev, PipeFsDev());
+  EXPECT_EQ(loc.mount->fs().type_name(), "pipefs");
+  {
+    auto f = inode.Open(loc, O_RDONLY);
+    ASSERT_OK(f);
+    EXPECT_EQ(PipeOf(**f), &r->pipe());
+    EXPECT_TRUE((*f)->readable());
+    EXPECT_FALSE((*f)->writable());
+    EXPECT_EQ(r->pipe().readers(), 2u);
+    abi::Stat st = (*f)->Stat().value();
+    EXPECT_EQ(st.st_mode, S_IFIFO | 0600u);
+    EXPECT_EQ(st.st_uid, 1000u);
+  }
+  EXPECT_EQ(w->pipe().readers(), 1u);
+  {
+    auto f = inode.Open(loc, O_RDWR);
+    ASSERT_OK(f);
+    EXPECT_EQ(w->pipe().readers(), 2u);
+    EXPECT_EQ(w->pipe().writers(), 2u);
+  }
+  Pipe& p = w->pipe();
+  r.reset();
+  EXPECT_EQ(p.readers(), 0u);
+  // A pipe (unlike a FIFO) has no ENXIO and no wait for a partner.
+  {
+    auto f = inode.Open(loc, O_WRONLY | O_NONBLOCK);
+    ASSERT_OK(f);
+    EXPECT_EQ(p.writers(), 2u);
+  }
+  EXPECT_ERRNO(inode.Open(loc, 3), kEINVAL);
 }
 
 TEST(PipeFileTest, FifoOpenRules) {

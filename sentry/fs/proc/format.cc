@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/sysmacros.h>
 
 #include <cstring>
 #include <string_view>
@@ -385,10 +386,12 @@ std::string MountOptions(uint32_t flags) {
 }
 
 std::string FormatMapsLine(const mm::VmaInfo& v) {
+  // The device as MAJOR:MINOR of st_dev's encoding (new_encode_dev).
   std::string line = absl::StrFormat(
-      "%08x-%08x %c%c%c%c %08x 00:00 0 ", v.start, v.end,
+      "%08x-%08x %c%c%c%c %08x %02x:%02x %u ", v.start, v.end,
       (v.prot & PROT_READ) ? 'r' : '-', (v.prot & PROT_WRITE) ? 'w' : '-',
-      (v.prot & PROT_EXEC) ? 'x' : '-', v.shared ? 's' : 'p', v.offset);
+      (v.prot & PROT_EXEC) ? 'x' : '-', v.shared ? 's' : 'p', v.offset,
+      major(v.dev), minor(v.dev), v.ino);
   if (!v.name.empty()) {
     if (line.size() < 72) line.append(72 - line.size(), ' ');
     line += ' ';

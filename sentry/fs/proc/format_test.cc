@@ -2,6 +2,7 @@
 
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 
 #include <string>
 #include <vector>
@@ -131,6 +132,15 @@ TEST(FormatTest, MapsLineAndVmFlags) {
   v.prot = PROT_READ;
   EXPECT_EQ(FormatMapsLine(v), "7ffc0000-7ffc2000 r--s 00000000 00:00 0 \n");
   EXPECT_EQ(VmFlags(v), "rd sh mr mw ms gd ");
+  // A file's mapping: its device (st_dev encoding), inode and offset.
+  v.dev = makedev(0xfe, 1);
+  v.ino = 247498;
+  v.offset = 0x2000;
+  v.name = "/usr/bin/head";
+  line = FormatMapsLine(v);
+  EXPECT_EQ(line.substr(0, 47),
+            "7ffc0000-7ffc2000 r--s 00002000 fe:01 247498   ");
+  EXPECT_EQ(line.substr(72), " /usr/bin/head\n");
 }
 
 TEST(FormatTest, UuidShape) {

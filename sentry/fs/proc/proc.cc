@@ -29,9 +29,12 @@ using kernel::Task;
 using kernel::ThreadId;
 using Gen = kernfs::GeneratedFile::Generator;
 
-// The file system types the sandbox has (/proc/filesystems).
-constexpr const char* kFilesystems[] = {"sysfs", "tmpfs", "devtmpfs", "proc",
-                                        "pipefs"};
+// The file system types the sandbox has (/proc/filesystems), all
+// "nodev": every type a mount of the sandbox can show in mountinfo (the
+// Gofer's is "9p", the overlay root's "overlay"), whether or not mount(2)
+// makes new ones, in Linux's registration order.
+constexpr const char* kFilesystems[] = {
+    "sysfs", "tmpfs", "devtmpfs", "proc", "pipefs", "devpts", "9p", "overlay"};
 
 std::shared_ptr<vfs::Inode> File(kernfs::Filesystem& fs, Gen gen,
                                  uint32_t perm = 0444) {

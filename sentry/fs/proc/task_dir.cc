@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/proc/format.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/kernel/kernel.h"
@@ -89,7 +90,7 @@ uint64_t VmaBytes(const std::vector<mm::VmaInfo>& vmas, Pred pred) {
 }
 
 struct MemFigures {
-  uint64_t size = 0, rss = 0, data = 0, stack = 0, text = 0;
+  uint64_t size = 0, rss = 0, data = 0, stack = 0, text = 0, lib = 0;
 };
 
 MemFigures Memory(mm::MemoryManager& m) {
@@ -106,9 +107,19 @@ MemFigures Memory(mm::MemoryManager& m) {
   f.stack = VmaBytes(vmas, [](const mm::VmaInfo& v) {
     return v.grows_down || v.name == "[stack]";
   });
-  f.text = VmaBytes(vmas, [](const mm::VmaInfo& v) {
+  uint64_t exec = VmaBytes(vmas, [](const mm::VmaInfo& v) {
     return (v.prot & PROT_EXEC) && !(v.prot & PROT_WRITE) && !v.grows_down;
   });
+  // task_mem/task_statm: text is the program's code range (end_code and
+  // start_code page-rounded), lib the rest of the executable mappings.
+  mm::MemoryManager::ProcessImage img = m.process_image();
+  if (img.end_code > img.start_code) {
+    f.text = ((img.end_code + kPage - 1) & ~(kPage - 1)) -
+             (img.start_code & ~(kPage - 1));
+  } else {
+    f.text = exec;
+  }
+  f.lib = exec > f.text ? exec - f.text : 0;
   return f;
 }
 
@@ -131,6 +142,23 @@ uint32_t NumCpus() {
   return std::max(1, CPU_COUNT(&set));
 }
 
+std::vector<int> OpenFds(Task* t);
+
+// FDSize: the size of the descriptor table's arrays (fdt->max_fds): 64
+// (NR_OPEN_DEFAULT) until a descriptor at or above it is used, then
+// alloc_fdtable's size for the highest descriptor: a power of two
+// multiple of 128 (1 KiB of pointers). Linux never shrinks it after a
+// close; here it follows the highest descriptor open now.
+uint32_t FdTableSize(Task* t) {
+  std::vector<int> fds = OpenFds(t);
+  if (fds.empty() || fds.back() < 64) return 64;
+  uint64_t nr = static_cast<uint64_t>(fds.back()) / 128;
+  uint64_t pow2 = 1;
+  while (pow2 < nr + 1) pow2 <<= 1;
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(pow2 * 128, vfs::FdTable::kNrOpen));
+}
+
 std::string StatusText(Task* t) {
   ThreadGroup& tg = t->thread_group();
   std::shared_ptr<const kernel::Credentials> creds = t->CredsRef();
@@ -150,10 +178,14 @@ std::string StatusText(Task* t) {
                         c.fsuid);
   absl::StrAppendFormat(&out, "Gid:\t%u\t%u\t%u\t%u\n", c.rgid, c.egid, c.sgid,
                         c.fsgid);
-  absl::StrAppendFormat(&out, "FDSize:\t%u\n", 64);
+  absl::StrAppendFormat(&out, "FDSize:\t%u\n", FdTableSize(t));
+  // The groups separated by spaces, then one trailing space (even with
+  // none), as task_state prints them.
   out += "Groups:\t";
-  for (uint32_t g : c.groups) absl::StrAppendFormat(&out, "%u ", g);
-  out += "\n";
+  for (size_t i = 0; i < c.groups.size(); ++i) {
+    absl::StrAppendFormat(&out, "%s%u", i ? " " : "", c.groups[i]);
+  }
+  out += " \n";
   absl::StrAppendFormat(&out,
                         "NStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n",
                         tg.tgid(), t->tid(), tg.pgid(), tg.sid());
@@ -174,7 +206,7 @@ std::string StatusText(Task* t) {
     kb("VmData", f.data);
     kb("VmStk", f.stack);
     kb("VmExe", f.text);
-    kb("VmLib", 0);
+    kb("VmLib", f.lib);
     kb("VmPTE", 0);
     kb("VmSwap", 0);
   }
@@ -229,8 +261,9 @@ std::string StatText(Task* t) {
   // Fields 1-9: pid comm state ppid pgrp session tty_nr tpgid flags
   // (PF_FORKNOEXEC|PF_RANDOMIZE); 10-17 faults and times (no accounting);
   // 18-25: priority nice num_threads itrealvalue starttime vsize rss rsslim;
-  // 26-30 code/stack addresses (0, as Linux shows them to a non-ptracer);
-  // 31-34 signal blocked sigignore sigcatch; 35-37 wchan nswap cnswap;
+  // 26-30 startcode endcode startstack kstkesp kstkeip (the last two 0:
+  // Linux shows them only for a dying task); 31-34 signal blocked
+  // sigignore sigcatch; 35-37 wchan nswap cnswap;
   // 38-46 exit_signal processor rt_priority policy delayacct guest_time
   // cguest_time start_data end_data; 47-52 start_brk arg_start arg_end
   // env_start env_end exit_code.
@@ -238,10 +271,12 @@ std::string StatText(Task* t) {
       "%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 %u 0 0 %u %u %u ",
       t->tid(), Comm(t), StateChar(t), parent ? parent->tgid() : 0, tg.pgid(),
       tg.sid(), tg.TaskCount(), f.size, f.rss / kPage, rss.rlim_cur);
-  absl::StrAppendFormat(&out, "0 0 0 0 0 0 %u %u %u 0 0 0 ", t->signal_mask(),
-                        ign, cgt);
-  absl::StrAppendFormat(&out, "17 0 0 0 0 0 0 0 0 %u %u %u %u %u 0\n", brk,
-                        img.arg_start, img.arg_end, img.env_start, img.env_end);
+  absl::StrAppendFormat(&out, "%u %u %u 0 0 0 %u %u %u 0 0 0 ", img.start_code,
+                        img.end_code, img.start_stack, t->signal_mask(), ign,
+                        cgt);
+  absl::StrAppendFormat(&out, "17 0 0 0 0 0 0 %u %u %u %u %u %u %u 0\n",
+                        img.start_data, img.end_data, brk, img.arg_start,
+                        img.arg_end, img.env_start, img.env_end);
   return out;
 }
 
@@ -345,7 +380,7 @@ std::string SmapsText(Task* t) {
                  {"SwapPss", 0},
                  {"Locked", v.locked ? rss : 0}};
     for (const auto& l : lines) out += MeminfoLine(l.name, l.bytes / 1024);
-    out += "THPeligible:    0\n";
+    out += absl::StrFormat("THPeligible:    %8u\n", 0);
     absl::StrAppend(&out, "VmFlags: ", VmFlags(v), "\n");
   }
   return out;
@@ -413,6 +448,10 @@ KResult<vfs::FileRef> FileOf(Task* t, std::string_view name, bool* cloexec) {
 // What readlink of /proc/pid/fd/N gives.
 std::string FdLinkText(Task* t, const vfs::FileRef& f) {
   if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
+    // A pipe end reopened through its magic link (pipefs_dname).
+    if (pipe::IsPipeFsInode(vf->inode())) {
+      return absl::StrCat("pipe:[", vf->inode().ino(), "]");
+    }
     return PathForReader(vf->vd(), TaskRoot(t));
   }
   KResult<abi::Stat> st = f->Stat();
@@ -432,6 +471,9 @@ std::string FdinfoText(const vfs::FileRef& f, bool cloexec) {
   if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
     mnt_id = vf->vd().mount->id();
     ino = vf->inode().ino();
+  } else if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get()); pf != nullptr) {
+    mnt_id = pf->location().mount->id();  // pipefs's internal mount
+    ino = pf->location().dentry->inode().ino();
   } else if (KResult<abi::Stat> st = f->Stat(); st.ok()) {
     ino = st->st_ino;
   }
@@ -478,14 +520,17 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs, Task* t,
             uid, gid, perm);
         // proc_fd_link: a walk jumps to the open file's own location, so
         // opening the link opens that file again (any name it had may be
-        // gone: memfds, unlinked files). Files with no location (pipes,
-        // host stdio) cannot be reached: ENOENT.
+        // gone: memfds, unlinked files); a pipe(2) end's location is its
+        // pipefs inode, whose open reopens the pipe (fifo_open). Files
+        // with no location (host stdio) cannot be reached: ENOENT.
         link->SetJump([t, n]() -> KResult<vfs::VirtualDentry> {
           bool cloexec = false;
           TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
-          auto* vf = dynamic_cast<vfs::VfsFile*>(f.get());
-          if (vf == nullptr) return kENOENT;
-          return vf->vd();
+          if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get())) return vf->vd();
+          if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get())) {
+            return pf->location();
+          }
+          return kENOENT;
         });
         return std::shared_ptr<vfs::Inode>(std::move(link));
       });
@@ -613,7 +658,10 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
   dir->Add("comm", comm);
   dir->Add("maps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
              std::shared_ptr<mm::MemoryManager> m = Mm(t);
-             return m ? m->MapsText() : std::string();
+             std::string out;
+             if (m == nullptr) return out;
+             for (const mm::VmaInfo& v : m->Vmas()) out += FormatMapsLine(v);
+             return out;
            }));
   dir->Add("smaps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
              return SmapsText(t);
@@ -627,13 +675,24 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
   dir->Add("mountinfo", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
              return MountinfoText(TaskRoot(t), true);
            }));
-  dir->Add("exe", std::make_shared<kernfs::Symlink>(
-                      fs,
-                      [t]() -> KResult<std::string> {
-                        if (!Alive(t)) return kENOENT;
-                        return t->thread_group().exe_path();
-                      },
-                      uid, gid));
+  // exe is a magic link (proc_exe_link): to the executable's location
+  // (mm->exe_file), read as d_path (" (deleted)" once unlinked).
+  auto exe = std::make_shared<kernfs::Symlink>(
+      fs,
+      [t]() -> KResult<std::string> {
+        if (!Alive(t)) return kENOENT;
+        vfs::VirtualDentry vd = t->thread_group().exe_file();
+        if (!vd.ok()) return t->thread_group().exe_path();
+        return PathForReader(vd, TaskRoot(t));
+      },
+      uid, gid);
+  exe->SetJump([t]() -> KResult<vfs::VirtualDentry> {
+    if (!Alive(t)) return kENOENT;
+    vfs::VirtualDentry vd = t->thread_group().exe_file();
+    if (!vd.ok()) return kENOENT;
+    return vd;
+  });
+  dir->Add("exe", std::move(exe));
   // cwd and root are magic links (proc_cwd_link, proc_root_link).
   auto cwd = std::make_shared<kernfs::Symlink>(
       fs, [t] { return LinkTarget(t, true); }, uid, gid);

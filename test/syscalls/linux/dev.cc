@@ -22,7 +22,8 @@ TEST(DevTest, DeviceNumbers) {
     unsigned maj, min;
   } devs[] = {{"/dev/null", 1, 3},    {"/dev/zero", 1, 5},
               {"/dev/full", 1, 7},    {"/dev/random", 1, 8},
-              {"/dev/urandom", 1, 9}, {"/dev/tty", 5, 0}};
+              {"/dev/urandom", 1, 9}, {"/dev/tty", 5, 0},
+              {"/dev/ptmx", 5, 2}};
   for (const auto& d : devs) {
     struct stat st;
     ASSERT_THAT(stat(d.path, &st), SyscallSucceeds()) << d.path;

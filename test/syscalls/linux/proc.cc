@@ -5,20 +5,30 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/auxv.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -280,6 +290,15 @@ TEST(ProcTest, CmdlineEnvironAuxv) {
   }
   EXPECT_TRUE(saw_pagesz);
   EXPECT_TRUE(saw_entry);
+  // Every entry is what the process was given (glibc keeps the vector;
+  // on x86 it rewrites its AT_HWCAP/AT_HWCAP2 copies).
+  for (const auto& [type, value] : pairs) {
+    if (type == AT_NULL || type == AT_IGNORE || type == AT_HWCAP ||
+        type == AT_HWCAP2) {
+      continue;
+    }
+    EXPECT_EQ(value, getauxval(type)) << "type " << type;
+  }
 }
 
 TEST(ProcTest, SmapsCountsResidentPages) {
@@ -668,6 +687,1001 @@ TEST(ProcTest, ProcFilesAreReadOnlyAndSeqLike) {
   EXPECT_EQ(st.st_size, 0);
   EXPECT_EQ(st.st_mode, S_IFREG | 0444u);
   EXPECT_EQ(mkdir("/proc/newdir", 0755), -1);
+}
+
+// ---------------------------------------------------------------------------
+// One mountinfo parser (proc(5), Documentation/filesystems/proc.rst 3.5):
+// "ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER",
+// fields separated by single spaces, ' ', '\t', '\n' and '\\' in paths
+// escaped as \ooo.
+
+struct MountinfoEntry {
+  int id = 0, parent = 0;
+  unsigned maj = 0, min = 0;
+  std::string root, point, opts;
+  std::vector<std::string> optional;
+  std::string fstype, source, super_opts;
+};
+
+// Undoes seq_path's escapes; false on a malformed escape.
+bool Unescape(const std::string& in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '\\') {
+      *out += in[i];
+      continue;
+    }
+    if (i + 3 >= in.size()) return false;  // \ooo: three digits
+    int v = 0;
+    for (int k = 1; k <= 3; ++k) {
+      char c = in[i + k];
+      if (c < '0' || c > '7') return false;
+      v = v * 8 + (c - '0');
+    }
+    // Only the characters seq_path escapes.
+    if (v != ' ' && v != '\t' && v != '\n' && v != '\\') return false;
+    *out += static_cast<char>(v);
+    i += 3;
+  }
+  return true;
+}
+
+bool ParseMountinfoLine(const std::string& line, MountinfoEntry* e,
+                        std::string* why) {
+  std::vector<std::string> f;
+  size_t pos = 0;
+  for (;;) {
+    size_t sp = line.find(' ', pos);
+    f.push_back(line.substr(pos, sp == std::string::npos ? sp : sp - pos));
+    if (sp == std::string::npos) break;
+    pos = sp + 1;
+  }
+  for (const std::string& x : f) {
+    if (x.empty()) {
+      *why = "empty field (double space)";
+      return false;
+    }
+  }
+  if (f.size() < 10) {
+    *why = "fewer than 10 fields";
+    return false;
+  }
+  size_t sep = 6;
+  while (sep < f.size() && f[sep] != "-") ++sep;
+  if (sep == f.size() || f.size() - sep != 4) {
+    *why = "no \" - \" separator followed by 3 fields";
+    return false;
+  }
+  std::smatch m;
+  std::regex num("\\d+"), dev("(\\d+):(\\d+)");
+  if (!std::regex_match(f[0], num) || !std::regex_match(f[1], num) ||
+      !std::regex_match(f[2], m, dev)) {
+    *why = "bad id, parent or device";
+    return false;
+  }
+  e->id = std::stoi(f[0]);
+  e->parent = std::stoi(f[1]);
+  e->maj = std::stoul(m[1]);
+  e->min = std::stoul(m[2]);
+  if (!Unescape(f[3], &e->root) || !Unescape(f[4], &e->point) ||
+      !Unescape(f[sep + 2], &e->source)) {
+    *why = "bad octal escape";
+    return false;
+  }
+  e->opts = f[5];
+  e->optional.assign(f.begin() + 6, f.begin() + sep);
+  e->fstype = f[sep + 1];
+  e->super_opts = f[sep + 3];
+  return true;
+}
+
+std::vector<MountinfoEntry> ParseMountinfo(const std::string& text) {
+  std::vector<MountinfoEntry> out;
+  for (const std::string& l : Lines(text)) {
+    MountinfoEntry e;
+    std::string why;
+    EXPECT_TRUE(ParseMountinfoLine(l, &e, &why)) << why << ": " << l;
+    out.push_back(e);
+  }
+  return out;
+}
+
+TEST(ProcTest, MountinfoParsesAndAgreesWithStat) {
+  std::string text = ReadFile("/proc/self/mountinfo");
+  ASSERT_EQ(text.back(), '\n');
+  std::vector<MountinfoEntry> mounts = ParseMountinfo(text);
+  ASSERT_FALSE(mounts.empty());
+  std::set<int> ids;
+  for (const MountinfoEntry& e : mounts) {
+    EXPECT_TRUE(ids.insert(e.id).second) << "duplicate id " << e.id;
+  }
+  std::regex opts("(rw|ro)(,[a-z_]+(=[^,]*)?)*");
+  std::regex optional("shared:\\d+|master:\\d+|propagate_from:\\d+|unbindable");
+  // The last mount listed at each point (mountinfo lists mounts in the
+  // order they were made) and its position.
+  std::map<std::string, std::pair<size_t, const MountinfoEntry*>> top;
+  bool saw_root = false;
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const MountinfoEntry& e = mounts[i];
+    EXPECT_EQ(e.point[0], '/') << e.point;
+    EXPECT_EQ(e.root[0], '/') << e.root;
+    EXPECT_TRUE(std::regex_match(e.opts, opts)) << e.opts;
+    EXPECT_TRUE(std::regex_match(e.super_opts, opts)) << e.super_opts;
+    for (const std::string& o : e.optional) {
+      EXPECT_TRUE(std::regex_match(o, optional)) << o;
+    }
+    if (e.point == "/") saw_root = true;
+    top[e.point] = {i, &e};
+  }
+  EXPECT_TRUE(saw_root);
+  ASSERT_TRUE(top.count("/proc"));
+  EXPECT_EQ(top["/proc"].second->fstype, "proc");
+  // The device of each visible directory mount is what stat reports there
+  // (a file's st_dev may be its lower file system's, as on overlayfs).
+  for (const auto& [point, at] : top) {
+    const MountinfoEntry* e = at.second;
+    struct stat st;
+    if (stat(point.c_str(), &st) != 0) continue;  // e.g. hidden under another
+    if (!S_ISDIR(st.st_mode)) continue;
+    bool shadowed = false;
+    for (const auto& [other, o] : top) {
+      // A mount under a later mount of one of its parents is hidden.
+      if (other != point &&
+          (other == "/" || point.rfind(other + "/", 0) == 0) &&
+          o.first > at.first) {
+        shadowed = true;
+      }
+    }
+    if (shadowed) continue;
+    EXPECT_EQ(major(st.st_dev), e->maj) << point;
+    EXPECT_EQ(minor(st.st_dev), e->min) << point;
+  }
+}
+
+// /proc/filesystems: "[nodev]\tTYPE" lines, listing every type mounted.
+TEST(ProcTest, FilesystemsListsEveryMountedType) {
+  std::set<std::string> types;
+  for (const std::string& l : Lines(ReadFile("/proc/filesystems"))) {
+    ASSERT_TRUE(std::regex_match(l, std::regex("(nodev)?\t[a-z0-9_.-]+"))) << l;
+    types.insert(l.substr(l.find('\t') + 1));
+  }
+  for (const MountinfoEntry& e :
+       ParseMountinfo(ReadFile("/proc/self/mountinfo"))) {
+    // FUSE shows "fuse.SUBTYPE".
+    std::string type = e.fstype.substr(0, e.fstype.find('.'));
+    EXPECT_TRUE(types.count(type)) << type;
+  }
+}
+
+// A mount point with a space, a tab and a backslash is escaped as octal in
+// both mountinfo and mounts.
+TEST(ProcTest, MountinfoEscapesPaths) {
+  std::string dir = NewTempPath() + " a\tb\\c";
+  ASSERT_THAT(mkdir(dir.c_str(), 0755), SyscallSucceeds());
+  if (mount("none", dir.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    int e = errno;
+    rmdir(dir.c_str());
+    if (e == EPERM) GTEST_SKIP() << "mount needs CAP_SYS_ADMIN";
+    FAIL() << "mount: " << strerror(e);
+  }
+  // mountinfo shows the path as seen from the reader's root, which is
+  // where the test runs (its temporary directory may be a symlink: use
+  // the resolved path).
+  char real[4096];
+  ASSERT_NE(realpath(dir.c_str(), real), nullptr);
+  std::string want = real;
+  bool found = false;
+  for (const MountinfoEntry& e :
+       ParseMountinfo(ReadFile("/proc/self/mountinfo"))) {
+    if (e.point == want) {
+      found = true;
+      EXPECT_EQ(e.fstype, "tmpfs");
+      EXPECT_EQ(e.source, "none");
+    }
+  }
+  EXPECT_TRUE(found) << want;
+  std::string mounts = ReadFile("/proc/self/mounts");
+  std::string esc_real;  // seq_path's escapes
+  for (char c : want) {
+    if (c == ' ' || c == '\t' || c == '\\') {
+      char o[8];
+      snprintf(o, sizeof(o), "\\%03o", c);
+      esc_real += o;
+    } else {
+      esc_real += c;
+    }
+  }
+  EXPECT_NE(mounts.find("none " + esc_real + " tmpfs rw"), std::string::npos)
+      << mounts;
+  EXPECT_THAT(umount(dir.c_str()), SyscallSucceeds());
+  EXPECT_THAT(rmdir(dir.c_str()), SyscallSucceeds());
+}
+
+// ---------------------------------------------------------------------------
+// Memory figures: stat, statm, status and maps describe one address space.
+
+// Reads `path` into `buf` without allocating (so the heap does not move
+// between reads of several files).
+size_t ReadInto(const char* path, char* buf, size_t size) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + n, size - 1 - n);
+    if (r <= 0) break;
+    n += r;
+  }
+  close(fd);
+  buf[n] = '\0';
+  return n;
+}
+
+TEST(ProcTest, StatStatmStatusAndMapsAgree) {
+  static char maps[1 << 18], statm[256], status[8192], stat[2048];
+  // Retry: a concurrent change (none expected here) would make one
+  // snapshot inconsistent.
+  bool ok = false;
+  std::string why;
+  for (int attempt = 0; attempt < 3 && !ok; ++attempt) {
+    ReadInto("/proc/self/maps", maps, sizeof(maps));
+    ReadInto("/proc/self/statm", statm, sizeof(statm));
+    ReadInto("/proc/self/status", status, sizeof(status));
+    ReadInto("/proc/self/stat", stat, sizeof(stat));
+    uint64_t mapped = 0;
+    for (const std::string& l : Lines(maps)) {
+      unsigned long a, b;
+      ASSERT_EQ(sscanf(l.c_str(), "%lx-%lx", &a, &b), 2) << l;
+      // [vsyscall] is a fixed page outside the mm's VMAs (total_vm).
+      if (l.find("[vsyscall]") != std::string::npos) continue;
+      mapped += b - a;
+    }
+    std::vector<std::string> m = Fields(statm);
+    ASSERT_EQ(m.size(), 7u);
+    uint64_t page = PageSize();
+    std::string st(stat);
+    std::vector<std::string> rest = Fields(st.substr(st.rfind(')') + 1));
+    ASSERT_EQ(rest.size(), 50u);
+    auto kb = [&](const char* key) {
+      std::string v = StatusValue(status, key);
+      return std::stoull(v) * 1024;
+    };
+    why.clear();
+    if (std::stoull(m[0]) * page != mapped) why += " statm size != maps;";
+    if (kb("VmSize") != mapped) why += " VmSize != maps;";
+    if (std::stoull(rest[20]) != mapped) why += " stat vsize != maps;";
+    if (std::stoull(m[1]) * page != kb("VmRSS")) why += " statm rss != VmRSS;";
+    // (stat's rss reads the per-CPU RSS counters without summing them on
+    // Linux 6.x, so it may lag statm and status: not compared.)
+    if (std::stoull(m[5]) * page != kb("VmData") + kb("VmStk")) {
+      why += " statm data != VmData + VmStk;";
+    }
+    ok = why.empty();
+  }
+  EXPECT_TRUE(ok) << why << "\nstatm: " << statm << "\nstatus:\n" << status;
+  std::string s(status);
+  EXPECT_GE(std::stoull(StatusValue(s, "VmPeak")),
+            std::stoull(StatusValue(s, "VmSize")));
+  EXPECT_GE(std::stoull(StatusValue(s, "VmHWM")),
+            std::stoull(StatusValue(s, "VmRSS")));
+}
+
+// Every maps line: "START-END PERMS OFFSET MAJ:MIN INODE", then the name
+// (if any) from column 74.
+TEST(ProcTest, MapsLinesAndTheExecutable) {
+  std::regex line_re(
+      "([0-9a-f]{8,16})-([0-9a-f]{8,16}) ([r-][w-][x-][ps]) ([0-9a-f]{8,}) "
+      "([0-9a-f]{2,}):([0-9a-f]{2,}) (\\d+) ?( +(\\S.*))?");
+  std::string exe = Readlink("/proc/self/exe");
+  struct stat exe_st;
+  ASSERT_THAT(stat(exe.c_str(), &exe_st), SyscallSucceeds());
+  bool saw_stack = false, saw_exe_text = false;
+  unsigned long prev_end = 0;
+  for (const std::string& l : Lines(ReadFile("/proc/self/maps"))) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(l, m, line_re)) << l;
+    unsigned long a = std::stoul(m[1], nullptr, 16);
+    unsigned long b = std::stoul(m[2], nullptr, 16);
+    EXPECT_LT(a, b) << l;
+    EXPECT_GE(a, prev_end) << "not sorted: " << l;
+    prev_end = b;
+    EXPECT_EQ(a % PageSize(), 0u) << l;
+    if (m[8].matched) {
+      size_t name_at = l.size() - m[9].length();
+      size_t prefix = l.find_last_not_of(' ', name_at - 1) + 1;
+      // seq_pad: the name starts at column 74 (index 73) unless the
+      // fields before it are longer.
+      if (prefix < 73) EXPECT_EQ(name_at, 73u) << l;
+    }
+    std::string name = m[9];
+    if (name == "[stack]") {
+      saw_stack = true;
+      EXPECT_EQ(m[3].str().substr(0, 2), "rw") << l;
+      char here;
+      EXPECT_LE(a, reinterpret_cast<unsigned long>(&here)) << l;
+      EXPECT_GT(b, reinterpret_cast<unsigned long>(&here)) << l;
+    }
+    if (name == exe && m[3].str()[2] == 'x') {
+      saw_exe_text = true;
+      // The executable's mapping names its file: device and inode.
+      EXPECT_EQ(std::stoul(m[5], nullptr, 16), major(exe_st.st_dev)) << l;
+      EXPECT_EQ(std::stoul(m[6], nullptr, 16), minor(exe_st.st_dev)) << l;
+      EXPECT_EQ(std::stoul(m[7]), exe_st.st_ino) << l;
+      // And contains this code.
+      auto code = reinterpret_cast<unsigned long>(&ReadInto);
+      EXPECT_TRUE(code >= a && code < b) << l;
+    }
+  }
+  EXPECT_TRUE(saw_stack);
+  EXPECT_TRUE(saw_exe_text) << exe;
+}
+
+// A fresh file mapping shows the file's path, offset, device and inode.
+TEST(ProcTest, MapsShowsAFileMapping) {
+  TempPath p = TempPath::CreateFile();
+  FileDescriptor fd(open(p.path().c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid());
+  size_t page = PageSize();
+  ASSERT_THAT(ftruncate(fd.get(), 3 * page), SyscallSucceeds());
+  void* addr =
+      mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), page);
+  ASSERT_NE(addr, MAP_FAILED);
+  struct stat st;
+  ASSERT_THAT(fstat(fd.get(), &st), SyscallSucceeds());
+  char want[256];
+  snprintf(want, sizeof(want), "%lx-%lx rw-s %08lx %02x:%02x %lu",
+           reinterpret_cast<unsigned long>(addr),
+           reinterpret_cast<unsigned long>(addr) + page,
+           static_cast<unsigned long>(page), major(st.st_dev), minor(st.st_dev),
+           static_cast<unsigned long>(st.st_ino));
+  char real[4096];
+  ASSERT_NE(realpath(p.path().c_str(), real), nullptr);
+  std::string line;
+  for (const std::string& l : Lines(ReadFile("/proc/self/maps"))) {
+    if (l.rfind(want, 0) == 0) line = l;
+  }
+  EXPECT_FALSE(line.empty()) << want << "\n" << ReadFile("/proc/self/maps");
+  if (!line.empty()) {
+    EXPECT_EQ(Fields(line).back(), real) << line;
+  }
+  munmap(addr, page);
+}
+
+// smaps: each VMA's counters, in Linux's order and layout.
+TEST(ProcTest, SmapsKeysAndLayout) {
+  // Linux 4.x to 6.x keys in their order (newer kernels add some between
+  // them: Pss_Dirty, KSM, Pss_Anon...; ProtectionKey with pkeys).
+  const std::vector<std::string> keys = {
+      "Size",          "KernelPageSize", "MMUPageSize",    "Rss",
+      "Pss",           "Shared_Clean",   "Shared_Dirty",   "Private_Clean",
+      "Private_Dirty", "Referenced",     "Anonymous",      "LazyFree",
+      "AnonHugePages", "ShmemPmdMapped", "Shared_Hugetlb", "Private_Hugetlb",
+      "Swap",          "SwapPss",        "Locked",         "THPeligible",
+      "VmFlags"};
+  std::regex header("[0-9a-f]+-[0-9a-f]+ .*");
+  std::regex kb_line("([A-Za-z_]+): +(\\d+) kB");
+  std::vector<std::string> lines = Lines(ReadFile("/proc/self/smaps"));
+  ASSERT_FALSE(lines.empty());
+  int blocks = 0;
+  for (size_t i = 0; i < lines.size();) {
+    ASSERT_TRUE(std::regex_match(lines[i], header)) << lines[i];
+    ++blocks;
+    std::vector<std::string> seen;
+    std::map<std::string, uint64_t> v;
+    for (++i; i < lines.size() && !std::regex_match(lines[i], header); ++i) {
+      const std::string& l = lines[i];
+      std::string key = l.substr(0, l.find(':'));
+      seen.push_back(key);
+      std::smatch m;
+      if (std::regex_match(l, m, kb_line)) {
+        v[key] = std::stoull(m[2]);
+        // SEQ_PUT_DEC: "Key:" padded to 16 columns, the value in 8.
+        if (v[key] < 100000000) EXPECT_EQ(l.size(), 27u) << l;
+      } else if (key == "VmFlags") {
+        EXPECT_TRUE(std::regex_match(l, std::regex("VmFlags:( [a-z0-9]{2})+ ")))
+            << l;
+      } else if (key == "THPeligible") {
+        EXPECT_TRUE(std::regex_match(l, std::regex("THPeligible: +[01]"))) << l;
+        EXPECT_EQ(l.size(), 24u) << l;  // "THPeligible:    %8u"
+      }
+    }
+    size_t at = 0;
+    for (const std::string& k : keys) {
+      auto it = std::find(seen.begin() + at, seen.end(), k);
+      ASSERT_NE(it, seen.end()) << "missing or out of order: " << k;
+      at = it - seen.begin() + 1;
+    }
+    EXPECT_EQ(seen.back(), "VmFlags");
+    EXPECT_LE(v["Rss"], v["Size"]);
+    EXPECT_LE(v["Pss"], v["Rss"]);
+    EXPECT_EQ(v["Shared_Clean"] + v["Shared_Dirty"] + v["Private_Clean"] +
+                  v["Private_Dirty"],
+              v["Rss"]);
+    EXPECT_EQ(v["KernelPageSize"], PageSize() / 1024);
+  }
+  EXPECT_GT(blocks, 2);
+}
+
+// status: the keys Linux prints, in its order, each value as the syscalls
+// report it.
+TEST(ProcTest, StatusKeysAndValues) {
+  const std::vector<std::string> keys = {"Name",
+                                         "Umask",
+                                         "State",
+                                         "Tgid",
+                                         "Ngid",
+                                         "Pid",
+                                         "PPid",
+                                         "TracerPid",
+                                         "Uid",
+                                         "Gid",
+                                         "FDSize",
+                                         "Groups",
+                                         "NStgid",
+                                         "NSpid",
+                                         "NSpgid",
+                                         "NSsid",
+                                         "VmPeak",
+                                         "VmSize",
+                                         "VmLck",
+                                         "VmPin",
+                                         "VmHWM",
+                                         "VmRSS",
+                                         "RssAnon",
+                                         "RssFile",
+                                         "RssShmem",
+                                         "VmData",
+                                         "VmStk",
+                                         "VmExe",
+                                         "VmLib",
+                                         "VmPTE",
+                                         "VmSwap",
+                                         "Threads",
+                                         "SigQ",
+                                         "SigPnd",
+                                         "ShdPnd",
+                                         "SigBlk",
+                                         "SigIgn",
+                                         "SigCgt",
+                                         "CapInh",
+                                         "CapPrm",
+                                         "CapEff",
+                                         "CapBnd",
+                                         "CapAmb",
+                                         "NoNewPrivs",
+                                         "Seccomp",
+                                         "Cpus_allowed",
+                                         "Cpus_allowed_list",
+                                         "Mems_allowed",
+                                         "Mems_allowed_list",
+                                         "voluntary_ctxt_switches",
+                                         "nonvoluntary_ctxt_switches"};
+  // Set up state the file must reflect: an ignored and a caught signal, a
+  // blocked one, a high descriptor.
+  struct sigaction ign = {}, cgt = {}, old_ign, old_cgt;
+  ign.sa_handler = SIG_IGN;
+  cgt.sa_handler = +[](int) {};
+  ASSERT_THAT(sigaction(SIGUSR1, &ign, &old_ign), SyscallSucceeds());
+  ASSERT_THAT(sigaction(SIGUSR2, &cgt, &old_cgt), SyscallSucceeds());
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGWINCH);
+  ASSERT_THAT(sigprocmask(SIG_BLOCK, &block, &old_mask), SyscallSucceeds());
+  FileDescriptor high(dup2(0, 200));
+  ASSERT_TRUE(high.valid());
+  std::string s = ReadFile("/proc/self/status");
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  sigaction(SIGUSR1, &old_ign, nullptr);
+  sigaction(SIGUSR2, &old_cgt, nullptr);
+
+  std::vector<std::string> seen;
+  for (const std::string& l : Lines(s)) {
+    size_t colon = l.find(':');
+    ASSERT_NE(colon, std::string::npos) << l;
+    ASSERT_EQ(l[colon + 1], '\t') << l;
+    seen.push_back(l.substr(0, colon));
+  }
+  size_t at = 0;
+  for (const std::string& k : keys) {
+    auto it = std::find(seen.begin() + at, seen.end(), k);
+    ASSERT_NE(it, seen.end()) << "missing or out of order: " << k;
+    at = it - seen.begin() + 1;
+  }
+  // Umask: 4 octal digits.
+  mode_t mask = umask(022);
+  umask(mask);
+  char want[16];
+  snprintf(want, sizeof(want), "%04o", mask);
+  EXPECT_EQ(StatusValue(s, "Umask"), want);
+  // Credentials: real, effective, saved, filesystem.
+  uid_t ru, eu, su;
+  gid_t rg, eg, sg;
+  ASSERT_THAT(getresuid(&ru, &eu, &su), SyscallSucceeds());
+  ASSERT_THAT(getresgid(&rg, &eg, &sg), SyscallSucceeds());
+  uid_t fsu = setfsuid(-1);
+  gid_t fsg = setfsgid(-1);
+  EXPECT_EQ(StatusValue(s, "Uid"),
+            std::to_string(ru) + "\t" + std::to_string(eu) + "\t" +
+                std::to_string(su) + "\t" + std::to_string(fsu));
+  EXPECT_EQ(StatusValue(s, "Gid"),
+            std::to_string(rg) + "\t" + std::to_string(eg) + "\t" +
+                std::to_string(sg) + "\t" + std::to_string(fsg));
+  // Groups: each followed by one space (a lone space with none).
+  gid_t groups[256];
+  int ng = getgroups(256, groups);
+  ASSERT_GE(ng, 0);
+  std::string g;
+  for (int i = 0; i < ng; ++i) g += (i ? " " : "") + std::to_string(groups[i]);
+  g += " ";
+  for (const std::string& l : Lines(s)) {
+    if (l.rfind("Groups:", 0) == 0) EXPECT_EQ(l, "Groups:\t" + g);
+  }
+  // FDSize: the descriptor table's size, room for fd 200 at least.
+  int fdsize = std::stoi(StatusValue(s, "FDSize"));
+  EXPECT_GT(fdsize, 200);
+  EXPECT_TRUE(fdsize == 64 || fdsize % 128 == 0) << fdsize;
+  // Signal masks: bit (sig - 1).
+  auto mask_of = [&](const char* key) {
+    std::string v = StatusValue(s, key);
+    EXPECT_TRUE(std::regex_match(v, std::regex("[0-9a-f]{16}"))) << key << v;
+    return std::stoull(v, nullptr, 16);
+  };
+  EXPECT_TRUE(mask_of("SigIgn") & (1ull << (SIGUSR1 - 1)));
+  EXPECT_TRUE(mask_of("SigCgt") & (1ull << (SIGUSR2 - 1)));
+  EXPECT_TRUE(mask_of("SigBlk") & (1ull << (SIGWINCH - 1)));
+  EXPECT_FALSE(mask_of("SigIgn") & (1ull << (SIGUSR2 - 1)));
+  // Capabilities as capget reports them.
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2] = {};
+  ASSERT_THAT(syscall(SYS_capget, &hdr, data), SyscallSucceeds());
+  auto cap64 = [&](uint32_t lo, uint32_t hi) {
+    return (static_cast<uint64_t>(hi) << 32) | lo;
+  };
+  EXPECT_EQ(mask_of("CapEff"), cap64(data[0].effective, data[1].effective));
+  EXPECT_EQ(mask_of("CapPrm"), cap64(data[0].permitted, data[1].permitted));
+  EXPECT_EQ(mask_of("CapInh"), cap64(data[0].inheritable, data[1].inheritable));
+  EXPECT_EQ(StatusValue(s, "NoNewPrivs"),
+            std::to_string(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)));
+  // The CPUs this thread may run on.
+  cpu_set_t set;
+  ASSERT_THAT(sched_getaffinity(0, sizeof(set), &set), SyscallSucceeds());
+  std::string list;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    int e = c;
+    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set)) ++e;
+    if (!list.empty()) list += ",";
+    list += std::to_string(c);
+    if (e > c) list += "-" + std::to_string(e);
+    c = e;
+  }
+  EXPECT_EQ(StatusValue(s, "Cpus_allowed_list"), list);
+  // Memory lines: "%8lu kB".
+  for (const std::string& l : Lines(s)) {
+    if (l.rfind("Vm", 0) == 0 || l.rfind("Rss", 0) == 0) {
+      EXPECT_TRUE(std::regex_match(l, std::regex("[A-Za-z]+:\\t[ \\d]{8} kB")))
+          << l;
+    }
+  }
+  EXPECT_TRUE(
+      std::regex_match(StatusValue(s, "SigQ"), std::regex("\\d+/\\d+")));
+  struct rlimit rl;
+  ASSERT_THAT(getrlimit(RLIMIT_SIGPENDING, &rl), SyscallSucceeds());
+  std::string q = StatusValue(s, "SigQ");
+  EXPECT_EQ(q.substr(q.find('/') + 1), std::to_string(rl.rlim_cur));
+}
+
+// stat's code, data, stack and brk addresses (fields 26-28, 45-47) for a
+// reader allowed to see them (itself).
+TEST(ProcTest, StatAddresses) {
+  std::string st = ReadFile("/proc/self/stat");
+  std::vector<std::string> rest = Fields(st.substr(st.rfind(')') + 1));
+  ASSERT_EQ(rest.size(), 50u);
+  // rest[i] is field i + 3.
+  auto field = [&](int n) { return std::stoull(rest[n - 3]); };
+  uint64_t code = reinterpret_cast<uint64_t>(&ReadInto);
+  EXPECT_LE(field(26), code);
+  EXPECT_GT(field(27), code);
+  static int data_var = 1;
+  uint64_t data = reinterpret_cast<uint64_t>(&data_var);
+  EXPECT_LE(field(45), data);
+  EXPECT_GT(field(46), data);
+  // start_stack: where argc lies, above this frame.
+  char here;
+  EXPECT_GT(field(28), reinterpret_cast<uint64_t>(&here));
+  EXPECT_LE(field(28), field(48));  // below argv's strings
+  // start_brk: at or below the current break.
+  EXPECT_LE(field(47), reinterpret_cast<uint64_t>(sbrk(0)));
+  EXPECT_GT(field(47), 0u);
+}
+
+TEST(ProcTest, LimitsTableIsLinux) {
+  const char* names[] = {
+      "Max cpu time",        "Max file size",      "Max data size",
+      "Max stack size",      "Max core file size", "Max resident set",
+      "Max processes",       "Max open files",     "Max locked memory",
+      "Max address space",   "Max file locks",     "Max pending signals",
+      "Max msgqueue size",   "Max nice priority",  "Max realtime priority",
+      "Max realtime timeout"};
+  const char* units[] = {"seconds", "bytes", "bytes",     "bytes",
+                         "bytes",   "bytes", "processes", "files",
+                         "bytes",   "bytes", "locks",     "signals",
+                         "bytes",   "",      "",          "us"};
+  std::vector<std::string> lines = Lines(ReadFile("/proc/self/limits"));
+  ASSERT_EQ(lines.size(), 17u);
+  for (int i = 0; i < 16; ++i) {
+    struct rlimit rl;
+    ASSERT_THAT(getrlimit(static_cast<__rlimit_resource_t>(i), &rl),
+                SyscallSucceeds());
+    auto v = [](rlim_t x) {
+      return x == RLIM_INFINITY ? std::string("unlimited") : std::to_string(x);
+    };
+    char want[256];
+    snprintf(want, sizeof(want), "%-25s %-20s %-20s ", names[i],
+             v(rl.rlim_cur).c_str(), v(rl.rlim_max).c_str());
+    std::string w = want;
+    if (units[i][0] != '\0') {
+      char u[16];
+      snprintf(u, sizeof(u), "%-10s", units[i]);
+      w += u;
+    }
+    EXPECT_EQ(lines[i + 1], w);
+  }
+}
+
+TEST(ProcTest, MeminfoKeysAndValues) {
+  const std::vector<std::string> keys = {
+      "MemTotal",     "MemFree",        "MemAvailable", "Buffers",
+      "Cached",       "SwapCached",     "Active",       "Inactive",
+      "Active(anon)", "Inactive(anon)", "Active(file)", "Inactive(file)",
+      "Unevictable",  "Mlocked",        "SwapTotal",    "SwapFree",
+      "Dirty",        "Writeback",      "AnonPages",    "Mapped",
+      "Shmem",        "KReclaimable",   "Slab",         "SReclaimable",
+      "SUnreclaim",   "KernelStack",    "PageTables",   "Bounce",
+      "WritebackTmp", "CommitLimit",    "Committed_AS", "VmallocTotal",
+      "VmallocUsed",  "VmallocChunk"};
+  std::vector<std::string> seen;
+  std::map<std::string, uint64_t> v;
+  std::regex line_re("([A-Za-z0-9_()]+): +(\\d+)( kB)?");
+  for (const std::string& l : Lines(ReadFile("/proc/meminfo"))) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(l, m, line_re)) << l;
+    seen.push_back(m[1]);
+    v[m[1]] = std::stoull(m[2]);
+    if (m[3].matched && v[m[1]] < 100000000) {
+      EXPECT_EQ(l.size(), 27u) << l;  // "%-16s%8lu kB"
+    }
+  }
+  size_t at = 0;
+  for (const std::string& k : keys) {
+    auto it = std::find(seen.begin() + at, seen.end(), k);
+    ASSERT_NE(it, seen.end()) << "missing or out of order: " << k;
+    at = it - seen.begin() + 1;
+  }
+  struct sysinfo si;
+  ASSERT_THAT(sysinfo(&si), SyscallSucceeds());
+  EXPECT_EQ(v["MemTotal"],
+            static_cast<uint64_t>(si.totalram) * si.mem_unit / 1024);
+  EXPECT_LE(v["MemFree"], v["MemTotal"]);
+  EXPECT_LE(v["MemAvailable"], v["MemTotal"]);
+  EXPECT_EQ(v["SwapTotal"],
+            static_cast<uint64_t>(si.totalswap) * si.mem_unit / 1024);
+}
+
+// ---------------------------------------------------------------------------
+// CPUID: the flags must be what the CPUID instruction tells this process,
+// after the OS's own masking (AVX and later need their XCR0 state enabled).
+
+uint64_t Xcr0() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1)) return 0;
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+TEST(ProcTest, CpuinfoFlagsFollowCpuidAndXcr0) {
+  std::vector<std::vector<std::string>> per_cpu;
+  for (const std::string& l : Lines(ReadFile("/proc/cpuinfo"))) {
+    if (l.rfind("flags\t\t:", 0) == 0) {
+      per_cpu.push_back(Fields(l.substr(l.find(':') + 1)));
+    }
+  }
+  ASSERT_FALSE(per_cpu.empty());
+  EXPECT_EQ(static_cast<long>(per_cpu.size()), sysconf(_SC_NPROCESSORS_ONLN));
+  for (const auto& f : per_cpu) EXPECT_EQ(f, per_cpu[0]);
+  const std::vector<std::string>& flags = per_cpu[0];
+  auto has = [&](const char* f) {
+    return std::find(flags.begin(), flags.end(), f) != flags.end();
+  };
+  bool ymm = (Xcr0() & 6) == 6;
+  unsigned a, b, c, d;
+  ASSERT_TRUE(__get_cpuid(1, &a, &b, &c, &d));
+  struct Bit {
+    const char* name;
+    unsigned reg, bit;
+    bool needs_ymm;
+  };
+  std::vector<Bit> bits = {{"pclmulqdq", c, 1, false}, {"fma", c, 12, true},
+                           {"cx16", c, 13, false},     {"movbe", c, 22, false},
+                           {"xsave", c, 26, false},    {"avx", c, 28, true},
+                           {"f16c", c, 29, true},      {"rdrand", c, 30, false},
+                           {"pse", d, 3, false},       {"msr", d, 5, false},
+                           {"pae", d, 6, false},       {"apic", d, 9, false},
+                           {"sep", d, 11, false},      {"pat", d, 16, false},
+                           {"clflush", d, 19, false}};
+  unsigned max_leaf = __get_cpuid_max(0, nullptr);
+  if (max_leaf >= 7) {
+    unsigned a7, b7, c7, d7;
+    __cpuid_count(7, 0, a7, b7, c7, d7);
+    std::vector<Bit> leaf7 = {
+        {"bmi1", b7, 3, false},        {"avx2", b7, 5, true},
+        {"bmi2", b7, 8, false},        {"erms", b7, 9, false},
+        {"rdseed", b7, 18, false},     {"adx", b7, 19, false},
+        {"clflushopt", b7, 23, false}, {"sha_ni", b7, 29, false}};
+    bits.insert(bits.end(), leaf7.begin(), leaf7.end());
+  }
+  for (const Bit& bit : bits) {
+    bool want = ((bit.reg >> bit.bit) & 1) && (!bit.needs_ymm || ymm);
+    EXPECT_EQ(has(bit.name), want) << bit.name;
+  }
+  // The vendor string.
+  unsigned v[4];
+  __cpuid(0, v[0], v[1], v[2], v[3]);
+  char vendor[13] = {};
+  memcpy(vendor, &v[1], 4);
+  memcpy(vendor + 4, &v[3], 4);
+  memcpy(vendor + 8, &v[2], 4);
+  std::string info = ReadFile("/proc/cpuinfo");
+  EXPECT_NE(info.find(std::string("vendor_id\t: ") + vendor + "\n"),
+            std::string::npos);
+  unsigned family = (a >> 8) & 0xf;
+  if (family == 0xf) family += (a >> 20) & 0xff;
+  EXPECT_NE(info.find("cpu family\t: " + std::to_string(family) + "\n"),
+            std::string::npos);
+}
+
+// /proc/sys values: one decimal line each, in their ranges, and what the
+// kernel enforces.
+TEST(ProcTest, SysctlValuesParseAndAreEnforced) {
+  auto value = [](const char* path) -> long {
+    std::string s = ReadFile(path);
+    EXPECT_TRUE(std::regex_match(s, std::regex("\\d+\n"))) << path << ": " << s;
+    return s.empty() ? -1 : std::stol(s);
+  };
+  long pid_max = value("/proc/sys/kernel/pid_max");
+  EXPECT_GE(pid_max, 301);      // RESERVED_PIDS + 1
+  EXPECT_LE(pid_max, 4194304);  // PID_MAX_LIMIT
+  EXPECT_LT(getpid(), pid_max);
+  EXPECT_EQ(value("/proc/sys/kernel/ngroups_max"), 65536);  // NGROUPS_MAX
+  long cap_last = value("/proc/sys/kernel/cap_last_cap");
+  EXPECT_GE(cap_last, 37);  // CAP_AUDIT_READ (Linux 3.16)
+  long oc = value("/proc/sys/vm/overcommit_memory");
+  EXPECT_TRUE(oc >= 0 && oc <= 2) << oc;
+  EXPECT_GT(value("/proc/sys/vm/max_map_count"), 0);
+  long nr_open = value("/proc/sys/fs/nr_open");
+  EXPECT_GE(nr_open, 1024);
+  EXPECT_LE(nr_open, 1073741816);  // sysctl_nr_open_max on 64-bit
+  struct rlimit rl;
+  ASSERT_THAT(getrlimit(RLIMIT_NOFILE, &rl), SyscallSucceeds());
+  EXPECT_LE(static_cast<long>(rl.rlim_max), nr_open);
+  long pipe_max = value("/proc/sys/fs/pipe-max-size");
+  EXPECT_GE(pipe_max, 4096);
+  // Modes: tunables 0644, read-only values 0444.
+  struct {
+    const char* path;
+    mode_t mode;
+  } modes[] = {{"/proc/sys/kernel/pid_max", 0644},
+               {"/proc/sys/kernel/hostname", 0644},
+               {"/proc/sys/kernel/ostype", 0444},
+               {"/proc/sys/kernel/osrelease", 0444},
+               {"/proc/sys/kernel/cap_last_cap", 0444},
+               {"/proc/sys/kernel/ngroups_max", 0444},
+               {"/proc/sys/kernel/random/boot_id", 0444},
+               {"/proc/sys/kernel/random/uuid", 0444},
+               {"/proc/sys/vm/overcommit_memory", 0644},
+               {"/proc/sys/vm/max_map_count", 0644},
+               {"/proc/sys/fs/nr_open", 0644},
+               {"/proc/sys/fs/pipe-max-size", 0644}};
+  for (const auto& m : modes) {
+    struct stat st;
+    ASSERT_THAT(stat(m.path, &st), SyscallSucceeds()) << m.path;
+    EXPECT_EQ(st.st_mode, S_IFREG | m.mode) << m.path;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// /proc/self/exe is a magic link to the running executable.
+
+TEST(ProcTest, ExeIsAMagicLink) {
+  std::string exe = Readlink("/proc/self/exe");
+  ASSERT_FALSE(exe.empty());
+  EXPECT_EQ(exe[0], '/');
+  struct stat by_path, via, link;
+  ASSERT_THAT(stat(exe.c_str(), &by_path), SyscallSucceeds());
+  ASSERT_THAT(stat("/proc/self/exe", &via), SyscallSucceeds());
+  EXPECT_EQ(via.st_ino, by_path.st_ino);
+  EXPECT_EQ(via.st_dev, by_path.st_dev);
+  ASSERT_THAT(lstat("/proc/self/exe", &link), SyscallSucceeds());
+  EXPECT_TRUE(S_ISLNK(link.st_mode));
+  FileDescriptor fd(open("/proc/self/exe", O_RDONLY));
+  ASSERT_TRUE(fd.valid()) << strerror(errno);
+  char magic[4] = {};
+  ASSERT_THAT(read(fd.get(), magic, 4), SyscallSucceedsWithValue(4));
+  EXPECT_EQ(std::string(magic, 4), "\177ELF");
+  struct stat opened;
+  ASSERT_THAT(fstat(fd.get(), &opened), SyscallSucceeds());
+  EXPECT_EQ(opened.st_ino, by_path.st_ino);
+  EXPECT_THAT(open("/proc/self/exe", O_RDONLY | O_NOFOLLOW),
+              SyscallFailsWithErrno(ELOOP));
+  // Not a directory.
+  EXPECT_THAT(open("/proc/self/exe/x", O_RDONLY),
+              SyscallFailsWithErrno(ENOTDIR));
+  // A child has the same executable.
+  int p[2] = {-1, -1};
+  ASSERT_THAT(pipe(p), SyscallSucceeds());
+  pid_t child = fork();
+  if (child == 0) {
+    close(p[1]);
+    char c;
+    (void)!read(p[0], &c, 1);  // until the parent closes its end
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  close(p[0]);
+  std::string dir = "/proc/" + std::to_string(child);
+  EXPECT_EQ(Readlink(dir + "/exe"), exe);
+  struct stat child_exe;
+  EXPECT_THAT(stat((dir + "/exe").c_str(), &child_exe), SyscallSucceeds());
+  EXPECT_EQ(child_exe.st_ino, by_path.st_ino);
+  close(p[1]);
+  int ws;
+  ASSERT_THAT(waitpid(child, &ws, 0), SyscallSucceedsWithValue(child));
+}
+
+// The file is being executed: opening it for writing is ETXTBSY, through
+// the link as by its path.
+TEST(ProcTest, ExeOpenForWritingIsEtxtbsy) {
+  std::string exe = Readlink("/proc/self/exe");
+  ASSERT_FALSE(exe.empty());
+  // On a read-only super block may_open's EROFS comes first; a read-only
+  // mount of a writable one gives ETXTBSY first (do_dentry_open takes the
+  // write access before mnt_want_write). The mount is the last one listed
+  // at the longest mount point above the file.
+  const MountinfoEntry* at = nullptr;
+  std::vector<MountinfoEntry> mounts =
+      ParseMountinfo(ReadFile("/proc/self/mountinfo"));
+  for (const MountinfoEntry& e : mounts) {
+    bool above = e.point == "/" || exe.rfind(e.point + "/", 0) == 0;
+    if (above && (at == nullptr || e.point.size() >= at->point.size())) {
+      at = &e;
+    }
+  }
+  ASSERT_NE(at, nullptr);
+  int want = at->super_opts.rfind("ro", 0) == 0 ? EROFS : ETXTBSY;
+  EXPECT_THAT(open("/proc/self/exe", O_WRONLY), SyscallFailsWithErrno(want));
+  EXPECT_THAT(open(exe.c_str(), O_WRONLY), SyscallFailsWithErrno(want));
+}
+
+// ---------------------------------------------------------------------------
+// Pipes: /proc/self/fd/N reads "pipe:[INO]" and reopens the pipe with the
+// new access mode (fifo_open).
+
+TEST(ProcTest, PipeFdLinkTextAndModes) {
+  int fds[2] = {-1, -1};
+  ASSERT_THAT(pipe(fds), SyscallSucceeds());
+  FileDescriptor r(fds[0]), w(fds[1]);
+  struct stat st;
+  ASSERT_THAT(fstat(r.get(), &st), SyscallSucceeds());
+  std::string rlink = "/proc/self/fd/" + std::to_string(r.get());
+  std::string wlink = "/proc/self/fd/" + std::to_string(w.get());
+  std::string text = "pipe:[" + std::to_string(st.st_ino) + "]";
+  EXPECT_EQ(Readlink(rlink), text);
+  EXPECT_EQ(Readlink(wlink), text);
+  // The write end's link opened for reading: another reader of the pipe.
+  FileDescriptor r2(open(wlink.c_str(), O_RDONLY));
+  ASSERT_TRUE(r2.valid()) << strerror(errno);
+  EXPECT_EQ(fcntl(r2.get(), F_GETFL) & O_ACCMODE, O_RDONLY);
+  struct stat st2;
+  ASSERT_THAT(fstat(r2.get(), &st2), SyscallSucceeds());
+  EXPECT_EQ(st2.st_ino, st.st_ino);
+  EXPECT_EQ(st2.st_dev, st.st_dev);
+  EXPECT_TRUE(S_ISFIFO(st2.st_mode));
+  EXPECT_EQ(Readlink("/proc/self/fd/" + std::to_string(r2.get())), text);
+  ASSERT_THAT(write(w.get(), "ab", 2), SyscallSucceedsWithValue(2));
+  char buf[4] = {};
+  ASSERT_THAT(read(r2.get(), buf, 1), SyscallSucceedsWithValue(1));
+  ASSERT_THAT(read(r.get(), buf + 1, 1), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(std::string(buf, 2), "ab");
+  // O_RDWR never waits.
+  FileDescriptor rw(open(rlink.c_str(), O_RDWR));
+  ASSERT_TRUE(rw.valid()) << strerror(errno);
+  ASSERT_THAT(write(rw.get(), "c", 1), SyscallSucceedsWithValue(1));
+  ASSERT_THAT(read(r.get(), buf, 1), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(buf[0], 'c');
+  rw.reset();
+  // Without readers, O_WRONLY|O_NONBLOCK still opens: a pipe is not a
+  // FIFO (fifo_open's ENXIO and waits are for FIFOs only).
+  r.reset();
+  r2.reset();
+  FileDescriptor w3(open(wlink.c_str(), O_WRONLY | O_NONBLOCK));
+  EXPECT_TRUE(w3.valid()) << strerror(errno);
+  w3.reset();
+  // O_RDONLY|O_NONBLOCK: a reader again; empty, with a writer: EAGAIN.
+  FileDescriptor r3(open(wlink.c_str(), O_RDONLY | O_NONBLOCK));
+  ASSERT_TRUE(r3.valid()) << strerror(errno);
+  EXPECT_THAT(read(r3.get(), buf, 1), SyscallFailsWithErrno(EAGAIN));
+  // The fdinfo of a pipe end.
+  std::string info = ReadFile("/proc/self/fdinfo/" + std::to_string(w.get()));
+  EXPECT_EQ(StatusValue(info, "pos"), "0");
+  EXPECT_EQ(StatusValue(info, "ino"), std::to_string(st.st_ino));
+}
+
+// Reopening a pipe end never waits for a partner (a FIFO's O_RDONLY waits
+// for a writer, its O_WRONLY for a reader): both run in a child that an
+// alarm kills if it blocks.
+TEST(ProcTest, PipeFdLinkNeverWaitsForAPartner) {
+  {
+    int fds[2] = {-1, -1};
+    ASSERT_THAT(pipe(fds), SyscallSucceeds());
+    FileDescriptor r(fds[0]);
+    close(fds[1]);  // no writer
+    std::string rlink = "/proc/self/fd/" + std::to_string(r.get());
+    EXPECT_THAT(InForkedChild([&] {
+                  alarm(5);
+                  int fd = open(rlink.c_str(), O_RDONLY);
+                  if (fd < 0) _exit(2);
+                  char c;
+                  if (read(fd, &c, 1) != 0) _exit(3);  // EOF: no writer
+                }),
+                ExitedWithCode(0));
+    // EINVAL for access mode 3 (neither read nor write).
+    EXPECT_THAT(open(rlink.c_str(), O_RDWR | O_WRONLY),
+                SyscallFailsWithErrno(EINVAL));
+  }
+  {
+    int fds[2] = {-1, -1};
+    ASSERT_THAT(pipe(fds), SyscallSucceeds());
+    FileDescriptor w(fds[1]);
+    close(fds[0]);  // no reader
+    std::string wlink = "/proc/self/fd/" + std::to_string(w.get());
+    EXPECT_THAT(InForkedChild([&] {
+                  alarm(5);
+                  signal(SIGPIPE, SIG_IGN);
+                  int fd = open(wlink.c_str(), O_WRONLY);
+                  if (fd < 0) _exit(2);
+                  if (write(fd, "x", 1) != -1 || errno != EPIPE) _exit(3);
+                }),
+                ExitedWithCode(0));
+  }
+}
+
+// /proc/PID/fd of a pipe end seen from another process.
+TEST(ProcTest, AnotherProcessesPipeCanBeReopened) {
+  int fds[2] = {-1, -1};
+  ASSERT_THAT(pipe(fds), SyscallSucceeds());
+  FileDescriptor r(fds[0]), w(fds[1]);
+  int go[2] = {-1, -1};
+  ASSERT_THAT(pipe(go), SyscallSucceeds());
+  pid_t child = fork();
+  if (child == 0) {
+    close(go[1]);
+    char c;
+    (void)!read(go[0], &c, 1);
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  close(go[0]);
+  std::string link =
+      "/proc/" + std::to_string(child) + "/fd/" + std::to_string(w.get());
+  FileDescriptor w2(open(link.c_str(), O_WRONLY));
+  ASSERT_TRUE(w2.valid()) << strerror(errno);
+  ASSERT_THAT(write(w2.get(), "y", 1), SyscallSucceedsWithValue(1));
+  char c = 0;
+  ASSERT_THAT(read(r.get(), &c, 1), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(c, 'y');
+  close(go[1]);
+  int ws;
+  ASSERT_THAT(waitpid(child, &ws, 0), SyscallSucceedsWithValue(child));
 }
 
 }  // namespace
