@@ -160,6 +160,7 @@ bool ThreadGroup::DeThread(Task& self) {
 
 void ThreadGroup::TaskExited(Task* task, int code) {
   std::vector<std::shared_ptr<ThreadGroup>> orphans;
+  vfs::VirtualDentry exe;
   {
     absl::MutexLock l(&mu_);
     tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task), tasks_.end());
@@ -167,8 +168,12 @@ void ThreadGroup::TaskExited(Task* task, int code) {
     if (!exit_status_.has_value()) exit_status_ = ExitStatus::Exited(code);
     exiting_.store(true, std::memory_order_release);
     dead_ = true;
+    exe = std::move(exe_file_);
     orphans.swap(children_);
   }
+  // exit_mm drops mm->exe_file before the parent hears of the exit: the
+  // executable's mount is no longer pinned once wait returns.
+  exe = vfs::VirtualDentry{};
   // Living or unreaped children go to init, which reaps them.
   ThreadGroup* init = kernel_.init();
   if (init != nullptr && init != this && !orphans.empty()) {

@@ -64,7 +64,8 @@ class ThreadGroup {
   void set_exe_path(std::string path);
   // The running executable's location (Linux's mm->exe_file), where the
   // magic link /proc/PID/exe jumps: set with exe_path by execve, copied by
-  // fork; unset ({}) for processes started without one (unit tests).
+  // fork, dropped when the last task exits; unset ({}) for processes
+  // started without one (unit tests) and for zombies.
   vfs::VirtualDentry exe_file() const;
   void set_exe_file(vfs::VirtualDentry vd);
   // Process group and session IDs (no setpgid/setsid yet: a fork child

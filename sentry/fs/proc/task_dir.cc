@@ -682,7 +682,12 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
       [t]() -> KResult<std::string> {
         if (!Alive(t)) return kENOENT;
         vfs::VirtualDentry vd = t->thread_group().exe_file();
-        if (!vd.ok()) return t->thread_group().exe_path();
+        if (!vd.ok()) {
+          // A zombie has no mm (ENOENT); a task started without a file
+          // (unit tests) has its path only.
+          if (t->thread_group().exit_status().has_value()) return kENOENT;
+          return t->thread_group().exe_path();
+        }
         return PathForReader(vd, TaskRoot(t));
       },
       uid, gid);
