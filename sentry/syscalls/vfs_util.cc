@@ -25,6 +25,13 @@ KResult<vfs::ResolveBase> BaseAt(Task& t, int32_t dirfd, std::string_view path,
                                  const kernel::Credentials& creds,
                                  bool empty_ok) {
   if (path.empty() && !empty_ok) return kENOENT;
+  if (dirfd == AT_FDCWD && !path.empty() && path[0] != '/') {
+    // Root and cwd under one FsContext lock (vfs::AtStart's AT_FDCWD case).
+    vfs::VirtualDentry root, cwd;
+    t.fs().RootAndCwd(&root, &cwd);
+    if (!root.ok()) return kENOENT;
+    return vfs::ResolveBase{creds, std::move(root), std::move(cwd)};
+  }
   vfs::VirtualDentry root = t.fs().Root();
   if (!root.ok()) return kENOENT;
   if (!path.empty() && path[0] == '/') {

@@ -17,6 +17,12 @@ VirtualDentry FsContext::Cwd() const {
   return cwd_;
 }
 
+void FsContext::RootAndCwd(VirtualDentry* root, VirtualDentry* cwd) const {
+  absl::ReaderMutexLock l(&mu_);
+  *root = root_;
+  *cwd = cwd_;
+}
+
 void FsContext::SetRoot(VirtualDentry vd) {
   VirtualDentry old;
   absl::MutexLock l(&mu_);

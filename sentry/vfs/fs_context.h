@@ -29,6 +29,9 @@ class FsContext {
 
   VirtualDentry Root() const ABSL_LOCKS_EXCLUDED(mu_);
   VirtualDentry Cwd() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Both, under one lock (a relative walk from AT_FDCWD needs both).
+  void RootAndCwd(VirtualDentry* root, VirtualDentry* cwd) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Callers (chdir, chroot) resolved `vd` and checked it is a searchable
   // directory.
   void SetRoot(VirtualDentry vd) ABSL_LOCKS_EXCLUDED(mu_);
