@@ -1,6 +1,7 @@
 #include "gofer/gofer.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -90,6 +91,13 @@ absl::Status RunGofer(const GoferConfig& config) {
   umask(0);  // Modes are exactly what the client asked (the server fixes
              // them anyway; this saves a chmod per creation).
   if (config.seccomp) {
+    // glibc's malloc, shrinking a thread arena's heap, reads
+    // /proc/sys/vm/overcommit_memory (an openat without O_NOFOLLOW, which
+    // the allowlist kills): one arena (the main one, trimmed with brk) and
+    // no trimming, so a large reply freed by a connection thread (a
+    // GetdentsPlus batch) never opens a file.
+    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     absl::Status s = InstallSeccomp();
     if (!s.ok()) return s;
   }
