@@ -1,7 +1,9 @@
 // The memory file: all guest memory lives in one memfd.
 //
 // The Sentry maps the whole file into itself, so copy-in/copy-out is a
-// bounds-checked memcpy through that mapping; stubs map windows of it
+// bounds-checked memcpy through that mapping (copies of 16 KiB and more use
+// pread/pwrite on the memfd instead: no host page fault per page the Sentry
+// has not touched); stubs map windows of it
 // MAP_SHARED. Copies survive SIGBUS (shmem allocation can fail under memory
 // pressure): they report failure, never crash the Sentry.
 //

@@ -88,6 +88,43 @@ TEST(MemoryFileTest, ReadWriteZeroAndBounds) {
   EXPECT_TRUE(mf->Read(64 * kMiB - 1, &b, 1));
 }
 
+// Copies of 16 KiB and more go through pread/pwrite: the same bytes as the
+// mapping shows, at unaligned offsets too, holes read as zeros, the last
+// bytes of the file are reachable and nothing past them.
+TEST(MemoryFileTest, LargeCopiesMatchTheMapping) {
+  auto mf = Make();
+  auto off = mf->Allocate(64 * 4096);
+  ASSERT_TRUE(off.ok());
+  std::vector<uint8_t> data(40 * 4096 + 123);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = i * 13 + 5;
+  ASSERT_TRUE(mf->Write(*off + 77, data.data(), data.size()));
+  EXPECT_EQ(
+      memcmp(mf->Internal(*off + 77, data.size()), data.data(), data.size()),
+      0);
+  std::vector<uint8_t> back(data.size());
+  ASSERT_TRUE(mf->Read(*off + 77, back.data(), back.size()));
+  EXPECT_EQ(back, data);
+  // Written through the mapping, read with pread.
+  memset(mf->Internal(*off + 8192, 4), 0xab, 4);
+  ASSERT_TRUE(mf->Read(*off, back.data(), 32 * 1024));
+  EXPECT_EQ(back[8192], 0xab);
+  EXPECT_EQ(back[8195], 0xab);
+  // A hole (never written) reads as zeros and stays a hole.
+  auto hole = mf->Allocate(8 * 4096);
+  ASSERT_TRUE(hole.ok());
+  const uint64_t blocks = Blocks(mf->fd());
+  std::vector<uint8_t> zeros(8 * 4096, 0xff);
+  ASSERT_TRUE(mf->Read(*hole, zeros.data(), zeros.size()));
+  EXPECT_EQ(zeros, std::vector<uint8_t>(8 * 4096, 0));
+  EXPECT_EQ(Blocks(mf->fd()), blocks);
+  // The end of the file.
+  std::vector<uint8_t> tail(16 * 1024, 0x11);
+  EXPECT_TRUE(mf->Write(64 * kMiB - tail.size(), tail.data(), tail.size()));
+  EXPECT_FALSE(
+      mf->Write(64 * kMiB - tail.size() + 1, tail.data(), tail.size()));
+  EXPECT_FALSE(mf->Read(64 * kMiB - tail.size() + 1, tail.data(), tail.size()));
+}
+
 TEST(MemoryFileTest, FreeAndZeroReleasePages) {
   auto mf = Make();
   uint64_t base_blocks = Blocks(mf->fd());

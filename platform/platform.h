@@ -82,6 +82,17 @@ class AddressSpace {
   virtual absl::Status MapFile(uintptr_t addr, uint64_t offset, size_t length,
                                int prot) = 0;
 
+  // MapFile, and the host installs the page-table entries at once
+  // (MAP_POPULATE) instead of at the guest's first touch of each page: one
+  // host call instead of a host page fault per page (or per 16 pages, the
+  // host's fault-around, for reads). Only for pages the memory file already
+  // holds (a file's cached pages, copies): populating a hole would allocate
+  // it. Default: MapFile.
+  virtual absl::Status MapFilePopulate(uintptr_t addr, uint64_t offset,
+                                       size_t length, int prot) {
+    return MapFile(addr, offset, length, prot);
+  }
+
   // Removes any mappings in [addr, addr+length).
   virtual absl::Status Unmap(uintptr_t addr, size_t length) = 0;
 };

@@ -86,3 +86,17 @@ for name in true pass import; do
   awk -v l="$label" -v n="$n" -v s="$s" -v r="$runs" 'BEGIN {
     printf "%s, median of %d: native %.1f ms, runsc do %.1f ms, ratio %.1fx\n", l, r, n / 1e6, s / 1e6, s / n }'
 done
+
+# Where the sandbox's time goes, as counts (they do not depend on the load):
+# syscalls the Sentry served and the mm's fault/mapping work, from one
+# --strace-summary run of each Python case.
+for name in pass import; do
+  case $name in
+    pass) args=(-c pass) ;;
+    import) args=(-c 'import json, sqlite3') ;;
+  esac
+  summary=$("$runsc" do --strace-summary -- "$py" "${args[@]}" 2>&1 >/dev/null) || true
+  calls=$(awk '$NF == "total" {print $1; exit}' <<<"$summary")
+  mmline=$(grep -m1 '^mm: ' <<<"$summary" || true)
+  echo "counts, python3 ${args[*]}: ${calls:-?} syscalls; ${mmline:-mm: no counts}"
+done

@@ -336,12 +336,22 @@ class SystrapAddressSpace final : public AddressSpace {
   ~SystrapAddressSpace() override;
 
   absl::Status MapFile(uintptr_t addr, uint64_t offset, size_t length,
-                       int prot) override;
+                       int prot) override {
+    return Map(addr, offset, length, prot, 0);
+  }
+  absl::Status MapFilePopulate(uintptr_t addr, uint64_t offset, size_t length,
+                               int prot) override {
+    return Map(addr, offset, length, prot, MAP_POPULATE);
+  }
   absl::Status Unmap(uintptr_t addr, size_t length) override;
 
   const std::shared_ptr<Stub>& stub() const { return stub_; }
 
  private:
+  // The stub's mmap(MAP_SHARED | MAP_FIXED | extra) of the memory file
+  // (extra: 0 or MAP_POPULATE, the two forms its seccomp filter allows).
+  absl::Status Map(uintptr_t addr, uint64_t offset, size_t length, int prot,
+                   int extra);
   absl::Status CheckRange(uintptr_t addr, size_t length) const;
   SystrapPlatform* const plat_;
   const std::shared_ptr<Stub> stub_;
@@ -827,14 +837,15 @@ absl::Status SystrapAddressSpace::CheckRange(uintptr_t addr,
   return absl::OkStatus();
 }
 
-absl::Status SystrapAddressSpace::MapFile(uintptr_t addr, uint64_t offset,
-                                          size_t length, int prot) {
+absl::Status SystrapAddressSpace::Map(uintptr_t addr, uint64_t offset,
+                                      size_t length, int prot, int extra) {
   if (auto s = CheckRange(addr, length); !s.ok()) return s;
   if (offset % kPage != 0 || (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC))) {
     return absl::InvalidArgumentError("bad offset or protection");
   }
-  auto r = stub_->Call(SYS_mmap, addr, length, prot, MAP_SHARED | MAP_FIXED,
-                       plat_->memory_file().fd(), offset);
+  auto r =
+      stub_->Call(SYS_mmap, addr, length, prot, MAP_SHARED | MAP_FIXED | extra,
+                  plat_->memory_file().fd(), offset);
   if (!r.ok()) return r.status();
   if (*r != static_cast<int64_t>(addr)) {
     // The mapping may now differ from what the Sentry believes (a protection

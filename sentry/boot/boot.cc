@@ -30,6 +30,7 @@
 #include "sentry/loader/loader.h"
 #include "sentry/loader/vfs_reader.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/mm/stats.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/operations.h"
@@ -284,7 +285,10 @@ int BootMain(int argc, char** argv) {
   sigqueue(getpid(), SIGUSR2, v);
   signals.join();
 
-  if (spec.strace_summary) kernel::WriteDebug(table->Summary());
+  if (spec.strace_summary) {
+    kernel::WriteDebug(table->Summary());
+    kernel::WriteDebug(mm::StatsSummary());
+  }
   std::optional<std::string> fatal = k->fatal_error();
   k.reset();
   mntns.reset();  // Its files' pages live in the platform's memory file.

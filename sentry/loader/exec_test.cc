@@ -55,9 +55,7 @@ class ExecTest : public fs::tmpfs::TmpfsTest {
  protected:
   void SetUp() override {
     TmpfsTest::SetUp();
-    auto mm = mm::MemoryManager::Create(platform_, {.randomize = false});
-    ASSERT_TRUE(mm.ok());
-    mm_ = std::move(mm).value();
+    NewMm();
   }
   // Creates every missing directory of `path` and the file.
   void Put(const std::string& path, const std::string& data, uint32_t mode) {
@@ -87,10 +85,16 @@ class ExecTest : public fs::tmpfs::TmpfsTest {
     req.args.uid = 1000;
     return LoadExecutable(*mm_, std::move(req), why, committed);
   }
+  // The mm and the tmpfs share one memory file, as in the Sentry: the
+  // loader maps the files' own pages (their Mappable's translations are
+  // offsets in that file).
   void NewMm() {
-    auto mm = mm::MemoryManager::Create(platform_, {.randomize = false});
-    ASSERT_TRUE(mm.ok());
-    mm_ = std::move(mm).value();
+    auto as = platform_.NewAddressSpace();
+    ASSERT_TRUE(as.ok());
+    mm_ = mm::MemoryManager::CreateWith(
+        std::move(*as), *mf_,
+        mm::PickLayout(platform_.MinUserAddress(), platform_.MaxUserAddress(),
+                       {.randomize = false}));
   }
   std::vector<std::string> StackArgv(const LoadResult& r) {
     uint64_t argc = 0;

@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "sentry/base/result.h"
+#include "sentry/mm/mappable.h"
 
 namespace sandbox::loader {
 
@@ -23,6 +25,11 @@ class FileReader {
   // The file's st_dev and st_ino, which /proc/pid/maps shows for the
   // segments loaded from it; {0, 0} if unknown.
   virtual std::pair<uint64_t, uint64_t> Identity() { return {0, 0}; }
+  // The file's pages (its page cache), if it can be mapped: the loader then
+  // maps PT_LOAD segments from them copy-on-write, as Linux's elf_map, so
+  // that only the pages the program touches are ever read. nullptr: the
+  // segments are copied into anonymous memory at load time.
+  virtual std::shared_ptr<mm::Mappable> GetMappable() { return nullptr; }
 };
 
 // Reads a host file descriptor with pread(2). Does not own the FD.

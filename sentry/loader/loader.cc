@@ -117,6 +117,7 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
   img.bias = bias;
   img.entry = info.ehdr.e_entry + bias;
   img.phdr = info.phdr_vaddr != 0 ? info.phdr_vaddr + bias : 0;
+  const std::shared_ptr<mm::Mappable> mappable = file.GetMappable();
   std::vector<uint8_t> buf;
   for (size_t i = 0; i < info.phdrs.size(); ++i) {
     const Elf64_Phdr& ph = info.phdrs[i];
@@ -148,6 +149,63 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
         ph.p_offset < (uint64_t{1} << 62)) {
       shown_off = ph.p_offset - (vaddr - start);
     }
+    const uint64_t lead = vaddr - start;
+    const uint64_t file_off = ph.p_offset - lead;
+    if (mappable != nullptr && ph.p_filesz > 0 && !(ph.p_flags & PF_W)) {
+      // Linux's elf_map(): the pages holding [p_offset, p_offset + p_filesz)
+      // map the file privately (copy on write), so only what the program
+      // touches is ever read, and pages already in the file's cache are
+      // shared rather than copied. Past the file's end a page reads as
+      // zeros; without bss the rest of the last page holds the file's next
+      // bytes, as a file mapping shows them. Writable segments are copied
+      // below instead: a program writes most of its data early
+      // (relocations, Python's static objects' reference counts), and each
+      // first write of a private file page would be a copy-on-write fault,
+      // a round trip to the stub, where one copy at exec costs less.
+      const uint64_t file_end = PageRoundUp(vaddr + ph.p_filesz);
+      auto fm = mm_.Mmap({.addr = start,
+                          .length = file_end - start,
+                          .prot = ProtFromFlags(ph.p_flags),
+                          .flags = MAP_PRIVATE | MAP_FIXED,
+                          .offset = file_off,
+                          .mappable = mappable,
+                          .name = name,
+                          .dev = dev,
+                          .ino = ino});
+      if (!fm.ok()) {
+        return Fail(fm.error(), absl::StrFormat("%s: mapping segment %d: %s",
+                                                name, i, fm.error().name()));
+      }
+      if (ph.p_memsz > ph.p_filesz) {
+        // padzero(): the rest of the last file page is bss (a private copy
+        // of that page, zeroed), then anonymous memory up to p_memsz.
+        const uint64_t tail = file_end - (vaddr + ph.p_filesz);
+        if (tail > 0) {
+          static const uint8_t kZeros[kPageSize] = {};
+          auto put = mm_.ForceCopyOut(vaddr + ph.p_filesz, kZeros, tail);
+          if (!put.ok() || *put != tail) {
+            return Fail(kENOMEM,
+                        absl::StrFormat("%s: out of memory loading segment %d",
+                                        name, i));
+          }
+        }
+        if (end > file_end) {
+          auto bm = mm_.Mmap({.addr = file_end,
+                              .length = end - file_end,
+                              .prot = ProtFromFlags(ph.p_flags),
+                              .flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                              .name = name});
+          if (!bm.ok()) {
+            return Fail(bm.error(),
+                        absl::StrFormat("%s: mapping bss of "
+                                        "segment %d: %s",
+                                        name, i, bm.error().name()));
+          }
+        }
+      }
+      img.end = std::max<uintptr_t>(img.end, end);
+      continue;
+    }
     auto m = mm_.Mmap({.addr = start,
                        .length = end - start,
                        .prot = ProtFromFlags(ph.p_flags),
@@ -162,8 +220,6 @@ KResult<Image> Loader::MapImage(FileReader& file, const ElfInfo& info,
     }
     // Like Linux's file mapping from the page holding p_offset: the bytes
     // before the segment in its first page come from the file too.
-    const uint64_t lead = vaddr - start;
-    const uint64_t file_off = ph.p_offset - lead;
     uint64_t file_len = lead + ph.p_filesz;
     // Without bss (p_memsz == p_filesz) the rest of the last page holds
     // the file's next bytes, as Linux's file mapping shows them; with bss

@@ -452,6 +452,144 @@ TEST_F(LoaderTest, LastPageTailIsFileBytesOrZeroForBss) {
   EXPECT_EQ(b[1], 0);
 }
 
+// A file with a page cache (a Mappable over the memory file), as tmpfs and
+// Gofer files are: the loader maps its segments instead of copying them.
+class MappableBufferReader : public BufferReader, public mm::Mappable {
+ public:
+  MappableBufferReader(platform::MemoryFile& mf, const std::string& data)
+      : BufferReader(data), mf_(mf), size_(data.size()) {
+    const uint64_t len = mm::PageRoundUp(std::max<uint64_t>(size_, 1));
+    base_ = *mf_.Allocate(len);
+    EXPECT_TRUE(mf_.Write(base_, data.data(), data.size()));
+  }
+  std::shared_ptr<mm::Mappable> GetMappable() override {
+    return std::shared_ptr<mm::Mappable>(std::shared_ptr<void>(), this);
+  }
+  void AddMapping(mm::MappingSpace*, uintptr_t, uint64_t, uint64_t,
+                  bool) override {
+    ++mappings;
+  }
+  void RemoveMapping(mm::MappingSpace*, uintptr_t, uint64_t, uint64_t,
+                     bool) override {
+    --mappings;
+  }
+  KResult<std::vector<mm::Translation>> Translate(
+      uint64_t off, uint64_t len, uint64_t, uint64_t,
+      platform::AccessType) override {
+    const uint64_t limit = mm::PageRoundUp(size_);
+    if (off >= limit || len > limit - off) return kEFAULT;
+    translated_pages += len / mm::kPageSize;
+    return std::vector<mm::Translation>{
+        {off, len, base_ + off, PROT_READ | PROT_WRITE | PROT_EXEC}};
+  }
+  // The file's own bytes, as its cache holds them.
+  std::string Cached(uint64_t off, size_t n) {
+    std::string out(n, '\0');
+    EXPECT_TRUE(mf_.Read(base_ + off, out.data(), n));
+    return out;
+  }
+
+  int mappings = 0;
+  uint64_t translated_pages = 0;
+
+ private:
+  platform::MemoryFile& mf_;
+  const uint64_t size_;
+  uint64_t base_ = 0;
+};
+
+// With a Mappable the read-only segments are private file mappings
+// (elf_map): the same contents as a copy (header page, code, the file's next
+// bytes after a segment without bss), nothing read at load time; writable
+// segments are still copied at load time.
+TEST_F(LoaderTest, ReadOnlySegmentsAreMappedFromTheFilesPages) {
+  const std::string file = StaticExec().Build();
+  std::string why;
+  MappableBufferReader reader(platform_.memory_file(), file);
+  auto r = Load(*mm_, reader, Args(), &why);
+  ASSERT_TRUE(r.ok()) << why;
+  EXPECT_EQ(r->entry, 0x401000u);
+  EXPECT_EQ(r->brk_start, 0x406000u);
+  EXPECT_EQ(reader.translated_pages, 0u);  // nothing read yet
+  EXPECT_EQ(reader.mappings, 2);           // header and code segments
+
+  auto vmas = mm_->Vmas();
+  const mm::VmaInfo* v = VmaAt(vmas, 0x400000);
+  ASSERT_NE(v, nullptr);
+  EXPECT_FALSE(v->anonymous);
+  EXPECT_EQ(v->prot, PROT_READ);
+  EXPECT_EQ(v->offset, 0u);
+  EXPECT_EQ(v->name, "/bin/prog");
+  v = VmaAt(vmas, 0x401000);
+  ASSERT_NE(v, nullptr);
+  EXPECT_FALSE(v->anonymous);
+  EXPECT_EQ(v->prot, PROT_READ | PROT_EXEC);
+  EXPECT_EQ(v->offset, 0x1000u);
+  EXPECT_EQ(VmaAt(vmas, 0x402000), nullptr);
+  v = VmaAt(vmas, 0x403008);  // the writable data segment: a copy
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->start, 0x403000u);
+  EXPECT_EQ(v->end, 0x406000u);
+  EXPECT_TRUE(v->anonymous);
+
+  std::string got(0x300, '\0');
+  ASSERT_TRUE(mm_->CopyIn(0x400000, got.data(), got.size()).ok());
+  EXPECT_EQ(got, file.substr(0, 0x300));
+  uint8_t b[2] = {};
+  ASSERT_TRUE(mm_->CopyIn(0x401122, b, 2).ok());
+  EXPECT_EQ(b[0], PatternByte(0x1122));
+  EXPECT_EQ(b[1], PatternByte(0x1123));  // past p_filesz, no bss
+  EXPECT_GT(reader.translated_pages, 0u);
+  ASSERT_TRUE(mm_->CopyIn(0x403107, b, 2).ok());
+  EXPECT_EQ(b[0], PatternByte(0x2107));
+  EXPECT_EQ(b[1], 0);  // bss
+  // The text stays read-only to the guest.
+  const uint8_t x = 0x5a;
+  EXPECT_FALSE(mm_->CopyOut(0x401000, &x, 1).ok());
+  mm_.reset();  // unmaps before the reader goes
+  EXPECT_EQ(reader.mappings, 0);
+}
+
+// A read-only segment with bss: its last file page is a private copy
+// zeroed past p_filesz (padzero; the file's page keeps its bytes), then
+// anonymous memory up to p_memsz.
+TEST_F(LoaderTest, MappedSegmentWithBssGetsAZeroedCopyOfItsLastPage) {
+  TestElf e = StaticExec();
+  e.ph[2].p_flags = PF_R;
+  e.file_size = 0x2400;  // file bytes after the segment's p_filesz
+  const std::string file = e.Build();
+  ASSERT_NE(file[0x2108], 0);
+  std::string why;
+  MappableBufferReader reader(platform_.memory_file(), file);
+  auto r = Load(*mm_, reader, Args(), &why);
+  ASSERT_TRUE(r.ok()) << why;
+  EXPECT_EQ(reader.translated_pages, 1u);  // padzero's page only
+  EXPECT_EQ(reader.mappings, 3);
+  auto vmas = mm_->Vmas();
+  const mm::VmaInfo* v = VmaAt(vmas, 0x403008);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->start, 0x403000u);
+  EXPECT_EQ(v->end, 0x404000u);
+  EXPECT_FALSE(v->anonymous);
+  EXPECT_EQ(v->offset, 0x2000u);
+  EXPECT_EQ(v->prot, PROT_READ);
+  v = VmaAt(vmas, 0x404000);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->end, 0x406000u);
+  EXPECT_TRUE(v->anonymous);
+  EXPECT_EQ(v->prot, PROT_READ);
+  uint8_t b[2] = {};
+  ASSERT_TRUE(mm_->CopyIn(0x403107, b, 2).ok());
+  EXPECT_EQ(b[0], PatternByte(0x2107));
+  EXPECT_EQ(b[1], 0);
+  std::string bss(0x1f00, 'x');
+  ASSERT_TRUE(mm_->CopyIn(0x403108, bss.data(), bss.size()).ok());
+  EXPECT_EQ(bss, std::string(bss.size(), '\0'));
+  EXPECT_EQ(reader.Cached(0x2108, 1), file.substr(0x2108, 1));
+  mm_.reset();
+  EXPECT_EQ(reader.mappings, 0);
+}
+
 TEST_F(LoaderTest, BadElfIsEnoexec) {
   TestElf e = StaticExec();
   e.eh.e_machine = EM_386;

@@ -27,6 +27,11 @@ std::pair<uint64_t, uint64_t> VfsFileReader::Identity() {
   return {st->st_dev, st->st_ino};
 }
 
+std::shared_ptr<mm::Mappable> VfsFileReader::GetMappable() {
+  auto* vf = dynamic_cast<vfs::VfsFile*>(file_.get());
+  return vf != nullptr ? vf->GetMappable() : nullptr;
+}
+
 KResult<size_t> VfsFileReader::ReadAt(uint64_t offset, void* buf, size_t n) {
   vfs::IoContext ctx;
   auto* p = static_cast<uint8_t*>(buf);

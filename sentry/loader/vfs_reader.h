@@ -33,6 +33,7 @@ class VfsFileReader : public FileReader {
   KResult<size_t> ReadAt(uint64_t offset, void* buf, size_t n) override;
   KResult<uint64_t> Size() override;
   std::pair<uint64_t, uint64_t> Identity() override;
+  std::shared_ptr<mm::Mappable> GetMappable() override;
 
  private:
   const std::shared_ptr<vfs::FileDescription> file_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sentry/mm/memory_manager.h"
+#include "sentry/mm/stats.h"
 
 namespace sandbox::mm {
 namespace {
@@ -14,6 +15,15 @@ namespace {
 constexpr int kProtRWX = PROT_READ | PROT_WRITE | PROT_EXEC;
 
 uintptr_t AlignDown(uintptr_t x, uintptr_t align) { return x & ~(align - 1); }
+
+// The window a fault of a file mapping translates (power of two): Linux
+// reads ahead 128 KiB and maps up to 64 KiB of cached pages around a fault
+// (fault_around_bytes); here the pages are read from the host (Gofer files)
+// in the same call and mapped populated, so a larger window trades
+// unneeded pages (read with pread/pwrite, about a microsecond each) for
+// fewer guest faults, each two round trips to the stub (the fault, the map).
+// Anonymous memory uses kFaultWindow (its pages cost nothing until touched).
+constexpr uintptr_t kFileFaultWindow = 1 << 20;
 
 // x + align rounded down to align, saturating at the top of the space.
 uintptr_t AlignUpPast(uintptr_t x, uintptr_t align) {
@@ -59,7 +69,10 @@ void MemoryManager::DropPmasLocked(uintptr_t start, uintptr_t end,
   std::vector<std::pair<uint64_t, uint64_t>> to_free;
   uintptr_t run_start = 0, run_end = 0;
   auto flush = [&] {
-    if (run_end > run_start) (void)as_->Unmap(run_start, run_end - run_start);
+    if (run_end > run_start) {
+      Count(Stats().host_unmaps);
+      (void)as_->Unmap(run_start, run_end - run_start);
+    }
     run_start = run_end = 0;
   };
   auto it = pmas_.lower_bound(start);
@@ -86,6 +99,12 @@ KResult<void> MemoryManager::MapPmaLocked(uintptr_t start, const Pma& pma,
                                           const Vma& vma) {
   const uint64_t len = pma.end - start;
   const int prot = EffectiveProt(vma, pma);
+  if (prot == PROT_NONE) {
+    Count(Stats().host_unmaps);
+  } else {
+    Count(Stats().host_maps);
+    Count(Stats().host_map_pages, len / kPageSize);
+  }
   absl::Status s = prot == PROT_NONE
                        ? as_->Unmap(start, len)
                        : as_->MapFile(start, pma.file_offset, len, prot);
@@ -117,7 +136,10 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
   }
   // The run to back: a window around addr, within the VMA, not reaching
   // into pages already backed.
-  const uintptr_t window = vma.grows_down ? kStackFaultWindow : kFaultWindow;
+  const bool file_backed = vma.mappable != nullptr && !vma.anon_shared;
+  const uintptr_t window = vma.grows_down ? kStackFaultWindow
+                           : file_backed  ? kFileFaultWindow
+                                          : kFaultWindow;
   uintptr_t lo = std::max({AlignDown(addr, window), vma_start, bound_lo});
   uintptr_t hi = std::min({AlignUpPast(addr, window), vma.end, bound_hi});
   auto next = pmas_.upper_bound(addr);
@@ -130,6 +152,7 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
     platform::AccessType at;
     at.read = true;
     at.write = write && vma.shared;
+    Count(Stats().translates);
     auto ts =
         vma.mappable->Translate(page + moff, kPageSize, lo + moff, hi - lo, at);
     if (!ts.ok()) return ts.error() == kENOMEM ? kENOMEM : kEIO;
@@ -156,7 +179,18 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::EnsurePmaLocked(
       pma.max_prot = t.max_prot & kProtRWX;
       auto [it, inserted] = pmas_.emplace(s, pma);
       if (!inserted) continue;
-      TRY_VOID(MapPmaLocked(s, pma, vma));
+      const int prot = EffectiveProt(vma, pma);
+      if (file_backed && prot != PROT_NONE) {
+        // A file's pages exist (Translate filled them): install them all
+        // now rather than take a host fault per page at the guest's first
+        // touch. Shared anonymous memory is left out: its untouched pages
+        // are holes, which populating would allocate.
+        Count(Stats().host_maps);
+        Count(Stats().host_map_pages, (e - s) / kPageSize);
+        if (!as_->MapFilePopulate(s, foff, e - s, prot).ok()) return kENOMEM;
+      } else {
+        TRY_VOID(MapPmaLocked(s, pma, vma));
+      }
     }
     pit = FindPmaLocked(addr);
     if (pit == pmas_.end()) return kEIO;
@@ -234,6 +268,7 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::BreakCowLocked(
   SplitPmaLocked(hi);
   pit = pmas_.find(lo);
   const uint64_t len = hi - lo;
+  Count(Stats().cow_copies);
   auto off = mf_.Allocate(len);
   if (!off.ok()) return kENOMEM;
   std::vector<uint8_t> buf(std::min<uint64_t>(len, 64 << 10));
@@ -280,8 +315,13 @@ KResult<void> MemoryManager::HandleFault(uintptr_t addr,
       return kEFAULT;
     }
     absl::MutexLock al(&active_mu_);
+    Count(Stats().faults);
+    const uint64_t before = owned_bytes_;
     const bool existed = FindPmaLocked(addr) != pmas_.end();
     TRY(auto pit, EnsurePmaLocked(vit->first, vma, addr, access.write));
+    if (owned_bytes_ > before) {
+      Count(Stats().fault_pages, (owned_bytes_ - before) / kPageSize);
+    }
     if (existed) {
       // A spurious fault (another thread mapped it first) or a lost host
       // mapping: map it again, which is idempotent.

@@ -1051,6 +1051,58 @@ TEST_F(MemoryManagerTest, PrivateMappableIsCopiedOnWrite) {
   EXPECT_EQ(c, 'P');
 }
 
+// A read fault of a file mapping maps the file's pages of the 1 MiB-aligned
+// window around it (bounded by the VMA), populated at once; private pages
+// stay write-protected (copy on write), so populating never lets the guest
+// write the file. Anonymous memory is never populated (its pages are holes
+// until touched), shared anonymous memory neither.
+TEST_F(MemoryManagerTest, FileFaultMapsItsWindowPopulated) {
+  constexpr uint64_t kWindow = 1 << 20;
+  auto file = std::make_shared<FakeMappable>(platform_.memory_file(),
+                                             2 * kWindow / 4096);
+  const uintptr_t base = kBase + kWindow;  // window-aligned
+  ASSERT_TRUE(mm_->Mmap({.addr = base,
+                         .length = 2 * kWindow,
+                         .prot = PROT_READ | PROT_EXEC,
+                         .flags = MAP_PRIVATE | MAP_FIXED,
+                         .mappable = file})
+                  .ok());
+  ASSERT_TRUE(Fault(base + kWindow + 5 * 4096));
+  EXPECT_EQ(file->translates_, 1);
+  EXPECT_EQ(as_->populate_calls(), 1);
+  FakeAddressSpace::Page page;
+  EXPECT_FALSE(as_->Lookup(base + kWindow - 4096, &page));
+  ASSERT_TRUE(as_->Lookup(base + kWindow, &page));
+  EXPECT_EQ(page.offset, file->file_offset() + kWindow);
+  EXPECT_EQ(page.prot, PROT_READ | PROT_EXEC);
+  ASSERT_TRUE(as_->Lookup(base + 2 * kWindow - 4096, &page));
+  EXPECT_FALSE(as_->Lookup(base + 2 * kWindow, &page));
+  // Another fault in the window finds its pages mapped: no translation.
+  ASSERT_TRUE(Fault(base + kWindow + 9 * 4096));
+  EXPECT_EQ(file->translates_, 1);
+  // A writable private mapping: populated read-only, copied on write.
+  ASSERT_TRUE(mm_->Mprotect(base, 2 * kWindow, kRW).ok());
+  ASSERT_TRUE(Fault(base + 4096));
+  ASSERT_TRUE(as_->Lookup(base + 4096, &page));
+  EXPECT_EQ(page.prot, PROT_READ);
+  EXPECT_EQ(as_->populate_calls(), 2);
+
+  // Anonymous memory, private or shared: plain maps.
+  ASSERT_TRUE(mm_->Mmap({.addr = base + 4 * kWindow,
+                         .length = 4 * 4096,
+                         .prot = kRW,
+                         .flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED})
+                  .ok());
+  ASSERT_TRUE(mm_->Mmap({.addr = base + 5 * kWindow,
+                         .length = 4 * 4096,
+                         .prot = kRW,
+                         .flags = MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED})
+                  .ok());
+  ASSERT_TRUE(Fault(base + 4 * kWindow));
+  ASSERT_TRUE(Fault(base + 5 * kWindow));
+  EXPECT_EQ(as_->populate_calls(), 2);
+}
+
 // A FakeMappable that refuses shared writable mappings like a write-sealed
 // memfd, and records what it was asked.
 class SealedMappable : public FakeMappable {

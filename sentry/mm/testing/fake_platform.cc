@@ -162,6 +162,20 @@ int FakeAddressSpace::map_calls() const {
   return map_calls_;
 }
 
+absl::Status FakeAddressSpace::MapFilePopulate(uintptr_t addr, uint64_t offset,
+                                               size_t length, int prot) {
+  {
+    absl::MutexLock l(&mu_);
+    ++populate_calls_;
+  }
+  return MapFile(addr, offset, length, prot);
+}
+
+int FakeAddressSpace::populate_calls() const {
+  absl::MutexLock l(&mu_);
+  return populate_calls_;
+}
+
 int FakeAddressSpace::unmap_calls() const {
   absl::MutexLock l(&mu_);
   return unmap_calls_;

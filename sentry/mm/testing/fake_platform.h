@@ -59,6 +59,9 @@ class FakeAddressSpace : public platform::AddressSpace {
   };
   absl::Status MapFile(uintptr_t addr, uint64_t offset, size_t length,
                        int prot) override;
+  // MapFile, counted apart (populate_calls()).
+  absl::Status MapFilePopulate(uintptr_t addr, uint64_t offset, size_t length,
+                               int prot) override;
   absl::Status Unmap(uintptr_t addr, size_t length) override;
 
   // The mapping of the page containing addr, or nullptr-like empty.
@@ -66,12 +69,14 @@ class FakeAddressSpace : public platform::AddressSpace {
   size_t MappedPages() const;
   int map_calls() const;
   int unmap_calls() const;
+  int populate_calls() const;
 
  private:
   mutable absl::Mutex mu_;
   std::map<uintptr_t, Page> pages_ ABSL_GUARDED_BY(mu_);
   int map_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int unmap_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int populate_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class FakePlatform : public platform::Platform {
