@@ -76,6 +76,36 @@ TEST_F(MappableTest, HolesAreAllocatedAndPastEndIsSigbus) {
   EXPECT_ERRNO(m->Translate(kPage, 2 * kPage, kPage, 2 * kPage, rw_), kEFAULT);
 }
 
+TEST_F(MappableTest, OptionalRangeMapsOnlyExistingPagesOfASparseFile) {
+  // 256 pages, only pages 0 and 3 written: a fault on page 0 with a
+  // 256-page window may map pages that exist but must not fill holes.
+  WriteFile("/f", "");
+  ASSERT_OK(vfs::TruncateAt(Base(), "/f", 256 * kPage));
+  auto f = Open("/f", O_RDWR).value();
+  vfs::IoContext ctx;
+  const uint8_t x = 'x';
+  ASSERT_OK(f->PWrite(ctx, absl::Span<const uint8_t>(&x, 1), 0));
+  ASSERT_OK(f->PWrite(ctx, absl::Span<const uint8_t>(&x, 1), 3 * kPage));
+  auto m = MappableOf("/f");
+  auto t = m->Translate(0, kPage, 0, 256 * kPage, rw_);
+  ASSERT_OK(t);
+  uint64_t covered = 0;
+  for (const auto& tr : *t) covered += tr.length;
+  EXPECT_EQ(covered, kPage);  // page 1 is a hole: the run stops there
+  // The required page of a hole is allocated (as shmem_fault); the window
+  // around it is not.
+  auto t2 = m->Translate(100 * kPage, kPage, 0, 256 * kPage, rw_);
+  ASSERT_OK(t2);
+  covered = 0;
+  for (const auto& tr : *t2) covered += tr.length;
+  EXPECT_EQ(covered, kPage);
+  // Pages 1, 2, 4..99 and 101..255 are still holes.
+  EXPECT_EQ(f->Seek(0, SEEK_HOLE).value(), static_cast<int64_t>(kPage));
+  EXPECT_EQ(f->Seek(4 * kPage, SEEK_DATA).value(),
+            static_cast<int64_t>(100 * kPage));
+  EXPECT_ERRNO(f->Seek(101 * kPage, SEEK_DATA), kENXIO);
+}
+
 TEST_F(MappableTest, TruncateInvalidatesMappingsPastTheEnd) {
   WriteFile("/f", std::string(4 * kPage, 'b'));
   auto m = MappableOf("/f");

@@ -431,10 +431,17 @@ KResult<std::vector<mm::Translation>> RegularFile::Translate(
   }
   std::vector<mm::Translation> out;
   for (uint64_t off = required_offset; off < end; off += kPage) {
-    KResult<uint64_t> page = PageLocked(off / kPage);
-    if (!page.ok()) {
-      if (off >= required_end) break;  // the optional part may stay unmapped
-      return kENOMEM;
+    // The required pages are allocated (as shmem_fault does); the optional
+    // part maps only pages that exist (as Linux's fault-around maps only
+    // cached pages), so a fault in a sparse file never fills its holes.
+    KResult<uint64_t> page = kENOMEM;
+    if (off < required_end) {
+      page = PageLocked(off / kPage);
+      if (!page.ok()) return kENOMEM;
+    } else {
+      auto it = pages_.find(off / kPage);
+      if (it == pages_.end()) break;
+      page = it->second;
     }
     if (!out.empty() && out.back().file_offset + out.back().length == *page) {
       out.back().length += kPage;
