@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "platform/memory_file.h"
+
 namespace sandbox::fs::dev {
 
 KResult<void> FillRandom(absl::Span<uint8_t> dst) {
@@ -49,6 +51,29 @@ KResult<size_t> MemDevFile::PWrite(vfs::IoContext&,
                                    absl::Span<const uint8_t> src, int64_t) {
   if (kind_ == MemDevice::kFull) return kENOSPC;
   return src.size();
+}
+
+KResult<size_t> MemDevFile::ReadDirect(vfs::IoContext&, vfs::GuestIo& dst,
+                                       int64_t) {
+  if (kind_ == MemDevice::kNull) return size_t{0};  // read_null
+  if (kind_ != MemDevice::kZero && kind_ != MemDevice::kFull) return kEINVAL;
+  platform::MemoryFile& mf = dst.memory_file();
+  return dst.Walk(dst.size(), [&mf](uint64_t off, size_t, size_t k) {
+    return mf.Zero(off, k) ? k : size_t{0};
+  });
+}
+
+KResult<size_t> MemDevFile::WriteDirect(vfs::IoContext&, vfs::GuestIo& src,
+                                        int64_t) {
+  switch (kind_) {
+    case MemDevice::kNull:
+    case MemDevice::kZero:
+      return src.size();
+    case MemDevice::kFull:
+      return kENOSPC;
+    default:
+      return kEINVAL;
+  }
 }
 
 KResult<int64_t> MemDevFile::Seek(int64_t, int) { return int64_t{0}; }

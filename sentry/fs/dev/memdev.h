@@ -32,6 +32,19 @@ class MemDevFile final : public vfs::VfsFile {
   KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
                          int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
+  // null, zero and full never bounce the guest's buffer (random and
+  // urandom mix what is written into the pool, so they read it): as
+  // Linux's write_null/write_zero/write_full, a write does not touch the
+  // buffer (even a bad one); a read of zero/full clears the guest's pages
+  // in place (read_iter_zero: short where the buffer faults).
+  bool CanDirectIo(const platform::MemoryFile&) const override {
+    return kind_ == MemDevice::kNull || kind_ == MemDevice::kZero ||
+           kind_ == MemDevice::kFull;
+  }
+  KResult<size_t> ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
+                             int64_t offset) override;
+  KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
+                              int64_t offset) override;
 
  private:
   const MemDevice kind_;

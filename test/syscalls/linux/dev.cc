@@ -1,6 +1,7 @@
 // /dev: the memory devices, tty, and the /proc/self/fd links.
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -67,6 +68,45 @@ TEST(DevTest, FullGivesEnospcOnWriteAndZerosOnRead) {
   EXPECT_THAT(read(fd.get(), buf, sizeof(buf)),
               SyscallSucceedsWithValue(sizeof(buf)));
   for (char c : buf) ASSERT_EQ(c, 0);
+}
+
+// Linux's write_null/write_zero/write_full never touch the buffer, and
+// read_null returns 0 without touching it: a bad pointer is fine.
+TEST(DevTest, NullZeroFullIgnoreTheBufferOfAWrite) {
+  void* bad = reinterpret_cast<void*>(8);
+  FileDescriptor null(open("/dev/null", O_RDWR));
+  FileDescriptor zero(open("/dev/zero", O_RDWR));
+  FileDescriptor full(open("/dev/full", O_RDWR));
+  ASSERT_TRUE(null.valid() && zero.valid() && full.valid());
+  EXPECT_THAT(write(null.get(), bad, 1 << 20),
+              SyscallSucceedsWithValue(1 << 20));
+  EXPECT_THAT(write(zero.get(), bad, 100), SyscallSucceedsWithValue(100));
+  EXPECT_THAT(write(full.get(), bad, 100), SyscallFailsWithErrno(ENOSPC));
+  EXPECT_THAT(read(null.get(), bad, 100), SyscallSucceedsWithValue(0));
+  EXPECT_THAT(read(zero.get(), bad, 100), SyscallFailsWithErrno(EFAULT));
+}
+
+// read_iter_zero clears the pages it can and stops where the buffer
+// faults: a read across a page boundary into an unmapped page is short.
+TEST(DevTest, ZeroReadIsShortWhereTheBufferFaults) {
+  const size_t page = sysconf(_SC_PAGESIZE);
+  char* p = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  ASSERT_EQ(munmap(p + page, page), 0);
+  memset(p, 'x', page);
+  FileDescriptor fd(open("/dev/zero", O_RDONLY));
+  ASSERT_TRUE(fd.valid());
+  EXPECT_THAT(read(fd.get(), p + page - 100, 1000),
+              SyscallSucceedsWithValue(100));
+  for (size_t i = page - 100; i < page; ++i) ASSERT_EQ(p[i], 0) << i;
+  EXPECT_EQ(p[page - 101], 'x');
+  // A large read clears every byte (whole pages included).
+  std::vector<char> big(1 << 20, 'y');
+  EXPECT_THAT(read(fd.get(), big.data(), big.size()),
+              SyscallSucceedsWithValue(big.size()));
+  for (char c : big) ASSERT_EQ(c, 0);
+  munmap(p, page);
 }
 
 TEST(DevTest, RandomNeverBlocks) {
