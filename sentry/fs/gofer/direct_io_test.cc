@@ -38,28 +38,8 @@ void HostWrite(const std::string& path, std::string_view data) {
   close(fd);
 }
 
-std::string HostRead(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "<missing>";
-  std::string s = ::gofer::testing::ReadAll(fd);
-  close(fd);
-  return s;
-}
-
-class GoferDirectIoTest : public GoferFsTest {
+class GoferDirectIoTest : public GoferFsWithMemoryFileTest {
  protected:
-  void SetUp() override {
-    auto mf = platform::MemoryFile::Create(uint64_t{64} << 20);
-    ASSERT_TRUE(mf.ok()) << mf.status();
-    mf_ = std::move(*mf);
-  }
-  void MountWithCache() {
-    Options opts;
-    opts.memory_file = mf_.get();
-    Mount(opts);
-  }
-  // Declared first so it outlives the file system.
-  std::unique_ptr<platform::MemoryFile> mf_;
   vfs::IoContext ctx_;
 };
 

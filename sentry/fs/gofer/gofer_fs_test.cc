@@ -28,14 +28,6 @@ using ::gofer::testing::WriteFile;
 using ::testing::IsSupersetOf;
 using ::testing::UnorderedElementsAreArray;
 
-std::string HostRead(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "<missing>";
-  std::string s = ::gofer::testing::ReadAll(fd);
-  close(fd);
-  return s;
-}
-
 void ExpectStatEq(const abi::Stat& st, const struct stat& hs) {
   EXPECT_EQ(st.st_ino, hs.st_ino);
   EXPECT_EQ(st.st_mode, hs.st_mode);

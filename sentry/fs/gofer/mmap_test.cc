@@ -29,26 +29,8 @@ class RecordingSpace : public mm::MappingSpace {
   std::vector<std::pair<uintptr_t, uint64_t>> calls;
 };
 
-std::string HostRead(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "<missing>";
-  std::string s = ::gofer::testing::ReadAll(fd);
-  close(fd);
-  return s;
-}
-
-class GoferMmapTest : public GoferFsTest {
+class GoferMmapTest : public GoferFsWithMemoryFileTest {
  protected:
-  void SetUp() override {
-    auto mf = platform::MemoryFile::Create(uint64_t{64} << 20);
-    ASSERT_TRUE(mf.ok()) << mf.status();
-    mf_ = std::move(*mf);
-  }
-  void MountWithCache() {
-    Options opts;
-    opts.memory_file = mf_.get();
-    Mount(opts);
-  }
   std::string MfRead(uint64_t off, size_t n) {
     std::string s(n, '\0');
     EXPECT_TRUE(mf_->Read(off, s.data(), n));
@@ -56,9 +38,6 @@ class GoferMmapTest : public GoferFsTest {
   }
   platform::AccessType r_{.read = true};
   platform::AccessType rw_{.read = true, .write = true};
-  // Declared first among ours so it outlives the file system (TearDown
-  // drops the file system; members go after).
-  std::unique_ptr<platform::MemoryFile> mf_;
 };
 
 TEST_F(GoferMmapTest, NoMemoryFileMeansNoMmap) {

@@ -18,6 +18,7 @@
 #include "gofer/server/server.h"
 #include "gofer/server/testing.h"
 #include "gtest/gtest.h"
+#include "platform/memory_file.h"
 #include "sentry/fs/gofer/filesystem.h"
 #include "sentry/kernel/credentials.h"
 #include "sentry/vfs/mount.h"
@@ -108,6 +109,33 @@ class GoferFsTest : public ::testing::Test {
   std::shared_ptr<vfs::MountNamespace> ns_;
   vfs::VirtualDentry root_vd_;
   kernel::Credentials root_ = kernel::Credentials::Root();
+};
+
+// The host file's bytes, "<missing>" if it cannot be opened.
+inline std::string HostRead(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "<missing>";
+  std::string s = ::gofer::testing::ReadAll(fd);
+  close(fd);
+  return s;
+}
+
+// A GoferFsTest whose file system caches pages in its own memory file
+// (mmap, direct I/O): call MountWithCache() instead of Mount().
+class GoferFsWithMemoryFileTest : public GoferFsTest {
+ protected:
+  void SetUp() override {
+    auto mf = platform::MemoryFile::Create(uint64_t{64} << 20);
+    ASSERT_TRUE(mf.ok()) << mf.status();
+    mf_ = std::move(*mf);
+  }
+  void MountWithCache() {
+    Options opts;
+    opts.memory_file = mf_.get();
+    Mount(opts);
+  }
+  // TearDown drops the file system before members go.
+  std::unique_ptr<platform::MemoryFile> mf_;
 };
 
 #define EXPECT_ERRNO(expr, err)                                    \
