@@ -29,6 +29,19 @@ KResult<void> VfsFile::RemovePrivs(const IoContext& ctx) {
   return inode().SetAttr(req);
 }
 
+KResult<size_t> VfsFile::IoAtOffset(
+    int64_t offset, absl::FunctionRef<KResult<size_t>(uint64_t&)> io) {
+  if (offset >= 0) {
+    uint64_t off = static_cast<uint64_t>(offset);
+    return io(off);
+  }
+  absl::MutexLock l(&offset_mu_);
+  uint64_t off = static_cast<uint64_t>(offset_);
+  TRY(size_t n, io(off));
+  offset_ = static_cast<int64_t>(off + n);
+  return n;
+}
+
 KResult<int64_t> VfsFile::SeekLocked(int64_t offset, int whence, int64_t size) {
   int64_t base;
   switch (whence) {

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "sentry/vfs/file_description.h"
@@ -75,6 +76,16 @@ class VfsFile : public FileDescription {
   // EINVAL for a negative result or an unknown whence.
   KResult<int64_t> SeekLocked(int64_t offset, int whence, int64_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(offset_mu_);
+
+  // The offset rule of read/write and pread/pwrite: `io(off)` transfers at
+  // `off` (a write may move it first, to the end for O_APPEND) and returns
+  // the count. With offset >= 0 (pread/pwrite) it runs at that offset and
+  // the description's offset is untouched; with -1 it runs at the
+  // description's offset under offset_mu_, which then ends just past what
+  // was transferred (only what reached the guest, on a partial fault).
+  KResult<size_t> IoAtOffset(int64_t offset,
+                             absl::FunctionRef<KResult<size_t>(uint64_t&)> io)
+      ABSL_LOCKS_EXCLUDED(offset_mu_);
 
   const VirtualDentry vd_;
   bool holds_write_access_ = false;  // set before the file is shared

@@ -341,10 +341,7 @@ KResult<void> GoferRegularFile::PunchHole(uint64_t offset, uint64_t length) {
 KResult<size_t> GoferFileDescription::Read(vfs::IoContext&,
                                            absl::Span<uint8_t> dst) {
   if (!readable()) return kEBADF;
-  absl::MutexLock l(&offset_mu_);
-  TRY(size_t n, file_->ReadAt(dst, static_cast<uint64_t>(offset_)));
-  offset_ += static_cast<int64_t>(n);
-  return n;
+  return IoAtOffset(-1, [&](uint64_t& off) { return file_->ReadAt(dst, off); });
 }
 
 KResult<size_t> GoferFileDescription::Write(vfs::IoContext& ctx,
@@ -352,11 +349,9 @@ KResult<size_t> GoferFileDescription::Write(vfs::IoContext& ctx,
   if (!writable()) return kEBADF;
   if (src.empty()) return size_t{0};
   TRY_VOID(RemovePrivs(ctx));
-  absl::MutexLock l(&offset_mu_);
-  uint64_t off = static_cast<uint64_t>(offset_);
-  TRY(size_t n, file_->WriteAt(src, &off, Appends(ctx), SyncFlags()));
-  offset_ = static_cast<int64_t>(off + n);
-  return n;
+  return IoAtOffset(-1, [&](uint64_t& off) {
+    return file_->WriteAt(src, &off, Appends(ctx), SyncFlags());
+  });
 }
 
 KResult<size_t> GoferFileDescription::PRead(vfs::IoContext&,
@@ -382,13 +377,8 @@ KResult<size_t> GoferFileDescription::ReadDirect(vfs::IoContext&,
                                                  vfs::GuestIo& dst,
                                                  int64_t offset) {
   if (!readable()) return kEBADF;
-  if (offset >= 0) {
-    return file_->ReadToGuest(dst, static_cast<uint64_t>(offset));
-  }
-  absl::MutexLock l(&offset_mu_);
-  TRY(size_t n, file_->ReadToGuest(dst, static_cast<uint64_t>(offset_)));
-  offset_ += static_cast<int64_t>(n);  // by what reached the guest only
-  return n;
+  return IoAtOffset(
+      offset, [&](uint64_t& off) { return file_->ReadToGuest(dst, off); });
 }
 
 KResult<size_t> GoferFileDescription::WriteDirect(vfs::IoContext& ctx,
@@ -397,15 +387,10 @@ KResult<size_t> GoferFileDescription::WriteDirect(vfs::IoContext& ctx,
   if (!writable()) return kEBADF;
   if (src.size() == 0) return size_t{0};
   TRY_VOID(RemovePrivs(ctx));
-  if (offset >= 0) {  // pwrite: Linux appends even then with O_APPEND
-    uint64_t off = static_cast<uint64_t>(offset);
+  // pwrite too: Linux appends even then with O_APPEND.
+  return IoAtOffset(offset, [&](uint64_t& off) {
     return file_->WriteFromGuest(src, &off, Appends(ctx), SyncFlags());
-  }
-  absl::MutexLock l(&offset_mu_);
-  uint64_t off = static_cast<uint64_t>(offset_);
-  TRY(size_t n, file_->WriteFromGuest(src, &off, Appends(ctx), SyncFlags()));
-  offset_ = static_cast<int64_t>(off + n);
-  return n;
+  });
 }
 
 KResult<int64_t> GoferFileDescription::Seek(int64_t offset, int whence) {
