@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_set.h"
 #include "sentry/fs/gofer/directory.h"
 #include "sentry/fs/gofer/inode.h"
@@ -23,7 +25,10 @@ Errno GoferFilesystem::MapError(uint32_t err) {
 
 GoferFilesystem::GoferFilesystem(std::unique_ptr<wire::GoferClient> client,
                                  const Options& opts)
-    : client_(std::move(client)), opts_(opts), fd_cache_(opts.max_host_fds) {}
+    : client_(std::move(client)),
+      opts_(opts),
+      fd_cache_(opts.max_host_fds),
+      dcache_(std::max<size_t>(1, opts.max_cached_inodes / 4)) {}
 
 KResult<std::shared_ptr<GoferFilesystem>> GoferFilesystem::Create(
     std::unique_ptr<wire::GoferClient> client, const Options& opts) {
@@ -48,6 +53,7 @@ KResult<std::shared_ptr<GoferFilesystem>> NewGoferFilesystem(
 
 GoferFilesystem::~GoferFilesystem() {
   // Inodes call back into this object as they die: drop them first.
+  dcache_.Clear();
   root_.reset();
   {
     absl::MutexLock l(&trim_mu_);

@@ -94,6 +94,13 @@ class GoferFilesystem final : public vfs::Filesystem {
 
   std::string_view type_name() const override { return "9p"; }
   std::shared_ptr<vfs::Dentry> root() const override { return root_; }
+  // Exclusive mounts keep recently used dentries (as tmpfs does), so a
+  // repeated walk of a cached path allocates nothing and does not ask the
+  // directories' name caches again. Shared mounts keep none: their
+  // dentries live only while used, and a new walk looks names up again.
+  vfs::DentryCache* dentry_cache() override {
+    return opts_.exclusive ? &dcache_ : nullptr;
+  }
   // The host's statfs of the served tree (one Gofer call), f_type V9FS.
   vfs::FsStats StatFs() override;
 
@@ -164,6 +171,11 @@ class GoferFilesystem final : public vfs::Filesystem {
   std::atomic<bool> getdents_plus_{true};
   wire::Handle root_handle_ = 0;  // set once by Create
   std::shared_ptr<vfs::Dentry> root_;
+  // Its dentries hold inodes (so Gofer handles): a quarter of
+  // max_cached_inodes, so that with the name cache's bound (which cannot
+  // drop entries these use) the handles stay well below the Gofer's
+  // limit (16384 by default).
+  vfs::DentryCache dcache_;
 
   absl::Mutex inodes_mu_;
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::weak_ptr<GoferInode>>

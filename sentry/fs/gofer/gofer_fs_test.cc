@@ -626,6 +626,37 @@ TEST_F(GoferFsTest, HostFdLruEvictionPastTheCap) {
   EXPECT_LE(CountDataFds(tree_.root()), 4);
 }
 
+// Exclusive mounts keep walked dentries (a repeated walk allocates none),
+// bounded by a quarter of max_cached_inodes; the Sentry's own unlink and
+// rename take them out at once. Shared mounts keep none.
+TEST_F(GoferFsTest, DentryCacheOnExclusiveMounts) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  for (int i = 0; i < 100; ++i) WriteFile(Host("d/f" + std::to_string(i)), "");
+  Options opts;
+  opts.max_cached_inodes = 64;
+  Mount(opts);
+  ASSERT_NE(fs_->dentry_cache(), nullptr);
+  ASSERT_OK(vfs::StatAt(Base(), "/d/f1", 0));
+  EXPECT_GE(fs_->dentry_cache()->size(), 2u);  // d and d/f1
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_OK(vfs::StatAt(Base(), "/d/f" + std::to_string(i), 0));
+    EXPECT_LE(fs_->dentry_cache()->size(), 16u);
+    EXPECT_LE(fs_->cached_entries().load(), 65);
+  }
+  ASSERT_OK(vfs::UnlinkAt(Base(), "/d/f99", 0));
+  EXPECT_ERRNO(vfs::StatAt(Base(), "/d/f99", 0), kENOENT);
+  ASSERT_OK(vfs::RenameAt(Base(), "/d/f98", Base(), "/d/g", 0));
+  EXPECT_ERRNO(vfs::StatAt(Base(), "/d/f98", 0), kENOENT);
+  ExpectMatchesHost(vfs::StatAt(Base(), "/d/g", 0), Host("d/g"));
+}
+
+TEST_F(GoferFsTest, NoDentryCacheOnSharedMounts) {
+  Options opts;
+  opts.exclusive = false;
+  Mount(opts);
+  EXPECT_EQ(fs_->dentry_cache(), nullptr);
+}
+
 TEST_F(GoferFsTest, NameCacheIsBounded) {
   for (int i = 0; i < 200; ++i) WriteFile(Host("f" + std::to_string(i)), "");
   Options opts;
