@@ -160,5 +160,120 @@ TEST_F(GoferDirectIoTest, CachedMmapPagesSeeDirectWrites) {
   EXPECT_EQ(back.Contents(), "0123456789");
 }
 
+// Small files of an exclusive read-only mount (the sandbox's root) are read
+// from the host once, then from the Sentry. The host file is changed behind
+// the mount's back below only to tell where a read's bytes come from.
+TEST_F(GoferDirectIoTest, SmallFilesOfAnExclusiveReadOnlyMountAreReadOnce) {
+  HostWrite(Host("f"), "hello world");
+  HostWrite(Host("other"), "x");
+  Options opts;
+  opts.read_only = true;
+  opts.max_host_fds = 1;
+  Mount(opts);
+  auto f = Open("f", O_RDONLY).value();
+  auto* file = static_cast<GoferRegularFile*>(&f->inode());
+  EXPECT_FALSE(file->data_cached());
+  FakeGuest g(*mf_, {5});
+  EXPECT_EQ(f->ReadDirect(ctx_, g, -1).value(), 5u);
+  EXPECT_EQ(g.Contents(), "hello");
+  EXPECT_TRUE(file->data_cached());
+  EXPECT_EQ(fs_->file_data_bytes(), 11u);
+  HostWrite(Host("f"), "HELLO WORLD");
+  ASSERT_OK(vfs::StatAt(Base(), "/other", 0));  // walked now
+  const uint64_t rpcs = fs_->rpc_count();
+  EXPECT_EQ(f->ReadDirect(ctx_, g, -1).value(), 5u);
+  EXPECT_EQ(g.Contents(), " worl");
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(), 10);
+  uint8_t buf[16];
+  EXPECT_EQ(f->PRead(ctx_, absl::MakeSpan(buf), 6).value(), 5u);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), 5), "world");
+  EXPECT_EQ(f->PRead(ctx_, absl::MakeSpan(buf), 11).value(), 0u);
+  // A buffer that faults part way: the bytes before it; at once: EFAULT;
+  // at the end of file: 0 (Linux's filemap_read), offsets unchanged.
+  FakeGuest part(*mf_, {6}, /*accessible=*/3);
+  EXPECT_EQ(f->ReadDirect(ctx_, part, 0).value(), 3u);
+  EXPECT_EQ(part.Contents().substr(0, 3), "hel");
+  FakeGuest bad(*mf_, {6}, /*accessible=*/0);
+  EXPECT_ERRNO(f->ReadDirect(ctx_, bad, 0), kEFAULT);
+  EXPECT_EQ(f->ReadDirect(ctx_, bad, 11).value(), 0u);
+  EXPECT_EQ(f->ReadDirect(ctx_, bad, 1000).value(), 0u);
+  EXPECT_EQ(f->Seek(0, SEEK_CUR).value(), 10);
+  // Opening another file takes the only host FD; opening this one again
+  // needs none (no Open call), and reads still come from the Sentry.
+  ASSERT_OK(Open("other", O_RDONLY));
+  auto again = Open("f", O_RDONLY).value();
+  FakeGuest all(*mf_, {20});
+  EXPECT_EQ(again->ReadDirect(ctx_, all, -1).value(), 11u);
+  EXPECT_EQ(all.Contents().substr(0, 11), "hello world");
+  EXPECT_EQ(fs_->rpc_count(), rpcs + 1);  // the Open of "other" only
+}
+
+TEST_F(GoferDirectIoTest, EmptyFileIsCachedToo) {
+  HostWrite(Host("e"), "");
+  Options opts;
+  opts.read_only = true;
+  Mount(opts);
+  auto f = Open("e", O_RDONLY).value();
+  FakeGuest g(*mf_, {8}, /*accessible=*/0);
+  EXPECT_EQ(f->ReadDirect(ctx_, g, -1).value(), 0u);
+  EXPECT_TRUE(static_cast<GoferRegularFile*>(&f->inode())->data_cached());
+  EXPECT_EQ(fs_->file_data_bytes(), 0u);
+}
+
+// Read from the host each time: a file past max_cached_file_size, a file
+// past the budget, any file of a writable or a shared mount.
+TEST_F(GoferDirectIoTest, FilesNotCachedAreReadFromTheHost) {
+  HostWrite(Host("big"), Pattern(17));
+  HostWrite(Host("a"), "aaaaaaaa");
+  HostWrite(Host("b"), "bbbbbbbb");
+  Options opts;
+  opts.read_only = true;
+  opts.max_cached_file_size = 16;
+  opts.max_cached_file_bytes = 10;
+  Mount(opts);
+  auto ReadsHostChange = [&](const std::string& name, std::string before) {
+    auto f = Open(name, O_RDONLY).value();
+    FakeGuest g(*mf_, {before.size()});
+    EXPECT_EQ(f->ReadDirect(ctx_, g, 0).value(), before.size());
+    EXPECT_EQ(g.Contents(), before);
+    std::string after = before;
+    std::reverse(after.begin(), after.end());
+    after[0] = '#';
+    HostWrite(Host(name), after);
+    EXPECT_EQ(f->ReadDirect(ctx_, g, 0).value(), before.size());
+    return g.Contents() == after;
+  };
+  EXPECT_TRUE(ReadsHostChange("big", Pattern(17)));
+  EXPECT_FALSE(ReadsHostChange("a", "aaaaaaaa"));  // cached
+  EXPECT_TRUE(ReadsHostChange("b", "bbbbbbbb"));   // past the budget
+  EXPECT_EQ(fs_->file_data_bytes(), 8u);
+}
+
+TEST_F(GoferDirectIoTest, WritableMountsReadFromTheHost) {
+  HostWrite(Host("f"), "one");
+  Mount();
+  auto f = Open("f", O_RDONLY).value();
+  FakeGuest g(*mf_, {3});
+  EXPECT_EQ(f->ReadDirect(ctx_, g, 0).value(), 3u);
+  HostWrite(Host("f"), "two");
+  EXPECT_EQ(f->ReadDirect(ctx_, g, 0).value(), 3u);
+  EXPECT_EQ(g.Contents(), "two");
+  EXPECT_EQ(fs_->file_data_bytes(), 0u);
+}
+
+TEST_F(GoferDirectIoTest, SharedReadOnlyMountsReadFromTheHost) {
+  HostWrite(Host("f"), "one");
+  Options opts;
+  opts.read_only = true;
+  opts.exclusive = false;
+  Mount(opts);
+  auto f = Open("f", O_RDONLY).value();
+  FakeGuest g(*mf_, {3});
+  EXPECT_EQ(f->ReadDirect(ctx_, g, 0).value(), 3u);
+  HostWrite(Host("f"), "two");
+  EXPECT_EQ(f->ReadDirect(ctx_, g, 0).value(), 3u);
+  EXPECT_EQ(g.Contents(), "two");
+}
+
 }  // namespace
 }  // namespace sandbox::fs::gofer

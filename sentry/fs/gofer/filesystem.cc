@@ -62,6 +62,18 @@ GoferFilesystem::~GoferFilesystem() {
   FlushCloses();
 }
 
+bool GoferFilesystem::ReserveFileData(size_t n) {
+  size_t cur = file_data_bytes_.load(std::memory_order_relaxed);
+  do {
+    if (n > opts_.max_cached_file_bytes -
+                std::min(cur, opts_.max_cached_file_bytes)) {
+      return false;
+    }
+  } while (!file_data_bytes_.compare_exchange_weak(cur, cur + n,
+                                                   std::memory_order_relaxed));
+  return true;
+}
+
 KResult<std::shared_ptr<GoferInode>> GoferFilesystem::InodeFor(
     const wire::Inode& wi) {
   const uint32_t type = wi.stat.mode & S_IFMT;

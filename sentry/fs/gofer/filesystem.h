@@ -79,6 +79,12 @@ struct Options {
   // Give new files the creator's uid/gid (the Gofer chowns them); false
   // leaves the Gofer's own.
   bool set_owner = true;
+  // Exclusive read-only mounts (the sandbox's root) keep the whole content
+  // of regular files up to this size in the Sentry after their first read,
+  // so later reads make no host syscall (regular_file.h: "Small files").
+  size_t max_cached_file_size = 32 << 10;
+  // The total of those contents; past it, files are read from the host.
+  size_t max_cached_file_bytes = 64 << 20;
 };
 
 class GoferDirectory;
@@ -108,6 +114,20 @@ class GoferFilesystem final : public vfs::Filesystem {
   bool exclusive() const { return opts_.exclusive; }
   bool read_only() const { return opts_.read_only; }
   FdCache& fd_cache() { return fd_cache_; }
+
+  // Whether small files' data is kept in the Sentry: only where nothing
+  // can change it, neither the host (exclusive) nor the Sentry (read-only).
+  bool caches_file_data() const { return opts_.exclusive && opts_.read_only; }
+  // Takes `n` bytes of the max_cached_file_bytes budget; false if that
+  // would go past it (nothing is taken then).
+  bool ReserveFileData(size_t n);
+  void ReleaseFileData(size_t n) {
+    file_data_bytes_.fetch_sub(n, std::memory_order_relaxed);
+  }
+  // Bytes of small files' data held now (tests).
+  size_t file_data_bytes() const {
+    return file_data_bytes_.load(std::memory_order_relaxed);
+  }
 
   // Every Gofer call goes through here: counts it and maps its error (see
   // MapError).
@@ -167,6 +187,7 @@ class GoferFilesystem final : public vfs::Filesystem {
   Options opts_;
   FdCache fd_cache_;
   std::atomic<uint64_t> rpcs_{0};
+  std::atomic<size_t> file_data_bytes_{0};
   std::atomic<int64_t> cached_entries_{0};
   std::atomic<bool> getdents_plus_{true};
   wire::Handle root_handle_ = 0;  // set once by Create

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,64 @@ GoferRegularFile::~GoferRegularFile() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (const auto& [index, page] : pages_) mf->Free(page.mf_offset, kPage);
   }
   for (FdCache::Slot& s : slots_) gfs().fd_cache().Forget(s);
+  if (data_cached()) gfs().ReleaseFileData(data_.size());
+}
+
+const std::string* GoferRegularFile::CachedData() {
+  const uint8_t state = data_state_.load(std::memory_order_acquire);
+  if (state == kDataCached) return &data_;
+  if (state == kDataUncacheable || !gfs().caches_file_data()) return nullptr;
+  return FillData();
+}
+
+const std::string* GoferRegularFile::FillData() {
+  absl::MutexLock l(&data_mu_);
+  switch (data_state_.load(std::memory_order_relaxed)) {
+    case kDataCached:
+      return &data_;
+    case kDataUncacheable:
+      return nullptr;
+    default:
+      break;
+  }
+  // Exact: the attributes of an exclusive read-only mount are the host's.
+  const uint64_t size = Attrs().size;
+  if (size > gfs().options().max_cached_file_size) {
+    data_state_.store(kDataUncacheable, std::memory_order_relaxed);
+    return nullptr;
+  }
+  // Budget spent: read from the host until other files' data goes.
+  if (!gfs().ReserveFileData(size)) return nullptr;
+  KResult<std::shared_ptr<HostFd>> fd = GetFd(/*read=*/true, /*write=*/false);
+  if (!fd.ok()) {
+    gfs().ReleaseFileData(size);
+    return nullptr;  // the host read reports the error
+  }
+  // One byte more than the size, to see the end of file.
+  std::string buf(size + 1, '\0');
+  size_t got = 0;
+  while (got < buf.size()) {
+    ssize_t n = pread((*fd)->get(), buf.data() + got, buf.size() - got,
+                      static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      gfs().ReleaseFileData(size);
+      return nullptr;
+    }
+    if (n == 0) break;
+    got += std::min(static_cast<size_t>(n), buf.size() - got);
+  }
+  if (got != size) {
+    // Not the size the host gave: it changed behind an exclusive mount.
+    // Read from the host from now on, as a file that is not cached.
+    gfs().ReleaseFileData(size);
+    data_state_.store(kDataUncacheable, std::memory_order_relaxed);
+    return nullptr;
+  }
+  buf.resize(size);
+  data_ = std::move(buf);
+  data_state_.store(kDataCached, std::memory_order_release);
+  return &data_;
 }
 
 void GoferRegularFile::AdoptFd(int acc, ::gofer::UniqueFd fd) {
@@ -83,7 +142,9 @@ KResult<std::shared_ptr<vfs::VfsFile>> GoferRegularFile::Open(
   const bool write = acc == O_WRONLY || acc == O_RDWR;
   if (write && gfs().read_only()) return kEROFS;
   // Opened now, so that open reports the host's refusal; kept for I/O.
-  TRY_VOID(GetFd(acc != O_WRONLY, write));
+  // A file whose data is held here was opened for reading before, and
+  // reads need no host FD.
+  if (write || !data_cached()) TRY_VOID(GetFd(acc != O_WRONLY, write));
   return std::shared_ptr<vfs::VfsFile>(std::make_shared<GoferFileDescription>(
       vd, flags,
       std::static_pointer_cast<GoferRegularFile>(shared_from_this())));
@@ -93,6 +154,12 @@ KResult<size_t> GoferRegularFile::ReadAt(absl::Span<uint8_t> dst,
                                          uint64_t offset) {
   if (dst.empty()) return size_t{0};
   if (offset >= kMaxFileSize) return size_t{0};
+  if (const std::string* data = CachedData()) {
+    if (offset >= data->size()) return size_t{0};
+    const size_t n = std::min<uint64_t>(dst.size(), data->size() - offset);
+    memcpy(dst.data(), data->data() + offset, n);
+    return n;
+  }
   // Stores through shared mappings first, so read(2) sees them.
   // (Best effort: a failed write-back stays dirty and is retried.)
   if (any_dirty_.load(std::memory_order_acquire)) {
@@ -161,11 +228,33 @@ KResult<void> GoferRegularFile::FinishWrite(HostFd& fd, uint64_t end,
 KResult<size_t> GoferRegularFile::ReadToGuest(vfs::GuestIo& dst,
                                               uint64_t offset) {
   if (dst.size() == 0 || offset >= kMaxFileSize) return size_t{0};
+  platform::MemoryFile& mf = dst.memory_file();
+  if (const std::string* data = CachedData()) {
+    // As Linux's filemap_read: nothing at the end of file (not even a
+    // fault), else a copy that stops where the buffer does.
+    if (offset >= data->size()) return size_t{0};
+    const size_t want = std::min<uint64_t>(dst.size(), data->size() - offset);
+    const uint8_t* src =
+        reinterpret_cast<const uint8_t*>(data->data()) + offset;
+    bool fault = false;
+    KResult<size_t> r =
+        dst.Walk(want, [&](uint64_t moff, size_t at, size_t k) -> size_t {
+          uint8_t* p = mf.Internal(moff, k);
+          if (p == nullptr) {
+            fault = true;
+            return 0;
+          }
+          memcpy(p, src + at, k);
+          return k;
+        });
+    if (!r.ok()) return r.error();
+    if (*r == 0 && fault) return kEFAULT;
+    return *r;
+  }
   if (any_dirty_.load(std::memory_order_acquire)) {
     (void)WriteBack(0, ~uint64_t{0});
   }
   TRY(std::shared_ptr<HostFd> fd, GetFd(/*read=*/true, /*write=*/false));
-  platform::MemoryFile& mf = dst.memory_file();
   const size_t want = static_cast<size_t>(
       std::min<uint64_t>(dst.size(), kMaxFileSize - offset));
   int err = 0;  // the host's errno, if a pread failed

@@ -25,16 +25,32 @@
 // on the host at the latest when its mapping goes.
 // Shared (non-exclusive) mounts do not see host changes to cached pages.
 //
+// Small files (exclusive read-only mounts: the sandbox's root): the first
+// read of a file of at most Options::max_cached_file_size bytes reads all
+// of it from the host into data_ (within max_cached_file_bytes for the
+// whole file system); from then on read(2) copies from there into the
+// guest's pages (no host syscall, as tmpfs), and an O_RDONLY open needs no
+// host FD (the host allowed it once; nothing changes on an exclusive
+// mount). Nothing can change the content: the Sentry does not write to a
+// read-only mount and the host does not change an exclusive one. atime:
+// Linux does not update it on a read-only mount, and these reads no longer
+// make the host do it either (the cached stat never showed the host's
+// change). The data lives until the inode dies.
+//
 // Locking: append_mu_ serializes appending writes of this inode (it is
 // taken before Inode::mu_, and a Gofer Open may be made under it).
 // mappings_mu_ (an AddMapping lock) is taken before MemoryManager locks,
 // cache_mu_ (the pages) after them (Translate); a Gofer Open may be made
-// under cache_mu_ (filling a page needs an FD).
+// under cache_mu_ (filling a page needs an FD). data_mu_ serializes the
+// fill of data_ (a Gofer Open may be made under it; it is taken before
+// Inode::mu_); data_ is immutable once data_state_ says kDataCached, and
+// read without a lock from then on.
 #ifndef SENTRY_FS_GOFER_REGULAR_FILE_H_
 #define SENTRY_FS_GOFER_REGULAR_FILE_H_
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/btree_map.h"
@@ -86,6 +102,10 @@ class GoferRegularFile final : public GoferInode, public mm::Mappable {
   void AdoptFd(int acc, ::gofer::UniqueFd fd);
 
   KResult<size_t> ReadAt(absl::Span<uint8_t> dst, uint64_t offset);
+  // Whether the file's whole content is held in the Sentry (small files).
+  bool data_cached() const {
+    return data_state_.load(std::memory_order_acquire) == kDataCached;
+  }
   // read(2) straight into guest memory: one host pread per run of the
   // guest's pages that is contiguous in the memory file (one for a buffer
   // in one run), into the Sentry's mapping of those pages; no bounce
@@ -143,6 +163,16 @@ class GoferRegularFile final : public GoferInode, public mm::Mappable {
   KResult<void> FillLocked(HostFd& fd, uint64_t off, uint64_t end)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_mu_);
   static constexpr uint64_t kFillRun = 16;
+
+  // The file's content if it is (or can now be) held in the Sentry, else
+  // null (then read from the host).
+  const std::string* CachedData();
+  const std::string* FillData() ABSL_LOCKS_EXCLUDED(data_mu_, mu_);
+  enum : uint8_t { kDataUnknown, kDataCached, kDataUncacheable };
+  absl::Mutex data_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::atomic<uint8_t> data_state_{kDataUnknown};
+  // Written once under data_mu_ before data_state_ becomes kDataCached.
+  std::string data_;
 
   FdCache::Slot slots_[3];  // by access mode; guarded by the FdCache
   absl::Mutex append_mu_ ABSL_ACQUIRED_BEFORE(mu_);
