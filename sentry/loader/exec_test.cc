@@ -149,7 +149,10 @@ TEST_F(ExecTest, HostDynamicProgramAndItsInterpreterThroughTheVfs) {
     EXPECT_EQ(aux[AT_PAGESZ], 4096u);
     EXPECT_EQ(aux[AT_SECURE], 0u);
     EXPECT_EQ(aux[AT_UID], 1000u);
-    EXPECT_EQ(aux.count(AT_SYSINFO_EHDR), 0u);  // no vDSO yet
+    // The vDSO below the interpreter (mapped after it, top-down).
+    EXPECT_EQ(aux[AT_SYSINFO_EHDR], l.vdso_base);
+    EXPECT_NE(l.vdso_base, 0u);
+    EXPECT_LT(l.vdso_base, l.interp_base);
     EXPECT_NE(aux[AT_MINSIGSTKSZ], 0u);
     // AT_PHDR points at the program's headers in memory.
     Elf64_Phdr ph0;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "sentry/mm/layout.h"
+#include "sentry/vdso/vdso.h"
 
 namespace sandbox::loader {
 namespace {
@@ -315,7 +316,9 @@ KResult<void> Loader::BuildStack(LoadResult& out) {
   out.random_addr = p;
 
   std::vector<std::pair<uint64_t, uint64_t>>& aux = out.auxv;
-  aux = args_.extra_auxv;
+  aux.clear();
+  if (out.vdso_base != 0) aux.push_back({AT_SYSINFO_EHDR, out.vdso_base});
+  aux.insert(aux.end(), args_.extra_auxv.begin(), args_.extra_auxv.end());
   const uint64_t minsig =
       args_.minsigstksz != 0 ? args_.minsigstksz : DefaultMinSigStkSz(2688);
   aux.insert(aux.end(), {
@@ -497,6 +500,18 @@ KResult<LoadResult> Loader::Run(FileReader& file) {
     // segment's page minus ELF_PAGESTART(p_vaddr)); 0 for an ET_EXEC one.
     out.interp_base = interp.bias;
     out.entry = interp.entry;
+  }
+
+  // arch_setup_additional_pages(): the vDSO and its data page, where mmap
+  // puts them (below the interpreter). A failure here is past the point
+  // of no return, as in Linux.
+  if (args_.vdso) {
+    KResult<uintptr_t> v = vdso::MapVdso(mm_);
+    if (!v.ok()) {
+      return Fail(v.error(),
+                  absl::StrFormat("mapping the vDSO: %s", v.error().name()));
+    }
+    out.vdso_base = *v;
   }
 
   // The heap starts after the program (plus up to 32 MiB when randomising,

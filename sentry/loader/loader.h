@@ -57,8 +57,12 @@ struct LoadArgs {
   // ENOEXEC and a message saying so.
   std::function<KResult<std::unique_ptr<FileReader>>(const std::string&)>
       open_interpreter;
-  // Entries placed first, as Linux's ARCH_DLINFO does (AT_SYSINFO_EHDR once
-  // a vDSO is mapped).
+  // Map the vDSO ([vvar] + [vdso], sentry/vdso) after the program and its
+  // interpreter, as Linux's arch_setup_additional_pages, and pass it as
+  // AT_SYSINFO_EHDR (the first auxv entry, as ARCH_DLINFO puts it).
+  bool vdso = true;
+  // Entries placed first (after AT_SYSINFO_EHDR), as Linux's ARCH_DLINFO
+  // does.
   std::vector<std::pair<uint64_t, uint64_t>> extra_auxv;
 };
 
@@ -70,6 +74,7 @@ struct LoadResult {
   uintptr_t phdr_addr = 0;      // AT_PHDR
   uint64_t phnum = 0;           // AT_PHNUM
   uintptr_t interp_base = 0;    // AT_BASE (0 without an interpreter)
+  uintptr_t vdso_base = 0;      // AT_SYSINFO_EHDR (0: no vDSO mapped)
   std::string interpreter;      // PT_INTERP path, empty if none
   uintptr_t brk_start = 0;      // already set in the MemoryManager
   uintptr_t stack_top = 0;      // end of the [stack] VMA

@@ -184,10 +184,11 @@ TEST_F(LoaderTest, InitialStackIsLaidOutLikeLinux) {
   }
   // Linux's order.
   const std::vector<uint64_t> want = {
-      AT_MINSIGSTKSZ, AT_HWCAP,  AT_PAGESZ, AT_CLKTCK,   AT_PHDR,
-      AT_PHENT,       AT_PHNUM,  AT_BASE,   AT_FLAGS,    AT_ENTRY,
-      AT_UID,         AT_EUID,   AT_GID,    AT_EGID,     AT_SECURE,
-      AT_RANDOM,      AT_HWCAP2, AT_EXECFN, AT_PLATFORM, AT_NULL};
+      AT_SYSINFO_EHDR, AT_MINSIGSTKSZ, AT_HWCAP,  AT_PAGESZ, AT_CLKTCK,
+      AT_PHDR,         AT_PHENT,       AT_PHNUM,  AT_BASE,   AT_FLAGS,
+      AT_ENTRY,        AT_UID,         AT_EUID,   AT_GID,    AT_EGID,
+      AT_SECURE,       AT_RANDOM,      AT_HWCAP2, AT_EXECFN, AT_PLATFORM,
+      AT_NULL};
   EXPECT_EQ(order, want);
   EXPECT_EQ(aux[AT_MINSIGSTKSZ], 3632u);
   EXPECT_EQ(aux[AT_HWCAP], 0x178bfbffu);
@@ -207,7 +208,18 @@ TEST_F(LoaderTest, InitialStackIsLaidOutLikeLinux) {
   EXPECT_EQ(aux[AT_HWCAP2], 2u);
   EXPECT_EQ(ReadString(aux[AT_EXECFN]), "/bin/prog");
   EXPECT_EQ(ReadString(aux[AT_PLATFORM]), "x86_64");
-  EXPECT_EQ(aux.count(AT_SYSINFO_EHDR), 0u);
+  // The vDSO: an ELF image named [vdso], its data page [vvar] below it.
+  EXPECT_EQ(aux[AT_SYSINFO_EHDR], r->vdso_base);
+  char magic[SELFMAG];
+  ASSERT_TRUE(mm_->CopyIn(aux[AT_SYSINFO_EHDR], magic, SELFMAG).ok());
+  EXPECT_EQ(memcmp(magic, ELFMAG, SELFMAG), 0);
+  const mm::VmaInfo* vdso = VmaAt(vmas, r->vdso_base);
+  ASSERT_NE(vdso, nullptr);
+  EXPECT_EQ(vdso->name, "[vdso]");
+  EXPECT_EQ(vdso->start, r->vdso_base);
+  const mm::VmaInfo* vvar = VmaAt(vmas, r->vdso_base - 1);
+  ASSERT_NE(vvar, nullptr);
+  EXPECT_EQ(vvar->name, "[vvar]");
   // AT_RANDOM: 16 bytes right below the platform string, not all zero.
   EXPECT_EQ(aux[AT_RANDOM] + 16, aux[AT_PLATFORM]);
   uint8_t rnd[16];
@@ -230,12 +242,25 @@ TEST_F(LoaderTest, InitialStackIsLaidOutLikeLinux) {
 
 TEST_F(LoaderTest, ExtraAuxvComesFirst) {
   LoadArgs args = Args();
+  args.vdso = false;
   args.extra_auxv = {{AT_SYSINFO_EHDR, 0x7fff0000}};
   auto r = LoadBytes(StaticExec().Build(), args, nullptr);
   ASSERT_TRUE(r.ok());
   ASSERT_GE(r->auxv.size(), 2u);
   EXPECT_EQ(r->auxv[0].first, static_cast<uint64_t>(AT_SYSINFO_EHDR));
   EXPECT_EQ(r->auxv[1].first, static_cast<uint64_t>(AT_MINSIGSTKSZ));
+}
+
+TEST_F(LoaderTest, VdsoComesBeforeExtraAuxv) {
+  LoadArgs args = Args();
+  args.extra_auxv = {{AT_L1D_CACHEGEOMETRY, 7}};
+  auto r = LoadBytes(StaticExec().Build(), args, nullptr);
+  ASSERT_TRUE(r.ok());
+  ASSERT_GE(r->auxv.size(), 3u);
+  EXPECT_EQ(r->auxv[0].first, static_cast<uint64_t>(AT_SYSINFO_EHDR));
+  EXPECT_NE(r->auxv[0].second, 0u);
+  EXPECT_EQ(r->auxv[1].first, static_cast<uint64_t>(AT_L1D_CACHEGEOMETRY));
+  EXPECT_EQ(r->auxv[2].first, static_cast<uint64_t>(AT_MINSIGSTKSZ));
 }
 
 TEST_F(LoaderTest, EmptyArgvGetsEmptyArgv0) {

@@ -1,5 +1,7 @@
-// Time syscalls. The clocks are the host's (no vDSO yet: glibc falls back
-// to these syscalls).
+// Time syscalls. The clocks are the host's; those the vDSO serves
+// (REALTIME, MONOTONIC, BOOTTIME, _RAW, _COARSE) are read from the vDSO's
+// own parameters (sentry/vdso: a TSC line fitted to the host clock), so
+// that a syscall and a vDSO reading never disagree or go back.
 #include <poll.h>
 #include <time.h>
 
@@ -7,6 +9,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/syscalls/table.h"
+#include "sentry/vdso/vdso.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -34,7 +37,9 @@ SyscallResult ClockGettime(Task& t, int32_t clock, UserPtr<abi::Timespec> tp) {
   timespec ts;
   int host =
       clock == CLOCK_PROCESS_CPUTIME_ID ? CLOCK_THREAD_CPUTIME_ID : clock;
-  if (clock_gettime(host, &ts) != 0) return Errno(errno);
+  if (!vdso::ClockGettime(clock, &ts) && clock_gettime(host, &ts) != 0) {
+    return Errno(errno);
+  }
   TRY_VOID(tp.CopyOut(t, abi::Timespec{ts.tv_sec, ts.tv_nsec}));
   return uint64_t{0};
 }
@@ -54,7 +59,9 @@ SyscallResult Gettimeofday(Task& t, UserPtr<abi::Timeval> tv,
                            UserPtr<abi::Timezone> tz) {
   if (!tv.null()) {
     timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    if (!vdso::ClockGettime(CLOCK_REALTIME, &ts)) {
+      clock_gettime(CLOCK_REALTIME, &ts);
+    }
     TRY_VOID(tv.CopyOut(t, abi::Timeval{ts.tv_sec, ts.tv_nsec / 1000}));
   }
   if (!tz.null()) TRY_VOID(tz.CopyOut(t, abi::Timezone{0, 0}));
@@ -64,7 +71,9 @@ SyscallResult Gettimeofday(Task& t, UserPtr<abi::Timeval> tv,
 // time(2).
 SyscallResult Time(Task& t, UserPtr<int64_t> tloc) {
   timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  if (!vdso::ClockGettime(CLOCK_REALTIME, &ts)) {
+    clock_gettime(CLOCK_REALTIME, &ts);
+  }
   if (!tloc.null()) TRY_VOID(tloc.CopyOut(t, int64_t{ts.tv_sec}));
   return static_cast<uint64_t>(ts.tv_sec);
 }
