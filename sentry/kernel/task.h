@@ -30,6 +30,8 @@
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/pid_namespace.h"
+#include "sentry/kernel/signal_frame.h"
+#include "sentry/kernel/signal_queue.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/fs_context.h"
@@ -117,9 +119,15 @@ class Task final : public vfs::UserMemory {
   // What file operations need from this task (interrupt FD, memory).
   vfs::IoContext io_context() { return {interrupt_fd_, this, creds_.get()}; }
 
-  // ---- Signals (task thread; recorded until signal delivery exists). ----
+  // ---- Signals (signal.h has the design). ----
+  // The blocked mask: read by the task thread without a lock, by others
+  // under thread_group().signal_mu(); changed through SetSignalMask
+  // (signal.h), or with set_signal_mask before the task runs or under
+  // signal_mu().
   uint64_t signal_mask() const { return signal_mask_; }
   void set_signal_mask(uint64_t mask) { signal_mask_ = mask; }
+  // Pending signals and delivery state (TaskSignals says what guards what).
+  TaskSignals& signals() { return signals_; }
 
   // ---- Thread bookkeeping (task thread). ----
   uint64_t clear_child_tid() const { return clear_child_tid_; }
@@ -135,12 +143,8 @@ class Task final : public vfs::UserMemory {
   void set_pdeathsig(int sig) { pdeathsig_ = sig; }
   bool no_new_privs() const { return no_new_privs_; }
   void set_no_new_privs() { no_new_privs_ = true; }
-  // sigaltstack(2): {ss_sp, ss_flags, ss_size}; flags SS_DISABLE if none.
-  struct AltStack {
-    uint64_t sp = 0;
-    int32_t flags = 2;  // SS_DISABLE
-    uint64_t size = 0;
-  };
+  // sigaltstack(2) (signal_frame.h): {ss_sp, ss_flags, ss_size}.
+  using AltStack = kernel::AltStack;
   const AltStack& alt_stack() const { return alt_stack_; }
   void set_alt_stack(const AltStack& s) { alt_stack_ = s; }
 
@@ -192,6 +196,8 @@ class Task final : public vfs::UserMemory {
   bool no_new_privs_ = false;              // task thread
   AltStack alt_stack_;                     // task thread
   int exit_code_ = 0;                      // task thread
+
+  TaskSignals signals_;
 
   // An eventfd that is readable while an interrupt is pending; blocking host
   // waits poll it. Immutable.

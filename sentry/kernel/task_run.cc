@@ -3,6 +3,7 @@
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
+#include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
@@ -36,8 +37,16 @@ void Task::Run() {
     // Order: clear the platform's pending interrupt, then check for exit.
     // An Interrupt() after the check makes the next Switch return at once.
     context->ClearInterrupt();
+    const bool interrupted = InterruptPending();
     DrainInterrupts();
     if (exit_requested_ || tg_->exiting() || tg_->KilledByExec(this)) break;
+    // Signals (signal.h): whatever interrupted us, a syscall that wants to
+    // restart, or a mask sigsuspend saved.
+    if (interrupted || signals_.syscall_restart.has_value() ||
+        signals_.saved_mask.has_value()) {
+      DeliverSignals(*this);
+      if (tg_->exiting()) break;
+    }
 
     platform::SwitchResult r = context->Switch(mm_->address_space(), cpu_);
     Step step = Step::kContinue;
@@ -71,6 +80,7 @@ void Task::Run() {
     context_ = nullptr;
   }
   context.reset();
+  SignalsOnTaskExit(*this);
   // CLONE_CHILD_CLEARTID / set_tid_address: zero the word and wake one
   // futex waiter (pthread_join). Errors are ignored, as Linux does.
   if (clear_child_tid_ != 0) {
@@ -104,10 +114,8 @@ Task::Step Task::HandleSyscall() {
     regs.rax = r.value();
   } else {
     Errno e = r.error();
-    // No signal handlers run yet, so an interrupted syscall is never
-    // restarted: ERESTART* become EINTR as for a handler without
-    // SA_RESTART.
-    if (e.IsRestart()) e = kEINTR;
+    // The signal step (DeliverSignals) turns it into EINTR or a restart.
+    if (e.IsRestart()) signals_.syscall_restart = e;
     regs.rax = static_cast<uint64_t>(-static_cast<int64_t>(e.number()));
   }
   return Step::kContinue;
@@ -129,16 +137,29 @@ Task::Step Task::HandleFault(const platform::SwitchResult& r) {
     // (BUS_ADRERR), whatever the host reported for the unmapped page.
     if (res.error() == kEIO) sig = SIGBUS;
   }
-  // Signal delivery comes with the signals issue: until then every
-  // synchronous fault takes its default action, which ends the process
-  // (with a core dump for all of SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGTRAP).
   if (sig <= 0 || sig > abi::kNumSignals) {
     kernel_.Fatal(
         absl::StrFormat("task %d: fault with bad signal %d", tid_, sig));
     return Step::kExit;
   }
-  tg_->ExitGroup(ExitStatus::Killed(sig, /*core=*/true));
-  return Step::kExit;
+  // force_sig_fault: the guest's handler (or the default action, which
+  // ends the process) runs on the loop's next pass.
+  siginfo_t info = r.signal;
+  info.si_signo = sig;
+  if (sig == SIGBUS && r.signal.si_signo != SIGBUS) info.si_code = BUS_ADRERR;
+  signals_.fault_addr = reinterpret_cast<uintptr_t>(r.signal.si_addr);
+  signals_.fault_trapno = 0;
+  signals_.fault_err = 0;
+  if (memory_fault) {
+    // The page-fault error code as the CPU reports it: user mode, write,
+    // instruction fetch, protection (vs not-present).
+    signals_.fault_trapno = 14;
+    signals_.fault_err = 4 | (r.access.write ? 2 : 0) |
+                         (r.access.execute ? 16 : 0) |
+                         (r.signal.si_code == SEGV_ACCERR ? 1 : 0);
+  }
+  ForceSignal(*this, info);
+  return Step::kContinue;
 }
 
 }  // namespace sandbox::kernel

@@ -6,6 +6,7 @@
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
+#include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
 #include "sentry/vfs/fd_table.h"
 
@@ -70,34 +71,16 @@ void ThreadGroup::SetAction(int sig, const abi::KernelSigaction& act) {
   actions_[sig] = act;
 }
 
-namespace {
-
-bool DefaultIgnored(int sig) {
-  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
-}
-
-bool DefaultCoreDump(int sig) {
-  return sig == SIGQUIT || sig == SIGILL || sig == SIGTRAP || sig == SIGABRT ||
-         sig == SIGBUS || sig == SIGFPE || sig == SIGSEGV || sig == SIGSYS ||
-         sig == SIGXCPU || sig == SIGXFSZ;
-}
-
-}  // namespace
-
 void ThreadGroup::SignalDefaultAction(int sig) {
-  if (sig <= 0 || sig > abi::kNumSignals) return;
-  abi::KernelSigaction act = GetAction(sig);
-  if (sig != SIGKILL && sig != SIGSTOP) {
-    if (act.handler == abi::kSigIgn) return;
-    if (act.handler == abi::kSigDfl && DefaultIgnored(sig)) return;
-    if (act.handler != abi::kSigDfl) {
-      LogWarning(
-          "signal %d: guest handlers are not delivered yet; the "
-          "default action applies",
-          sig);
-    }
+  if (!ValidSignal(sig)) return;
+  // Raised by the kernel for the current task (SIGPIPE), else for the
+  // process (a signal from outside the sandbox).
+  Task* cur = Task::Current();
+  if (cur != nullptr && &cur->thread_group() == this) {
+    (void)SendSignalToTask(*cur, UserSignalInfo(sig, SI_USER, cur));
+  } else {
+    (void)SendSignalToGroup(*this, UserSignalInfo(sig, SI_USER, nullptr));
   }
-  ExitGroup(ExitStatus::Killed(sig, DefaultCoreDump(sig)));
 }
 
 void ThreadGroup::AddTask(Task* task) {
@@ -184,7 +167,22 @@ void ThreadGroup::TaskExited(Task* task, int code) {
     init->NotifyChildDied();
   }
   // Without our mu_: the parent's wait holds its mu_ and then ours.
-  if (ThreadGroup* p = parent(); p != nullptr) p->NotifyChildDied();
+  if (ThreadGroup* p = parent(); p != nullptr) {
+    // The exit signal (SIGCHLD); a parent that ignores it reaps at once.
+    ExitStatus st = *exit_status();
+    if (NotifyParentOfExit(*this, *p, st, task->CredsRef()->ruid)) {
+      p->ForgetChild(this);
+    }
+    p->NotifyChildDied();
+  }
+}
+
+void ThreadGroup::ForgetChild(const ThreadGroup* child) {
+  absl::MutexLock l(&mu_);
+  children_.erase(
+      std::remove_if(children_.begin(), children_.end(),
+                     [child](const auto& c) { return c.get() == child; }),
+      children_.end());
 }
 
 void ThreadGroup::AddChild(std::shared_ptr<ThreadGroup> child) {

@@ -19,6 +19,7 @@
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/pid_namespace.h"
+#include "sentry/kernel/signal_queue.h"
 #include "sentry/vfs/mount.h"
 
 namespace sandbox::kernel {
@@ -150,6 +151,47 @@ class ThreadGroup {
   ExitStatus WaitDead() const;
   std::optional<ExitStatus> exit_status() const;
 
+  // ---- Signal delivery state (signal.h, signal_*.cc). ----
+  // Linux's siglock: guards the actions, the shared pending queue and each
+  // task's pending queue (it is mu_: the actions already live under it).
+  absl::Mutex& signal_mu() const ABSL_LOCK_RETURNED(mu_) { return mu_; }
+  const std::vector<Task*>& TasksLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return tasks_;
+  }
+  abi::KernelSigaction& ActionLocked(int sig)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return actions_[sig];
+  }
+  const abi::Rlimit64& LimitLocked(int resource) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return limits_.limits[resource];
+  }
+  // Signals sent to the process (kill), for any of its threads.
+  SignalQueue& SharedPendingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return shared_pending_;
+  }
+  // complete_signal's curr_target: where the search for a thread that
+  // takes a process signal starts (an index into the tasks).
+  size_t signal_target_index_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return signal_target_;
+  }
+  void set_signal_target_index_locked(size_t i)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    signal_target_ = i;
+  }
+  // The signal the parent gets when this process dies (clone's
+  // exit_signal: SIGCHLD for fork, 0 for none).
+  int exit_signal() const {
+    return exit_signal_.load(std::memory_order_relaxed);
+  }
+  void set_exit_signal(int sig) {
+    exit_signal_.store(sig, std::memory_order_relaxed);
+  }
+  // Auto-reap (the parent ignores SIGCHLD or set SA_NOCLDWAIT): the dead
+  // `child` leaves the children list without a wait.
+  void ForgetChild(const ThreadGroup* child);
+
  private:
   Kernel& kernel_;
   std::atomic<ThreadGroup*> parent_;
@@ -170,6 +212,9 @@ class ThreadGroup {
   std::vector<Task*> tasks_ ABSL_GUARDED_BY(mu_);
   std::optional<ExitStatus> exit_status_ ABSL_GUARDED_BY(mu_);
   bool dead_ ABSL_GUARDED_BY(mu_) = false;
+  SignalQueue shared_pending_ ABSL_GUARDED_BY(mu_);
+  size_t signal_target_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int> exit_signal_{SIGCHLD};
 
   // A parent blocked in wait4. Notify (child death, interrupt) sets
   // `event`.

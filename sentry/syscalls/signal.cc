@@ -1,16 +1,49 @@
-// Signal syscalls: actions and masks are recorded; delivery comes with the
-// signals issue.
+// Signal syscalls: actions, masks, sending, waiting, sigreturn. The
+// machinery is in sentry/kernel/signal.h.
+#include "sentry/kernel/signal.h"
+
+#include <poll.h>
 #include <signal.h>
+#include <time.h>
+
+#include <climits>
 
 #include "sentry/abi/syscalls.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signal_frame.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
 namespace {
 
-constexpr uint64_t SigBit(int sig) { return uint64_t{1} << (sig - 1); }
-constexpr uint64_t kUnblockable = SigBit(SIGKILL) | SigBit(SIGSTOP);
+using kernel::kUnblockableSignals;
+using kernel::SigBit;
+using kernel::SigSet;
+
+// Blocks until the task is interrupted (a signal it does not block, or a
+// kill) or `timeout_ns` (if >= 0) passes. True if interrupted.
+bool WaitInterrupted(Task& t, int64_t timeout_ns) {
+  vfs::IoContext ctx = t.io_context();
+  if (ctx.interrupt_fd < 0) return false;
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  const int64_t begin = start.tv_sec * 1000000000LL + start.tv_nsec;
+  for (;;) {
+    timespec to, *top = nullptr;
+    if (timeout_ns >= 0) {
+      timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      int64_t left =
+          timeout_ns - (now.tv_sec * 1000000000LL + now.tv_nsec - begin);
+      if (left <= 0) return false;
+      to = {left / 1000000000, left % 1000000000};
+      top = &to;
+    }
+    pollfd p = {ctx.interrupt_fd, POLLIN, 0};
+    if (ppoll(&p, 1, top, nullptr) > 0) return true;
+  }
+}
 
 // rt_sigaction(2).
 SyscallResult RtSigaction(Task& t, int32_t sig,
@@ -18,16 +51,31 @@ SyscallResult RtSigaction(Task& t, int32_t sig,
                           UserPtr<abi::KernelSigaction> oldact,
                           uint64_t sigsetsize) {
   if (sigsetsize != abi::kSigsetSize) return kEINVAL;
-  if (sig < 1 || sig > abi::kNumSignals) return kEINVAL;
+  if (!kernel::ValidSignal(sig)) return kEINVAL;
   abi::KernelSigaction next = {};
   if (!act.null()) {
     if (sig == SIGKILL || sig == SIGSTOP) return kEINVAL;
     TRY(next, act.CopyIn(t));
-    next.mask &= ~kUnblockable;
+    next.mask &= ~kUnblockableSignals;
   }
-  abi::KernelSigaction old = t.thread_group().GetAction(sig);
+  kernel::ThreadGroup& tg = t.thread_group();
+  abi::KernelSigaction old;
+  {
+    absl::MutexLock l(&tg.signal_mu());
+    old = tg.ActionLocked(sig);
+    if (!act.null()) {
+      tg.ActionLocked(sig) = next;
+      // POSIX: setting a pending signal's action to ignore discards it,
+      // for every thread (do_sigaction).
+      if (kernel::ActionIgnores(sig, next)) {
+        tg.SharedPendingLocked().Flush(SigBit(sig));
+        for (kernel::Task* o : tg.TasksLocked()) {
+          o->signals().pending.Flush(SigBit(sig));
+        }
+      }
+    }
+  }
   if (!oldact.null()) TRY_VOID(oldact.CopyOut(t, old));
-  if (!act.null()) t.thread_group().SetAction(sig, next);
   return uint64_t{0};
 }
 
@@ -35,8 +83,8 @@ SyscallResult RtSigaction(Task& t, int32_t sig,
 SyscallResult RtSigprocmask(Task& t, int32_t how, UserPtr<uint64_t> set,
                             UserPtr<uint64_t> oldset, uint64_t sigsetsize) {
   if (sigsetsize != abi::kSigsetSize) return kEINVAL;
-  uint64_t old = t.signal_mask();
-  uint64_t next = old;
+  const SigSet old = t.signal_mask();
+  SigSet next = old;
   if (!set.null()) {
     TRY(uint64_t s, set.CopyIn(t));
     switch (how) {
@@ -54,85 +102,246 @@ SyscallResult RtSigprocmask(Task& t, int32_t how, UserPtr<uint64_t> set,
     }
   }
   if (!oldset.null()) TRY_VOID(oldset.CopyOut(t, old));
-  t.set_signal_mask(next & ~kUnblockable);
+  if (!set.null()) kernel::SetSignalMask(t, next);
   return uint64_t{0};
 }
 
-// The user layout of stack_t.
-struct StackT {
-  uint64_t ss_sp;
-  int32_t ss_flags;
-  int32_t pad;
-  uint64_t ss_size;
-};
-static_assert(sizeof(StackT) == 24);
+// rt_sigpending(2): copies sigsetsize (at most 8) bytes.
+SyscallResult RtSigpending(Task& t, UserAddr set, uint64_t sigsetsize) {
+  if (sigsetsize > abi::kSigsetSize) return kEINVAL;
+  const SigSet pending = kernel::PendingBlockedSignals(t);
+  TRY_VOID(t.CopyOutFull(set.addr, &pending, sigsetsize));
+  return uint64_t{0};
+}
 
-// sigaltstack(2): recorded until handlers are delivered.
-SyscallResult Sigaltstack(Task& t, UserPtr<StackT> ss, UserPtr<StackT> old) {
-  constexpr int32_t kSsOnstack = 1, kSsDisable = 2;
-  constexpr int32_t kSsAutodisarm = 1 << 31;
-  constexpr uint64_t kMinSigStkSz = 2048;
-  const kernel::Task::AltStack cur = t.alt_stack();
-  if (!old.null()) {
-    TRY_VOID(old.CopyOut(t, StackT{cur.sp, cur.flags, 0, cur.size}));
-  }
-  if (!ss.null()) {
-    TRY(StackT s, ss.CopyIn(t));
-    int32_t mode = s.ss_flags & ~kSsAutodisarm;
-    if (mode != 0 && mode != kSsDisable && mode != kSsOnstack) return kEINVAL;
-    if (mode == kSsDisable) {
-      t.set_alt_stack({});
-    } else {
-      if (s.ss_size < kMinSigStkSz) return kENOMEM;
-      t.set_alt_stack({s.ss_sp, s.ss_flags & kSsAutodisarm, s.ss_size});
+// rt_sigsuspend(2): waits with `mask` until a signal is delivered; the old
+// mask comes back when the handler returns (it is saved in the frame).
+SyscallResult RtSigsuspend(Task& t, UserPtr<uint64_t> mask,
+                           uint64_t sigsetsize) {
+  if (sigsetsize != abi::kSigsetSize) return kEINVAL;
+  TRY(uint64_t m, mask.CopyIn(t));
+  t.signals().saved_mask = t.signal_mask();
+  kernel::SetSignalMask(t, m);
+  WaitInterrupted(t, -1);
+  return kERestartNoHand;
+}
+
+// rt_sigtimedwait(2).
+SyscallResult RtSigtimedwait(Task& t, UserPtr<uint64_t> uset, UserAddr uinfo,
+                             UserPtr<abi::Timespec> uts, uint64_t sigsetsize) {
+  if (sigsetsize != abi::kSigsetSize) return kEINVAL;
+  TRY(uint64_t set, uset.CopyIn(t));
+  set &= ~kUnblockableSignals;
+  int64_t timeout = -1;
+  if (!uts.null()) {
+    TRY(abi::Timespec ts, uts.CopyIn(t));
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000) {
+      return kEINVAL;
     }
+    timeout = ts.tv_sec > INT64_MAX / 1000000000 - 1
+                  ? INT64_MAX
+                  : ts.tv_sec * 1000000000 + ts.tv_nsec;
+  }
+  std::optional<siginfo_t> info = kernel::DequeueSignalIn(t, set);
+  bool interrupted = false;
+  if (!info.has_value() && timeout != 0) {
+    // The waited signals wake the task while it sleeps (real_blocked).
+    const SigSet real = t.signal_mask();
+    kernel::SetSignalMask(t, real & ~set);
+    interrupted = WaitInterrupted(t, timeout);
+    kernel::SetSignalMask(t, real);
+    info = kernel::DequeueSignalIn(t, set);
+  }
+  if (!info.has_value()) return interrupted ? kEINTR : kEAGAIN;
+  if (!uinfo.null()) TRY_VOID(t.CopyOutFull(uinfo.addr, &*info, sizeof(*info)));
+  return static_cast<uint64_t>(info->si_signo);
+}
+
+// sigaltstack(2).
+SyscallResult Sigaltstack(Task& t, UserPtr<kernel::StackT> ss,
+                          UserPtr<kernel::StackT> old) {
+  const uint64_t sp = t.cpu().regs.rsp;
+  kernel::AltStack alt = t.alt_stack();
+  if (!old.null()) TRY_VOID(old.CopyOut(t, kernel::AltStackForUser(alt, sp)));
+  if (!ss.null()) {
+    TRY(kernel::StackT s, ss.CopyIn(t));
+    TRY_VOID(kernel::SetAltStack(alt, s, sp));
+    t.set_alt_stack(alt);
   }
   return uint64_t{0};
 }
 
-// Sends `sig` to the caller's own process (default actions only).
-KResult<uint64_t> SignalSelf(Task& t, int32_t sig) {
-  if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
-  if (sig != 0) t.thread_group().SignalDefaultAction(sig);
+// rt_sigreturn(2).
+SyscallResult RtSigreturn(Task& t) { return kernel::SignalReturn(t); }
+
+// restart_syscall(2): continues a syscall that returned
+// ERESTART_RESTARTBLOCK; EINTR when there is none (do_no_restart_syscall).
+SyscallResult RestartSyscall(Task& t) {
+  auto fn = std::move(t.signals().restart_fn);
+  t.signals().restart_fn = nullptr;
+  if (!fn) return kEINTR;
+  return fn(t);
+}
+
+// Sends `info` to one thread after check_kill_permission; signal 0 only
+// checks.
+KResult<uint64_t> SendToThread(Task& t, kernel::Task& target,
+                               const siginfo_t& info) {
+  const int sig = info.si_signo;
+  if (!kernel::ValidSignal(sig) && sig != 0) return kEINVAL;
+  if (!kernel::MayKill(t, target, sig)) return kEPERM;
+  if (sig != 0) TRY_VOID(kernel::SendSignalToTask(target, info));
   return uint64_t{0};
 }
 
-// kill(2): the caller's own process only (by its PID, 0 or -1).
-SyscallResult Kill(Task& t, int32_t pid, int32_t sig) {
-  if (pid != t.thread_group().tgid() && pid != 0 && pid != -1) return kESRCH;
-  return SignalSelf(t, sig);
+KResult<uint64_t> SendToProcess(Task& t, kernel::Task& member,
+                                const siginfo_t& info) {
+  const int sig = info.si_signo;
+  if (!kernel::ValidSignal(sig) && sig != 0) return kEINVAL;
+  if (!kernel::MayKill(t, member, sig)) return kEPERM;
+  if (sig != 0) {
+    TRY_VOID(kernel::SendSignalToGroup(member.thread_group(), info));
+  }
+  return uint64_t{0};
 }
 
-// tgkill(2).
+// One live task of each process in the sandbox (its lowest TID).
+std::vector<kernel::Task*> AllProcesses(Task& t) {
+  kernel::PidNamespace& ns = t.kernel().root_pid_namespace();
+  std::vector<kernel::Task*> out;
+  std::vector<const kernel::ThreadGroup*> seen;
+  for (kernel::ThreadId tid : ns.Tids()) {
+    kernel::Task* k = ns.Lookup(tid);
+    if (k == nullptr) continue;
+    const kernel::ThreadGroup* g = &k->thread_group();
+    if (std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
+    seen.push_back(g);
+    out.push_back(k);
+  }
+  return out;
+}
+
+// Sends to every process `match` accepts; ESRCH if none. kill(-1)
+// (kill_something_info) returns the last result other than EPERM (so 0
+// when every one refused); a process group (__kill_pgrp_info) succeeds if
+// any process took it, else returns the last error.
+template <typename Match>
+KResult<uint64_t> SendToMany(Task& t, int32_t sig, Match match, bool all_mode) {
+  bool any = false, any_ok = false;
+  KResult<uint64_t> last = uint64_t{0};
+  for (kernel::Task* k : AllProcesses(t)) {
+    if (!match(*k)) continue;
+    any = true;
+    KResult<uint64_t> r =
+        SendToProcess(t, *k, kernel::UserSignalInfo(sig, SI_USER, &t));
+    any_ok |= r.ok();
+    if (!all_mode || r.ok() || r.error() != kEPERM) last = r;
+  }
+  if (!any) return kESRCH;
+  if (!all_mode && any_ok) return uint64_t{0};
+  return last;
+}
+
+// kill(2).
+SyscallResult Kill(Task& t, int32_t pid, int32_t sig) {
+  if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
+  kernel::PidNamespace& ns = t.kernel().root_pid_namespace();
+  if (pid > 0) {
+    kernel::Task* target = ns.Lookup(pid);
+    if (target == nullptr) return kESRCH;
+    return SendToProcess(t, *target, kernel::UserSignalInfo(sig, SI_USER, &t));
+  }
+  if (pid == INT_MIN) return kESRCH;
+  if (pid == -1) {
+    const kernel::ThreadGroup* self = &t.thread_group();
+    return SendToMany(
+        t, sig,
+        [self](kernel::Task& k) {
+          return k.thread_group().tgid() > 1 && &k.thread_group() != self;
+        },
+        /*all_mode=*/true);
+  }
+  const kernel::ThreadId pgid = pid == 0 ? t.thread_group().pgid() : -pid;
+  return SendToMany(
+      t, sig,
+      [pgid](kernel::Task& k) { return k.thread_group().pgid() == pgid; },
+      /*all_mode=*/false);
+}
+
+// tgkill(2): a thread, checked to be in process `tgid`.
 SyscallResult Tgkill(Task& t, int32_t tgid, int32_t tid, int32_t sig) {
   if (tgid <= 0 || tid <= 0) return kEINVAL;
-  if (tgid != t.thread_group().tgid() || tid != t.tid()) return kESRCH;
-  return SignalSelf(t, sig);
+  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tid);
+  if (target == nullptr || target->thread_group().tgid() != tgid) {
+    return kESRCH;
+  }
+  return SendToThread(t, *target, kernel::UserSignalInfo(sig, SI_TKILL, &t));
 }
 
 // tkill(2).
 SyscallResult Tkill(Task& t, int32_t tid, int32_t sig) {
   if (tid <= 0) return kEINVAL;
-  if (tid != t.tid()) return kESRCH;
-  return SignalSelf(t, sig);
+  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tid);
+  if (target == nullptr) return kESRCH;
+  return SendToThread(t, *target, kernel::UserSignalInfo(sig, SI_TKILL, &t));
+}
+
+// The siginfo of rt_sigqueueinfo / rt_tgsigqueueinfo: the caller may not
+// pose as the kernel or kill/tkill (si_code >= 0 or SI_TKILL) except to
+// itself.
+KResult<siginfo_t> QueuedInfo(Task& t, UserAddr uinfo, int32_t sig,
+                              bool to_self) {
+  siginfo_t info;
+  TRY_VOID(t.CopyInFull(uinfo.addr, &info, sizeof(info)));
+  if ((info.si_code >= 0 || info.si_code == SI_TKILL) && !to_self) {
+    return kEPERM;
+  }
+  info.si_signo = sig;
+  return info;
+}
+
+// rt_sigqueueinfo(2).
+SyscallResult RtSigqueueinfo(Task& t, int32_t tgid, int32_t sig,
+                             UserAddr uinfo) {
+  TRY(siginfo_t info,
+      QueuedInfo(t, uinfo, sig, tgid == t.thread_group().tgid()));
+  if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
+  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tgid);
+  if (target == nullptr) return kESRCH;
+  return SendToProcess(t, *target, info);
+}
+
+// rt_tgsigqueueinfo(2).
+SyscallResult RtTgsigqueueinfo(Task& t, int32_t tgid, int32_t tid, int32_t sig,
+                               UserAddr uinfo) {
+  if (tgid <= 0 || tid <= 0) return kEINVAL;
+  TRY(siginfo_t info, QueuedInfo(t, uinfo, sig, tid == t.tid()));
+  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tid);
+  if (target == nullptr || target->thread_group().tgid() != tgid) {
+    return kESRCH;
+  }
+  return SendToThread(t, *target, info);
 }
 
 }  // namespace
 
 void RegisterSignalSyscalls(SyscallTable& t) {
   using namespace abi;  // NOLINT: nr::
-  t.Partial<&RtSigaction>(nr::rt_sigaction,
-                          "recorded; handlers are not delivered yet");
-  t.Partial<&RtSigprocmask>(nr::rt_sigprocmask,
-                            "recorded; no signal is queued yet");
-  constexpr const char* kSelfOnly =
-      "to the caller only; default actions (stop signals end the process "
-      "too), handlers not delivered";
-  t.Partial<&Kill>(nr::kill, kSelfOnly);
-  t.Partial<&Sigaltstack>(nr::sigaltstack,
-                          "recorded; handlers are not delivered yet");
-  t.Partial<&Tgkill>(nr::tgkill, kSelfOnly);
-  t.Partial<&Tkill>(nr::tkill, kSelfOnly);
+  t.Full<&RtSigaction>(nr::rt_sigaction);
+  t.Full<&RtSigprocmask>(nr::rt_sigprocmask);
+  t.Full<&RtSigpending>(nr::rt_sigpending);
+  t.Full<&RtSigsuspend>(nr::rt_sigsuspend);
+  t.Full<&RtSigtimedwait>(nr::rt_sigtimedwait);
+  t.Full<&RtSigreturn>(nr::rt_sigreturn);
+  t.Full<&RestartSyscall>(nr::restart_syscall);
+  t.Full<&Sigaltstack>(nr::sigaltstack);
+  constexpr const char* kNoStop =
+      "stop signals do not stop (job control is missing); init is killable";
+  t.Partial<&Kill>(nr::kill, kNoStop);
+  t.Partial<&Tgkill>(nr::tgkill, kNoStop);
+  t.Partial<&Tkill>(nr::tkill, kNoStop);
+  t.Partial<&RtSigqueueinfo>(nr::rt_sigqueueinfo, kNoStop);
+  t.Partial<&RtTgsigqueueinfo>(nr::rt_tgsigqueueinfo, kNoStop);
 }
 
 }  // namespace sandbox::syscalls

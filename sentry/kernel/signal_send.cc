@@ -1,0 +1,266 @@
+// The send side of signals: Linux's prepare_signal, __send_signal_locked,
+// complete_signal, force_sig_info and do_notify_parent.
+#include <string.h>
+
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/log.h"
+#include "sentry/kernel/signal.h"
+#include "sentry/kernel/task.h"
+#include "sentry/kernel/thread_group.h"
+
+namespace sandbox::kernel {
+namespace {
+
+siginfo_t EmptyInfo(int sig) {
+  siginfo_t info;
+  memset(&info, 0, sizeof(info));
+  info.si_signo = sig;
+  return info;
+}
+
+// wants_signal: a thread that can take `sig` now.
+bool WantsSignal(int sig, Task& t) {
+  if (t.signals().exiting) return false;
+  if (sig == SIGKILL) return true;
+  return (t.signal_mask() & SigBit(sig)) == 0;
+}
+
+// What the sender must do once signal_mu() is released.
+struct SendOutcome {
+  bool fatal = false;  // end the group with the signal (no core)
+};
+
+// __send_signal_locked + complete_signal. `target` is the thread for a
+// thread-directed signal, null for a process-directed one.
+KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
+                                const siginfo_t& info)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(tg.signal_mu()) {
+  const int sig = info.si_signo;
+  SendOutcome out;
+  // A dying group takes only SIGKILL, which changes nothing.
+  if (tg.exiting()) return out;
+  const std::vector<Task*>& tasks = tg.TasksLocked();
+  // prepare_signal: a stop signal discards pending SIGCONTs and SIGCONT
+  // discards pending stop signals.
+  SigSet flush = 0;
+  if (kStopSignals & SigBit(sig)) flush = SigBit(SIGCONT);
+  if (sig == SIGCONT) flush = kStopSignals;
+  if (flush != 0) {
+    tg.SharedPendingLocked().Flush(flush);
+    for (Task* t : tasks) t->signals().pending.Flush(flush);
+  }
+  // sig_ignored: dropped unless the receiver blocks it (it may unblock it
+  // after changing the action).
+  const abi::KernelSigaction& act = tg.ActionLocked(sig);
+  Task* receiver =
+      target != nullptr ? target : (tasks.empty() ? nullptr : tasks[0]);
+  if (sig != SIGKILL && ActionIgnores(sig, act) &&
+      (receiver == nullptr || !(receiver->signal_mask() & SigBit(sig)))) {
+    return out;
+  }
+  SignalQueue& q =
+      target != nullptr ? target->signals().pending : tg.SharedPendingLocked();
+  if (!IsRealtimeSignal(sig) && (q.pending() & SigBit(sig))) return out;
+  if (IsRealtimeSignal(sig) && info.si_code != SI_USER) {
+    // RLIMIT_SIGPENDING counts queued siginfo per user in Linux; here
+    // per queue, which is the same bound for one process.
+    const abi::Rlimit64& lim = tg.LimitLocked(RLIMIT_SIGPENDING);
+    if (q.size() >= lim.rlim_cur) return kEAGAIN;
+  }
+  q.Enqueue(info);
+
+  // complete_signal: the thread to wake.
+  Task* t = nullptr;
+  if (target != nullptr) {
+    if (WantsSignal(sig, *target)) t = target;
+  } else if (!tasks.empty()) {
+    if (WantsSignal(sig, *tasks[0])) {
+      t = tasks[0];
+    } else {
+      size_t start = tg.signal_target_index_locked() % tasks.size();
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        Task* c = tasks[(start + i) % tasks.size()];
+        if (WantsSignal(sig, *c)) {
+          t = c;
+          tg.set_signal_target_index_locked((start + i) % tasks.size());
+          break;
+        }
+      }
+    }
+  }
+  if (t == nullptr) return out;  // blocked everywhere: stays pending
+  // A signal whose default action kills ends the group at once (the
+  // core-dumping ones are left to the receiving thread).
+  if (act.handler == abi::kSigDfl &&
+      (sig == SIGKILL || DefaultActionOf(sig) == DefaultAction::kTerminate)) {
+    out.fatal = true;
+    return out;
+  }
+  t->Interrupt();
+  return out;
+}
+
+KResult<void> Send(ThreadGroup& tg, Task* target, const siginfo_t& info) {
+  if (!ValidSignal(info.si_signo)) return kEINVAL;
+  SendOutcome out;
+  {
+    absl::MutexLock l(&tg.signal_mu());
+    TRY(out, SendLocked(tg, target, info));
+  }
+  if (out.fatal) tg.ExitGroup(ExitStatus::Killed(info.si_signo));
+  return OkResult();
+}
+
+}  // namespace
+
+siginfo_t UserSignalInfo(int sig, int code, const Task* sender) {
+  siginfo_t info = EmptyInfo(sig);
+  info.si_code = code;
+  if (sender != nullptr) {
+    info.si_pid = sender->thread_group().tgid();
+    info.si_uid = sender->creds().ruid;
+  }
+  return info;
+}
+
+siginfo_t KernelSignalInfo(int sig) {
+  siginfo_t info = EmptyInfo(sig);
+  info.si_code = SI_KERNEL;
+  return info;
+}
+
+bool MayKill(const Task& sender, const Task& target, int sig) {
+  if (&sender.thread_group() == &target.thread_group()) return true;
+  const Credentials& c = sender.creds();
+  std::shared_ptr<const Credentials> tc = const_cast<Task&>(target).CredsRef();
+  if (c.euid == tc->suid || c.euid == tc->ruid || c.ruid == tc->suid ||
+      c.ruid == tc->ruid || c.HasCapability(kCapKill)) {
+    return true;
+  }
+  return sig == SIGCONT &&
+         sender.thread_group().sid() == target.thread_group().sid();
+}
+
+KResult<void> SendSignalToTask(Task& target, const siginfo_t& info) {
+  return Send(target.thread_group(), &target, info);
+}
+
+KResult<void> SendSignalToGroup(ThreadGroup& tg, const siginfo_t& info) {
+  return Send(tg, nullptr, info);
+}
+
+void ForceSignal(Task& t, const siginfo_t& info) {
+  ThreadGroup& tg = t.thread_group();
+  const int sig = info.si_signo;
+  {
+    absl::MutexLock l(&tg.signal_mu());
+    abi::KernelSigaction& act = tg.ActionLocked(sig);
+    const bool blocked = (t.signal_mask() & SigBit(sig)) != 0;
+    if (act.handler == abi::kSigIgn || blocked) {
+      if (act.handler == abi::kSigIgn) act.handler = abi::kSigDfl;
+      t.set_signal_mask(t.signal_mask() & ~SigBit(sig));
+    }
+    // A fault while the same fault is pending (coalesced) still kills:
+    // the pending one is delivered first.
+    t.signals().pending.Enqueue(info);
+  }
+  t.Interrupt();
+}
+
+void ForceSigsegv(Task& t, int sig) {
+  if (sig == SIGSEGV) {
+    ThreadGroup& tg = t.thread_group();
+    absl::MutexLock l(&tg.signal_mu());
+    tg.ActionLocked(SIGSEGV).handler = abi::kSigDfl;
+  }
+  ForceSignal(t, KernelSignalInfo(SIGSEGV));
+}
+
+bool NotifyParentOfExit(ThreadGroup& child, ThreadGroup& parent,
+                        const ExitStatus& status, uint32_t uid) {
+  int sig = child.exit_signal();
+  siginfo_t info = EmptyInfo(sig);
+  info.si_pid = child.tgid();
+  info.si_uid = uid;
+  if (status.signo == 0) {
+    info.si_code = CLD_EXITED;
+    info.si_status = status.code & 0xff;
+  } else {
+    info.si_code = status.core ? CLD_DUMPED : CLD_KILLED;
+    info.si_status = status.signo;
+  }
+  // No CPU accounting per process yet: si_utime and si_stime are 0.
+  bool autoreap = false;
+  SendOutcome out;
+  {
+    absl::MutexLock l(&parent.signal_mu());
+    const abi::KernelSigaction& act = parent.ActionLocked(SIGCHLD);
+    if (sig == SIGCHLD &&
+        (act.handler == abi::kSigIgn || (act.flags & SA_NOCLDWAIT))) {
+      autoreap = true;
+      if (act.handler == abi::kSigIgn) sig = 0;
+    }
+    if (ValidSignal(sig)) {
+      KResult<SendOutcome> r = SendLocked(parent, nullptr, info);
+      if (r.ok()) out = *r;
+    }
+  }
+  if (out.fatal) parent.ExitGroup(ExitStatus::Killed(sig));
+  return autoreap;
+}
+
+void SetSignalMask(Task& t, SigSet mask) {
+  mask &= ~kUnblockableSignals;
+  ThreadGroup& tg = t.thread_group();
+  bool deliverable;
+  {
+    absl::MutexLock l(&tg.signal_mu());
+    t.set_signal_mask(mask);
+    deliverable =
+        ((t.signals().pending.pending() | tg.SharedPendingLocked().pending()) &
+         ~mask) != 0;
+  }
+  if (deliverable) t.Interrupt();
+}
+
+SigSet PendingBlockedSignals(Task& t) {
+  ThreadGroup& tg = t.thread_group();
+  absl::MutexLock l(&tg.signal_mu());
+  return (t.signals().pending.pending() | tg.SharedPendingLocked().pending()) &
+         t.signal_mask();
+}
+
+bool HasSignalOutside(Task& t, SigSet mask) {
+  ThreadGroup& tg = t.thread_group();
+  absl::MutexLock l(&tg.signal_mu());
+  return ((t.signals().pending.pending() | tg.SharedPendingLocked().pending()) &
+          ~mask) != 0;
+}
+
+std::optional<siginfo_t> DequeueSignalIn(Task& t, SigSet set) {
+  ThreadGroup& tg = t.thread_group();
+  absl::MutexLock l(&tg.signal_mu());
+  std::optional<siginfo_t> info = t.signals().pending.Dequeue(~set);
+  if (!info.has_value()) info = tg.SharedPendingLocked().Dequeue(~set);
+  return info;
+}
+
+void SignalsOnTaskExit(Task& t) {
+  ThreadGroup& tg = t.thread_group();
+  absl::MutexLock l(&tg.signal_mu());
+  t.signals().exiting = true;
+  // retarget_shared_pending: wake a thread for what this one would have
+  // taken.
+  SigSet shared = tg.SharedPendingLocked().pending() & ~t.signal_mask();
+  if (shared == 0) return;
+  for (Task* o : tg.TasksLocked()) {
+    if (o == &t || o->signals().exiting) continue;
+    if (shared & ~o->signal_mask()) {
+      o->Interrupt();
+      shared &= o->signal_mask();
+      if (shared == 0) break;
+    }
+  }
+}
+
+}  // namespace sandbox::kernel
