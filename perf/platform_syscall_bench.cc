@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "platform/long_work.h"
 #include "platform/memory_file.h"
 #include "platform/systrap/systrap.h"
 
@@ -198,6 +199,68 @@ BENCHMARK(BM_SystrapSyscallSpin)->UseRealTime();
 BENCHMARK(BM_SystrapSyscallSpinSpread)->UseRealTime();
 BENCHMARK(BM_SystrapSyscallFutexNoPin)->UseRealTime();
 BENCHMARK(BM_SystrapSyscallFutex)->UseRealTime();
+
+// A guest syscall whose service is `state.range(0)` us of CPU-bound Sentry
+// work (a copy loop, as a large read from the page cache), with and without
+// the long-work hint (platform/long_work.h). Without it the stub's spin ends
+// before the reply and the reply pays a futex wake-up; with it the stub
+// spins through the work. `extra_ns` is the round trip beyond the work.
+void LongSyscall(benchmark::State& state, bool hint) {
+  Env env;
+  if (!env.Init(true, {0x0f, 0x05, 0xeb, 0xfc})) {
+    state.SkipWithError("systrap platform unavailable");
+    return;
+  }
+  const double work_ns = state.range(0) * 1000.0;
+  static const double per_ns = [] {
+    auto t0 = std::chrono::steady_clock::now();
+    uint64_t c0 = __rdtsc();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return (__rdtsc() - c0) / std::chrono::duration<double, std::nano>(
+                                  std::chrono::steady_clock::now() - t0)
+                                  .count();
+  }();
+  const uint64_t work_ticks = static_cast<uint64_t>(work_ns * per_ns);
+  CpuState s = env.Start();
+  s.regs.rax = SYS_getppid;
+  for (int i = 0; i < 100; ++i) env.ctx->Switch(*env.as, s);
+  TakeSystrapTimings(*env.ctx);
+  std::vector<uint64_t> each;
+  each.reserve(1 << 16);
+  for (auto _ : state) {
+    uint64_t a = __rdtsc();
+    SwitchResult r = env.ctx->Switch(*env.as, s);
+    if (r.reason != SwitchReason::kSyscall) {
+      state.SkipWithError("unexpected switch result");
+      return;
+    }
+    if (hint) HintLongWork();
+    uint64_t end = __rdtsc() + work_ticks;
+    while (__rdtsc() < end) _mm_pause();
+    s.regs.rax = 1;
+    if (each.size() < each.capacity()) each.push_back(__rdtsc() - a);
+  }
+  if (!each.empty()) {
+    std::sort(each.begin(), each.end());
+    state.counters["p50_ns"] = each[each.size() / 2] / per_ns;
+    state.counters["extra_p50_ns"] = each[each.size() / 2] / per_ns - work_ns;
+  }
+  SystrapTimings tm = TakeSystrapTimings(*env.ctx);
+  if (tm.handoffs > 0) {
+    const double n = static_cast<double>(tm.handoffs);
+    state.counters["stub_sleeps"] = tm.stub_sleeps / n;
+    state.counters["same_cpu"] = tm.same_cpu / n;
+    state.counters["spin_hit"] = tm.spin_hits / n;
+  }
+}
+void BM_SystrapLongSyscall(benchmark::State& state) {
+  LongSyscall(state, false);
+}
+void BM_SystrapLongSyscallHinted(benchmark::State& state) {
+  LongSyscall(state, true);
+}
+BENCHMARK(BM_SystrapLongSyscall)->Arg(60)->UseRealTime();
+BENCHMARK(BM_SystrapLongSyscallHinted)->Arg(60)->UseRealTime();
 
 // loop: mov (%rdi),%rax; add $4096,%rdi; jmp loop. Each iteration is one
 // fault on a fresh page that the Sentry resolves with MapFile.

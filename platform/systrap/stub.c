@@ -320,18 +320,23 @@ INL void handoff(const struct stub_params* p, struct stub_slot* s) {
   s->stub_cpu = cpu;
   store32(&s->state, STUB_SLOT_SENTRY);
   if (load32(&s->sentry_waiting)) futex_wake(&s->state);
-  uint32_t spin = s->spin;
+  uint32_t spin = s->spin, busy_spin = s->busy_spin;
   if (spin > p->max_spin) spin = p->max_spin;
+  if (busy_spin > p->max_spin) busy_spin = p->max_spin;
   /* On the Sentry thread's CPU spinning only delays it: sleep at once. */
-  if (cpu == load32(&s->sentry_cpu)) spin = 0;
-  for (uint32_t i = 0; i < spin; i++) {
+  if (cpu == load32(&s->sentry_cpu)) spin = busy_spin = 0;
+  /* Past `spin`, go on while the Sentry says it is busy copying (not
+   * waiting) for us, up to `busy_spin`. */
+  for (uint32_t i = 0;; i++) {
     if (load32(&s->state) == STUB_SLOT_STUB) return;
+    if (i >= spin && (i >= busy_spin || !load32(&s->sentry_busy))) break;
     __asm__ volatile("pause");
   }
   for (;;) {
     store32(&s->stub_waiting, 1);
     uint32_t st = load32(&s->state);
     if (st == STUB_SLOT_STUB) break;
+    s->stub_sleeps++;
     futex_wait(&s->state, st);
   }
   store32(&s->stub_waiting, 0);

@@ -203,10 +203,15 @@ struct stub_slot {
   /* CPU the stub thread trapped on (the same reasoning, Sentry side), or
    * ~0 if unknown. Hints only. */
   uint32_t stub_cpu;
-  uint32_t pad1;
+  /* Set by the Sentry while it serves a long CPU-bound request
+   * (platform/long_work.h), cleared before each hand-off: the stub keeps
+   * spinning up to `busy_spin` iterations instead of `spin`. */
+  uint32_t sentry_busy;
+  uint32_t busy_spin;   /* stub spin bound while sentry_busy is set */
+  uint32_t stub_sleeps; /* futex waits of the stub (statistics only) */
   struct stub_regs regs;
   uint8_t siginfo[128];
-  uint8_t pad2[1024 - 112 - 27 * 8 - 128];
+  uint8_t pad2[1024 - 120 - 27 * 8 - 128];
   uint8_t xsave[]; /* 64-byte aligned XSAVE image */
 };
 

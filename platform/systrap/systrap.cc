@@ -38,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "platform/long_work.h"
 #include "platform/systrap/cpuid.h"
 #include "platform/systrap/seccomp_filters.h"
 #include "platform/systrap/stub_abi.h"
@@ -50,6 +51,8 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMinUserAddress = 0x10000;
+// Bound on any spin count the stub reads from its (guest-writable) slot.
+constexpr uint32_t kMaxStubSpin = 1u << 24;
 constexpr uint32_t kResultDead = 0xffffffffu;
 // How long the Sentry waits for a stub's syscall thread to answer a request
 // or a new stub thread to start before it kills the stub. Generous: a
@@ -399,6 +402,7 @@ class SystrapContext final : public Context {
     // Waits for the stub: spins begun, spins that saw the event, spins
     // skipped because the stub last ran on this CPU, futex sleeps.
     uint64_t handoffs = 0, spins = 0, spin_hits = 0, same_cpu = 0, sleeps = 0;
+    uint64_t stub_sleeps = 0;
     uint32_t hist[kPhases][kHistBuckets] = {};
   };
   Ticks TakeTicks() {
@@ -421,6 +425,9 @@ class SystrapContext final : public Context {
   void Record(Phase p, uint64_t ticks) { ticks_.hist[p][Bucket(ticks)]++; }
   Ticks ticks_;
   uint64_t last_back_ = 0;  // TSC when the last event was seen
+  // The stub's sleep counter at the last event, and whose slot it was.
+  const stub_slot* last_slot_ = nullptr;
+  uint32_t last_stub_sleeps_ = 0;
 };
 
 class SystrapPlatform final : public Platform {
@@ -464,6 +471,8 @@ class SystrapPlatform final : public Platform {
   // Stub-side spin while the Sentry serves an event, in `pause`
   // iterations (measured at start-up).
   uint32_t stub_spin_iters() const { return stub_spin_iters_; }
+  // The same bound while the Sentry is busy for the stub (long work).
+  uint32_t stub_busy_spin_iters() const { return stub_busy_spin_iters_; }
 
   // Number of Switch calls in progress; spinning is allowed only while
   // twice that fits in the CPUs (one CPU for the guest, one for the spinner).
@@ -491,6 +500,7 @@ class SystrapPlatform final : public Platform {
   CpuidTable cpuid_;
   uint64_t spin_ticks_ = 0;
   uint32_t stub_spin_iters_ = 0;
+  uint32_t stub_busy_spin_iters_ = 0;
   std::vector<int> cpus_;  // CPUs this process may run on, at Init
 
   uintptr_t base_ = 0;  // stub base S
@@ -991,6 +1001,7 @@ void SanitizeXsave(uint8_t* x, size_t size, uint64_t xfeatures) {
 
 SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   auto& sas = static_cast<SystrapAddressSpace&>(as);
+  internal::long_work_flag = nullptr;
   if (interrupt_.exchange(false)) {
     SwitchResult r;
     r.reason = SwitchReason::kInterrupted;
@@ -1041,6 +1052,7 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
       spin = plat_->MaySpin();
     }
     s->spin = spin ? plat_->stub_spin_iters() : 0;
+    s->busy_spin = spin ? plat_->stub_busy_spin_iters() : 0;
     const int cpu = sched_getcpu();
     s->sentry_cpu = static_cast<uint32_t>(cpu);
     // When one side must sleep, keep both on one CPU: a futex wake-up
@@ -1055,6 +1067,7 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
     }
     uint64_t handoff = __rdtsc();
     ticks_.handoffs++;
+    Store(&s->sentry_busy, 0);
     Store(&s->state, STUB_SLOT_STUB);
     if (Load(&s->stub_waiting)) FutexWake(&s->state);
     if (!WaitForStub(t, spin, cpu)) {
@@ -1062,6 +1075,12 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
       break;
     }
     uint64_t back = __rdtsc();
+    {
+      const uint32_t ss = Load(&s->stub_sleeps);
+      if (last_slot_ == s) ticks_.stub_sleeps += ss - last_stub_sleeps_;
+      last_slot_ = s;
+      last_stub_sleeps_ = ss;
+    }
     {
       uint64_t resume = s->tsc_resume, trap = s->tsc_trap;
       if (handoff <= resume && resume <= trap && trap <= back) {
@@ -1137,7 +1156,12 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   running_.store(0);
   running_word_.store(nullptr);
   plat_->active_switches.fetch_sub(1);
-  if (result.reason == SwitchReason::kDead) Dead();
+  if (result.reason == SwitchReason::kDead) {
+    Dead();
+  } else {
+    // Until the next Switch, HintLongWork() on this thread marks the slot.
+    internal::long_work_flag = &s->sentry_busy;
+  }
   return result;
 }
 
@@ -1216,7 +1240,7 @@ absl::Status SystrapPlatform::MapStubRegion() {
   p->use_fsgsbase = f.fsgsbase;
   p->cpuid_faulting = f.cpuid_faulting;
   p->use_sud = f.syscall_user_dispatch && opts_.use_sud;
-  p->max_spin = 100000;
+  p->max_spin = kMaxStubSpin;
   // Any fixed number but the memory file's: stubs dup their pipe there.
   p->reply_fd = mf_->fd() == 0 ? 1 : 0;
   p->source_sock = source_sock_peer_;
@@ -1409,8 +1433,10 @@ absl::Status SystrapPlatform::Init() {
     for (int i = 0; i < kN; ++i) _mm_pause();
     double pause_ns = (__rdtsc() - t0) / TscPerNs() / kN;
     if (pause_ns < 1) pause_ns = 1;
-    stub_spin_iters_ =
-        static_cast<uint32_t>(std::min(opts_.spin_ns / pause_ns, 100000.0));
+    stub_spin_iters_ = static_cast<uint32_t>(
+        std::min(opts_.spin_ns / pause_ns, double{kMaxStubSpin}));
+    stub_busy_spin_iters_ = static_cast<uint32_t>(
+        std::min(opts_.busy_spin_ns / pause_ns, double{kMaxStubSpin}));
   }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -1539,6 +1565,7 @@ SystrapTimings TakeSystrapTimings(Context& ctx) {
   out.spin_hits = t.spin_hits;
   out.same_cpu = t.same_cpu;
   out.sentry_sleeps = t.sleeps;
+  out.stub_sleeps = t.stub_sleeps;
   if (t.n == 0) return out;
   double k = 1.0 / TscPerNs() / t.n;
   out.round_trips = t.n;

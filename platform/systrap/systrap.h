@@ -36,6 +36,9 @@ struct SystrapOptions {
   bool spin = true;
   // Upper bound of one spin, in nanoseconds.
   int spin_ns = 20000;
+  // Upper bound of the stub's spin while the Sentry serves a request it
+  // marked as long CPU-bound work (platform/long_work.h), in nanoseconds.
+  int busy_spin_ns = 500000;
   // While not spinning, run each stub thread on the CPU of the Sentry thread
   // that waits for it.
   bool pin = true;
@@ -91,6 +94,9 @@ struct SystrapTimings {
   // CPU, futex sleeps.
   uint64_t handoffs = 0, spins = 0, spin_hits = 0, same_cpu = 0,
            sentry_sleeps = 0;
+  // Futex waits of the stub thread for the Sentry's reply (counted by the
+  // stub in its slot: plausible, not trusted).
+  uint64_t stub_sleeps = 0;
 };
 SystrapTimings TakeSystrapTimings(Context& ctx);
 

@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "platform/long_work.h"
+
 namespace sandbox::mm {
 
 KResult<size_t> GuestSegments::Walk(
     size_t n, absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) {
+  // A large transfer is copying, not waiting: let the platform's guest side
+  // spin through it (platform/long_work.h).
+  if (std::min(n, size_) >= platform::kLongWorkBytes) platform::HintLongWork();
   size_t done = 0;
   for (const Segment& s : segs_) {
     if (done >= n) break;
