@@ -148,6 +148,24 @@ KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::Lookup(
   }
   TRY(std::shared_ptr<GoferInode> inode, gfs().InodeFor(resp.inodes[0]));
   Put(name, inode);
+  if (gfs().exclusive()) {
+    // A name walked after a plain listing of this directory. The second
+    // such walk is a walker's (ls -l, find, nftw): GetdentsPlus from now
+    // on, and the listed entries fetched again with their inodes (one
+    // listing instead of a Walk each). One walk alone is often not (ls,
+    // then cat one file).
+    if (plain_listed_.load(std::memory_order_relaxed) &&
+        walks_after_listing_.fetch_add(1, std::memory_order_relaxed) + 1 >=
+            kWalkerWalks &&
+        plain_listed_.exchange(false, std::memory_order_relaxed)) {
+      plus_.store(true, std::memory_order_relaxed);
+      prefetch_cookie_.store(0, std::memory_order_relaxed);
+    }
+    // The next part of the prefetch, if one is under way (a walker that
+    // got past the part fetched so far).
+    PrefetchPlus();
+  }
+  Inherit(*inode);
   gfs().TrimCache();
   return std::shared_ptr<vfs::Inode>(std::move(inode));
 }
@@ -262,6 +280,13 @@ KResult<void> GoferDirectory::RenameChild(std::string_view old_name,
   return OkResult();
 }
 
+void GoferDirectory::Inherit(GoferInode& child) {
+  if (!plus_.load(std::memory_order_relaxed) || !child.IsDir()) return;
+  if (auto* dir = dynamic_cast<GoferDirectory*>(&child)) {
+    dir->plus_.store(true, std::memory_order_relaxed);
+  }
+}
+
 void GoferDirectory::CacheChild(const std::string& name,
                                 const wire::Inode& wi) {
   {
@@ -270,6 +295,7 @@ void GoferDirectory::CacheChild(const std::string& name,
     if (it != children_.end() && it->second != nullptr) {
       // Known already (exclusive: the cached inode is the truth).
       gfs().ReleaseHandle(wi.handle);
+      Inherit(*it->second);  // atomics only
       return;
     }
   }
@@ -277,12 +303,15 @@ void GoferDirectory::CacheChild(const std::string& name,
   // exist, a known file with another type): the name is then not cached
   // and a lookup walks it (and fails) as before.
   KResult<std::shared_ptr<GoferInode>> inode = gfs().InodeFor(wi);
-  if (inode.ok()) Put(name, std::move(inode).value());
+  if (inode.ok()) {
+    Inherit(**inode);
+    Put(name, std::move(inode).value());
+  }
 }
 
-KResult<void> GoferDirectory::FetchDirents(uint64_t cookie,
+KResult<void> GoferDirectory::FetchDirents(uint64_t cookie, bool* plus,
                                            std::vector<wire::Dirent>* out) {
-  if (gfs().exclusive() && gfs().getdents_plus()) {
+  if (*plus) {
     wire::GetdentsPlusResp resp;
     KResult<void> r = gfs().Call(
         wire::GetdentsPlusReq{handle(), cookie, kDirentBatch}, &resp);
@@ -310,6 +339,7 @@ KResult<void> GoferDirectory::FetchDirents(uint64_t cookie,
     // from now on.
     if (r.error() != kEOPNOTSUPP) return r.error();
     gfs().DisableGetdentsPlus();
+    *plus = false;
   }
   wire::GetdentsResp resp;
   TRY_VOID(
@@ -318,13 +348,65 @@ KResult<void> GoferDirectory::FetchDirents(uint64_t cookie,
   return OkResult();
 }
 
+void GoferDirectory::PrefetchPlus() {
+  // Claimed by one thread at a time; kNoPrefetch: none under way.
+  uint64_t cookie =
+      prefetch_cookie_.exchange(kNoPrefetch, std::memory_order_relaxed);
+  if (cookie == kNoPrefetch) return;
+  for (uint32_t seen = 0; seen < kPrefetchEntries;) {
+    bool plus = gfs().getdents_plus();
+    std::vector<wire::Dirent> batch;
+    if (!plus || !FetchDirents(cookie, &plus, &batch).ok() || !plus) return;
+    if (batch.empty() || OffsetOfCookie(batch.back().next_cookie) ==
+                             static_cast<int64_t>(kMaxCookie)) {
+      // The whole directory is cached: later listings can be plain.
+      plus_.store(false, std::memory_order_relaxed);
+      return;
+    }
+    if (batch.back().next_cookie == cookie) return;  // EIO for a listing
+    seen += static_cast<uint32_t>(batch.size());
+    cookie = batch.back().next_cookie;
+  }
+  prefetch_cookie_.store(cookie, std::memory_order_relaxed);
+}
+
+bool GoferDirectory::UsePlus() const {
+  if (!gfs().exclusive() || !gfs().getdents_plus()) return false;
+  return gfs().options().listing == ListingMode::kAlwaysPlus ||
+         plus_.load(std::memory_order_relaxed);
+}
+
 KResult<void> GoferDirectory::IterDirents(int64_t offset,
                                           vfs::DirentSink sink) {
   if (offset < kCookieBase) offset = kCookieBase;
   uint64_t cookie = CookieOfOffset(offset);
+  if (cookie == 0) {
+    // A listing from the start: walks after it are counted anew.
+    walks_after_listing_.store(0, std::memory_order_relaxed);
+    listing_all_plus_.store(true, std::memory_order_relaxed);
+  }
   for (;;) {
+    // Per batch: a walker's lookup may switch the mode mid-listing.
+    bool plus = UsePlus();
     std::vector<wire::Dirent> dirents;
-    TRY_VOID(FetchDirents(cookie, &dirents));
+    TRY_VOID(FetchDirents(cookie, &plus, &dirents));
+    if (!plus && gfs().exclusive()) {
+      plain_listed_.store(true, std::memory_order_relaxed);
+      listing_all_plus_.store(false, std::memory_order_relaxed);
+    }
+    const bool end = dirents.empty() || dirents.back().next_cookie == cookie ||
+                     OffsetOfCookie(dirents.back().next_cookie) ==
+                         static_cast<int64_t>(kMaxCookie);
+    if (plus && end) {
+      // The entries came with their inodes (those of plain batches of
+      // this listing too, if a prefetch is under way): the next listing
+      // can be plain (a walker that finds entries evicted switches it
+      // back). A listing that was all GetdentsPlus needs no prefetch.
+      plus_.store(false, std::memory_order_relaxed);
+      if (listing_all_plus_.load(std::memory_order_relaxed)) {
+        prefetch_cookie_.store(kNoPrefetch, std::memory_order_relaxed);
+      }
+    }
     if (dirents.empty()) return OkResult();
     for (const wire::Dirent& d : dirents) {
       if (!ValidName(d.name) || d.next_cookie > kMaxCookie) return kEIO;

@@ -42,6 +42,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,15 @@ namespace sandbox::fs::gofer {
 namespace wire = ::gofer;
 
 inline constexpr uint64_t kV9fsMagic = 0x01021997;  // V9FS_MAGIC
+
+// How exclusive mounts list directories (directory.h).
+enum class ListingMode {
+  // Getdents, switching a directory to GetdentsPlus when a walker (a
+  // lookup after a listing) shows up, as Linux's NFS client.
+  kAdaptive,
+  // GetdentsPlus for every listing (tests, comparisons).
+  kAlwaysPlus,
+};
 
 struct Options {
   // The tree is exclusive to this sandbox: cache without revalidation.
@@ -85,6 +95,7 @@ struct Options {
   size_t max_cached_file_size = 32 << 10;
   // The total of those contents; past it, files are read from the host.
   size_t max_cached_file_bytes = 64 << 20;
+  ListingMode listing = ListingMode::kAdaptive;
 };
 
 class GoferDirectory;
@@ -135,12 +146,24 @@ class GoferFilesystem final : public vfs::Filesystem {
   KResult<void> Call(const Req& req, typename wire::Rpc<Req>::Reply* resp,
                      wire::UniqueFd* fd = nullptr) {
     rpcs_.fetch_add(1, std::memory_order_relaxed);
+    if constexpr (std::is_same_v<Req, wire::WalkReq>) {
+      calls_.walk.fetch_add(1, std::memory_order_relaxed);
+    } else if constexpr (std::is_same_v<Req, wire::GetdentsReq>) {
+      calls_.getdents.fetch_add(1, std::memory_order_relaxed);
+    } else if constexpr (std::is_same_v<Req, wire::GetdentsPlusReq>) {
+      calls_.getdents_plus.fetch_add(1, std::memory_order_relaxed);
+    }
     int err = client_->Call(req, resp, fd);
     if (err == 0) return OkResult();
     return MapError(err);
   }
   // Gofer calls made so far (tests: a cached operation makes none).
   uint64_t rpc_count() const { return rpcs_.load(std::memory_order_relaxed); }
+  // Of which Walk, Getdents and GetdentsPlus calls (tests, benchmarks).
+  struct CallCounts {
+    std::atomic<uint64_t> walk{0}, getdents{0}, getdents_plus{0};
+  };
+  CallCounts& calls() { return calls_; }
 
   // A Gofer errno as the caller sees it: Linux errnos pass; a broken
   // connection (EPROTO, EPIPE) and anything outside 1..133 is EIO.
@@ -187,6 +210,7 @@ class GoferFilesystem final : public vfs::Filesystem {
   Options opts_;
   FdCache fd_cache_;
   std::atomic<uint64_t> rpcs_{0};
+  CallCounts calls_;
   std::atomic<size_t> file_data_bytes_{0};
   std::atomic<int64_t> cached_entries_{0};
   std::atomic<bool> getdents_plus_{true};

@@ -277,9 +277,10 @@ TEST_F(GoferFsTest, DirectoryListing) {
   }));
 }
 
-// getdents on an exclusive mount is GetdentsPlus: every entry comes with
-// its inode, so stat of each (nftw, ls -l, find) makes no Gofer call.
-TEST_F(GoferFsTest, ListingCachesEveryEntryForStat) {
+// With ListingMode::kAlwaysPlus, getdents on an exclusive mount is
+// GetdentsPlus: every entry comes with its inode, so stat of each (nftw,
+// ls -l, find) makes no Gofer call.
+TEST_F(GoferFsTest, PlusListingCachesEveryEntryForStat) {
   ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
   ASSERT_EQ(mkdir(Host("d/sub").c_str(), 0700), 0);
   ASSERT_EQ(symlink("sub", Host("d/lnk").c_str()), 0);
@@ -289,7 +290,9 @@ TEST_F(GoferFsTest, ListingCachesEveryEntryForStat) {
     names.push_back("f" + std::to_string(i));
     WriteFile(Host("d/" + names.back()), std::string(i % 7, 'x'));
   }
-  Mount();
+  Options opts;
+  opts.listing = ListingMode::kAlwaysPlus;
+  Mount(opts);
   uint64_t before = fs_->rpc_count();
   EXPECT_EQ(List("/d").size(), names.size() + 2);
   // Walk of "d", two GetdentsPlus batches and the end, and the Close
@@ -309,6 +312,84 @@ TEST_F(GoferFsTest, ListingCachesEveryEntryForStat) {
   // is walked as before.
   WriteFile(Host("d/late"), "l");
   ExpectMatchesHost(vfs::StatAt(Base(), "/d/late", 0), Host("d/late"));
+}
+
+// The default (adaptive) listing: a bare listing (ls) makes plain Getdents
+// calls only, so the Gofer stats no entry; one walk after it (ls, then cat
+// a file) changes nothing.
+TEST_F(GoferFsTest, BareListingIsPlainGetdents) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  for (int i = 0; i < 1300; ++i) WriteFile(Host("d/f" + std::to_string(i)), "");
+  Mount();
+  GoferFilesystem::CallCounts& c = fs_->calls();
+  EXPECT_EQ(List("/d").size(), 1302u);
+  EXPECT_EQ(c.getdents_plus.load(), 0u);
+  EXPECT_GE(c.getdents.load(), 3u);  // 512 entries a call
+  const uint64_t walks = c.walk.load();
+  ExpectMatchesHost(vfs::StatAt(Base(), "/d/f7", 0), Host("d/f7"));
+  EXPECT_EQ(c.walk.load(), walks + 1);
+  EXPECT_EQ(c.getdents_plus.load(), 0u);
+  EXPECT_EQ(List("/d").size(), 1302u);
+  EXPECT_EQ(c.getdents_plus.load(), 0u);
+}
+
+// A walker (ls -l, nftw: a listing, then the lstat of each entry): the
+// second walk after a plain listing fetches the directory again with
+// GetdentsPlus, kPrefetchEntries entries at a time, so the other entries'
+// stats make no Gofer call; directories below it list with GetdentsPlus at
+// once; a directory whose entries are all cached lists plain again.
+TEST_F(GoferFsTest, WalkerSwitchesToGetdentsPlus) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  for (const char* sub : {"d/sub1", "d/sub2"}) {
+    ASSERT_EQ(mkdir(Host(sub).c_str(), 0755), 0);
+    for (int i = 0; i < 700; ++i) {
+      WriteFile(Host(std::string(sub) + "/g" + std::to_string(i)), "");
+    }
+  }
+  // More than one prefetch part.
+  constexpr int kFiles = GoferDirectory::kPrefetchEntries + 900;
+  for (int i = 0; i < kFiles; ++i) {
+    WriteFile(Host("d/f" + std::to_string(i)), std::string(i % 5, 'x'));
+  }
+  Mount();
+  GoferFilesystem::CallCounts& c = fs_->calls();
+  auto names = List("/d");
+  ASSERT_EQ(names.size(), kFiles + 4u);
+  EXPECT_EQ(c.getdents_plus.load(), 0u);
+  const uint64_t walks = c.walk.load(), getdents = c.getdents.load();
+  for (const std::string& n : names) {
+    if (n == "." || n == "..") continue;
+    ExpectMatchesHost(vfs::StatAt(Base(), "/d/" + n, AT_SYMLINK_NOFOLLOW),
+                      Host("d/" + n));
+  }
+  // Two walks show the walker; one more finds the first part's end.
+  EXPECT_LE(c.walk.load() - walks, 3u);
+  EXPECT_GE(c.getdents_plus.load(), 6u);  // about kFiles / 512
+  EXPECT_LE(c.getdents_plus.load(), 9u);
+  EXPECT_EQ(c.getdents.load(), getdents);
+  // Below: GetdentsPlus at once, and no call for the stats.
+  const uint64_t plus = c.getdents_plus.load();
+  EXPECT_EQ(List("/d/sub1").size(), 702u);
+  EXPECT_EQ(c.getdents.load(), getdents);
+  EXPECT_GE(c.getdents_plus.load(), plus + 2);
+  uint64_t before = fs_->rpc_count();
+  for (int i = 0; i < 700; ++i) {
+    std::string p = "d/sub1/g" + std::to_string(i);
+    ExpectMatchesHost(vfs::StatAt(Base(), "/" + p, AT_SYMLINK_NOFOLLOW),
+                      Host(p));
+  }
+  EXPECT_EQ(fs_->rpc_count(), before) << "a stat after the listing walked";
+  // Everything in d is cached: listing it again is plain, and the stats
+  // still make no call.
+  const uint64_t plus2 = c.getdents_plus.load();
+  EXPECT_EQ(List("/d").size(), kFiles + 4u);
+  EXPECT_EQ(c.getdents_plus.load(), plus2);
+  before = fs_->rpc_count();
+  for (int i = 0; i < kFiles; i += 97) {
+    std::string p = "d/f" + std::to_string(i);
+    ExpectMatchesHost(vfs::StatAt(Base(), "/" + p, 0), Host(p));
+  }
+  EXPECT_EQ(fs_->rpc_count(), before);
 }
 
 TEST_F(GoferFsTest, ListingRespectsTheNameCacheBound) {

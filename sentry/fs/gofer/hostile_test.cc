@@ -65,7 +65,8 @@ class HostileGoferTest : public ::testing::Test {
   // goes to `handler`.
   KResult<void> Start(
       Handler handler,
-      std::function<void(const std::vector<uint64_t>&)> on_close = nullptr) {
+      std::function<void(const std::vector<uint64_t>&)> on_close = nullptr,
+      Options opts = {}) {
     int sv[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     raw_ = sv[0];
@@ -92,7 +93,7 @@ class HostileGoferTest : public ::testing::Test {
       }
     });
     auto fs = GoferFilesystem::Create(
-        std::make_unique<wire::GoferClient>(wire::UniqueFd(sv[0])), {});
+        std::make_unique<wire::GoferClient>(wire::UniqueFd(sv[0])), opts);
     if (!fs.ok()) return fs.error();
     fs_ = std::move(fs).value();
     ns_ = vfs::MountNamespace::Create(fs_, 0);
@@ -209,37 +210,41 @@ TEST_F(HostileGoferTest, ErrnosOutsideLinuxAreEio) {
 }
 
 TEST_F(HostileGoferTest, BadDirectoryEntriesAreEio) {
-  ASSERT_TRUE(Start([](int sock, const wire::Message& m) {
-                // An older Gofer: no GetdentsPlus, so Getdents is used.
-                if (m.header.type ==
-                    static_cast<uint16_t>(wire::MessageType::kGetdentsPlus)) {
-                  return ReplyError(sock, m, EOPNOTSUPP);
-                }
-                wire::GetdentsReq req;
-                if (!wire::Decode(m.payload, &req)) {
-                  return ReplyError(sock, m, EINVAL);
-                }
-                // The root's cookie says which hostile listing to send;
-                // tests vary it through what they ask for below.
-                static int call = 0;
-                wire::GetdentsResp r;
-                switch (call++) {
-                  case 0:
-                    r.dirents.push_back({5, 1, DT_REG, "a/b"});
-                    break;
-                  case 1:
-                    r.dirents.push_back({5, 1, DT_REG, ".."});
-                    break;
-                  case 2:
-                    r.dirents.push_back(
-                        {5, std::numeric_limits<uint64_t>::max(), DT_REG, "x"});
-                    break;
-                  default:  // a cookie that never moves on
-                    r.dirents.push_back({5, req.cookie, DT_REG, "loop"});
-                    break;
-                }
-                Reply(sock, m, r);
-              }).ok());
+  ASSERT_TRUE(
+      Start(
+          [](int sock, const wire::Message& m) {
+            // An older Gofer: no GetdentsPlus, so Getdents is used.
+            if (m.header.type ==
+                static_cast<uint16_t>(wire::MessageType::kGetdentsPlus)) {
+              return ReplyError(sock, m, EOPNOTSUPP);
+            }
+            wire::GetdentsReq req;
+            if (!wire::Decode(m.payload, &req)) {
+              return ReplyError(sock, m, EINVAL);
+            }
+            // The root's cookie says which hostile listing to send;
+            // tests vary it through what they ask for below.
+            static int call = 0;
+            wire::GetdentsResp r;
+            switch (call++) {
+              case 0:
+                r.dirents.push_back({5, 1, DT_REG, "a/b"});
+                break;
+              case 1:
+                r.dirents.push_back({5, 1, DT_REG, ".."});
+                break;
+              case 2:
+                r.dirents.push_back(
+                    {5, std::numeric_limits<uint64_t>::max(), DT_REG, "x"});
+                break;
+              default:  // a cookie that never moves on
+                r.dirents.push_back({5, req.cookie, DT_REG, "loop"});
+                break;
+            }
+            Reply(sock, m, r);
+          },
+          nullptr, {.listing = ListingMode::kAlwaysPlus})
+          .ok());
   for (int i = 0; i < 4; ++i) {
     auto f = vfs::OpenAt(Base(), "/", O_RDONLY | O_DIRECTORY, 0, 0);
     ASSERT_TRUE(f.ok());
@@ -301,7 +306,8 @@ TEST_F(HostileGoferTest, BadGetdentsPlusRepliesAreEioAndLeakNoHandle) {
             absl::MutexLock l(&log->mu);
             log->closed.insert(log->closed.end(), handles.begin(),
                                handles.end());
-          })
+          },
+          {.listing = ListingMode::kAlwaysPlus})
           .ok());
   auto list = [&]() -> KResult<int> {
     auto f = vfs::OpenAt(Base(), "/", O_RDONLY | O_DIRECTORY, 0, 0);

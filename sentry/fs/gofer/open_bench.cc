@@ -7,8 +7,11 @@
 //   stat            vfs::StatAt of /var/tmp/gofer_bench.1/small
 //   open_read_close vfs::OpenAt(O_RDONLY) + ReadDirect of 64 bytes into a
 //                   guest buffer of memory-file pages + dropping the file
-//   getdents        a listing of a directory of 2000 files (IterDirents),
-//                   then, with --walk, the lstat of every entry
+//   listing         with the adaptive listing mode and with GetdentsPlus
+//                   always: a bare listing of a directory of 2000 files
+//                   not seen before (ls), and a listing followed by the
+//                   lstat of every entry of another (ls -l, nftw), with
+//                   the Gofer calls by type
 //
 // Each figure is the mean of the fastest batch of 1000 calls (robust to a
 // loaded machine), with the Gofer calls per operation.
@@ -16,7 +19,9 @@
 //   bazel run -c opt //sentry/fs/gofer:open_bench -- [ITERS] [ONLY]
 //
 // ONLY (one of gofer_stat, gofer_orc, tmpfs_stat, tmpfs_orc) runs that loop
-// alone ITERS times, for `perf record -g`. Abseil's mutex deadlock
+// alone ITERS times, for `perf record -g`; ONLY = bare_ls, walk_ls,
+// bare_ls_plus or walk_ls_plus runs that listing alone (count the Gofer's
+// host syscalls with `strace -f -c`). Abseil's mutex deadlock
 // detection is off, as in the Sentry.
 #include <fcntl.h>
 #include <stdio.h>
@@ -90,6 +95,83 @@ double Best(long iters, const std::function<bool()>& op) {
   return best;
 }
 
+// A Gofer server thread on `host` and the gofer file system on the other
+// end, mounted as `runsc do --root=host-ro` mounts the host's root.
+struct GoferMount {
+  GoferMount(const std::string& host, fs::gofer::Options opts) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) abort();
+    sock = sv[0];
+    int root_fd = open(host.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    server = std::thread([fd = sv[1], root_fd] {
+      ::gofer::ServeConnection(::gofer::UniqueFd(fd),
+                               ::gofer::UniqueFd(root_fd), {});
+    });
+    opts.read_only = true;
+    auto made = fs::gofer::NewGoferFilesystem(::gofer::UniqueFd(sv[0]), opts);
+    if (!made.ok()) abort();
+    fs = *made;
+    ns =
+        vfs::MountNamespace::Create(fs, vfs::kMountReadOnly | vfs::kMountNoDev);
+  }
+  ~GoferMount() {
+    ns.reset();
+    shutdown(sock, SHUT_RDWR);
+    fs.reset();
+    server.join();
+  }
+  int sock = -1;
+  std::thread server;
+  std::shared_ptr<fs::gofer::GoferFilesystem> fs;
+  std::shared_ptr<vfs::MountNamespace> ns;
+};
+
+// Lists `dir` (a directory not seen before) and, if `stat_each`, lstats
+// every entry after the listing; prints the time and the Gofer calls.
+void ListingFigure(const std::string& host, fs::gofer::ListingMode mode,
+                   const std::string& dir, bool stat_each) {
+  fs::gofer::Options opts;
+  opts.listing = mode;
+  GoferMount m(host, opts);
+  kernel::Credentials creds = kernel::Credentials::Root();
+  vfs::ResolveBase base{creds, m.ns->Root(), m.ns->Root()};
+  auto f = vfs::OpenAt(base, dir, O_RDONLY | O_DIRECTORY, 0, 022);
+  if (!f.ok()) abort();
+  auto& c = m.fs->calls();
+  const uint64_t r0 = m.fs->rpc_count(), w0 = c.walk, g0 = c.getdents,
+                 p0 = c.getdents_plus;
+  double t0 = NowNs();
+  std::vector<std::string> names;
+  // In getdents64-sized pieces, as a guest's readdir reads (32 KiB).
+  for (;;) {
+    size_t bytes = 0, before = names.size();
+    (void)(*f)->IterDirents([&](const vfs::DirEntry& e) {
+      bytes += (19 + e.name.size() + 1 + 7) & ~size_t{7};
+      if (bytes > 32768) return false;
+      if (e.name != "." && e.name != "..") names.emplace_back(e.name);
+      return true;
+    });
+    if (names.size() == before) break;
+  }
+  size_t stats = 0;
+  if (stat_each) {
+    for (const std::string& n : names) {
+      if (vfs::StatAt(base, dir + "/" + n, AT_SYMLINK_NOFOLLOW).ok()) ++stats;
+    }
+  }
+  double t1 = NowNs();
+  m.fs->FlushCloses();
+  printf(
+      "%-11s %-12s %4zu entries, %4zu lstat: %7.0f us; Gofer calls %4llu: "
+      "Getdents %llu, GetdentsPlus %llu, Walk %llu\n",
+      mode == fs::gofer::ListingMode::kAdaptive ? "adaptive" : "always-plus",
+      stat_each ? "list+lstat" : "bare list", names.size(), stats,
+      (t1 - t0) / 1e3, (unsigned long long)(m.fs->rpc_count() - r0),
+      (unsigned long long)(c.getdents - g0),
+      (unsigned long long)(c.getdents_plus - p0),
+      (unsigned long long)(c.walk - w0));
+}
+
 #define FAIL()                                          \
   do {                                                  \
     fprintf(stderr, "open_bench: line %d\n", __LINE__); \
@@ -108,15 +190,34 @@ int Main(int argc, char** argv) {
   if (mkdtemp(tmpl.data()) == nullptr) FAIL();
   const std::string host = tmpl;
   chmod(host.c_str(), 0755);  // searchable by the unprivileged caller
-  std::filesystem::create_directories(host + kDir + std::string("/list"));
+  for (const char* d : {"/bare", "/walk"}) {
+    std::filesystem::create_directories(host + kDir + std::string(d));
+  }
   {
     int fd = open((host + kPath).c_str(), O_WRONLY | O_CREAT, 0644);
     if (fd < 0 || write(fd, std::string(64, 'x').data(), 64) != 64) FAIL();
     close(fd);
-    for (int i = 0; i < 2000; ++i) {
-      std::string p = host + kDir + "/list/file" + std::to_string(i);
-      close(open(p.c_str(), O_WRONLY | O_CREAT, 0644));
+    for (const char* d : {"/bare/", "/walk/"}) {
+      for (int i = 0; i < 2000; ++i) {
+        std::string p = host + kDir + d + "file" + std::to_string(i);
+        close(open(p.c_str(), O_WRONLY | O_CREAT, 0644));
+      }
     }
+  }
+
+  const std::string bare = std::string(kDir) + "/bare";
+  const std::string walk = std::string(kDir) + "/walk";
+  using fs::gofer::ListingMode;
+  if (only == "bare_ls" || only == "walk_ls" || only == "bare_ls_plus" ||
+      only == "walk_ls_plus") {
+    const bool plus =
+        only.size() > 7 && only.substr(only.size() - 5) == "_plus";
+    const bool is_walk = only.rfind("walk", 0) == 0;
+    ListingFigure(host,
+                  plus ? ListingMode::kAlwaysPlus : ListingMode::kAdaptive,
+                  is_walk ? walk : bare, is_walk);
+    std::filesystem::remove_all(host);
+    return 0;
   }
 
   auto mf = platform::MemoryFile::Create(uint64_t{64} << 20);
@@ -210,40 +311,11 @@ int Main(int argc, char** argv) {
         "gofer rpcs/op %.4f\n",
         go, to, go - to, double(r3 - r2) / iters);
 
-    // A bare listing, then a listing followed by the lstat of each entry
-    // (nftw, ls -l), of a directory not seen before (a new file system
-    // each time would need a new Gofer: instead three sibling dirs).
-    std::string list = std::string(kDir) + "/list";
-    uint64_t a = g.rpc_count();
-    auto f = vfs::OpenAt(gbase, list, O_RDONLY | O_DIRECTORY, 0, 022);
-    if (!f.ok()) FAIL();
-    size_t entries = 0;
-    double t0 = NowNs();
-    (void)(*f)->IterDirents([&](const vfs::DirEntry&) {
-      ++entries;
-      return true;
-    });
-    double t1 = NowNs();
-    uint64_t b = g.rpc_count();
-    std::vector<std::string> names;
-    (void)(*f)->Seek(0, SEEK_SET);
-    (void)(*f)->IterDirents([&](const vfs::DirEntry& e) {
-      if (e.name != "." && e.name != "..") names.emplace_back(e.name);
-      return true;
-    });
-    size_t stats = 0;
-    for (const std::string& n : names) {
-      if (vfs::StatAt(gbase, list + "/" + n, AT_SYMLINK_NOFOLLOW).ok()) {
-        ++stats;
-      }
+    for (ListingMode mode :
+         {ListingMode::kAdaptive, ListingMode::kAlwaysPlus}) {
+      ListingFigure(host, mode, bare, /*stat_each=*/false);
+      ListingFigure(host, mode, walk, /*stat_each=*/true);
     }
-    double t2 = NowNs();
-    uint64_t c = g.rpc_count();
-    printf(
-        "first listing of %zu entries: %.0f us, %llu Gofer calls; "
-        "second listing + lstat of %zu entries: %.0f us, %llu calls\n",
-        entries, (t1 - t0) / 1e3, (unsigned long long)(b - a), stats,
-        (t2 - t1) / 1e3, (unsigned long long)(c - b));
   }
 
   tns.reset();
