@@ -77,24 +77,42 @@ KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
 }
 
 KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu) {
+  return Fork(parent, std::move(cpu), ForkOptions{});
+}
+
+KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
+                            const ForkOptions& opts) {
   if (platform_ == nullptr) return kENOMEM;
-  ThreadGroup& ptg = parent.thread_group();
-  if (ptg.exiting()) return kEAGAIN;
-  TRY(std::unique_ptr<mm::MemoryManager> mm, parent.mm().Fork(*platform_));
+  ThreadGroup& ctg = parent.thread_group();
+  if (ctg.exiting()) return kEAGAIN;
+  // CLONE_PARENT: the child is the creator's sibling and gets the
+  // creator's exit signal (copy_process).
+  ThreadGroup* ptg_ptr = opts.sibling ? ctg.parent() : &ctg;
+  if (ptg_ptr == nullptr) return kEINVAL;
+  ThreadGroup& ptg = *ptg_ptr;
+  std::shared_ptr<mm::MemoryManager> mm;
+  if (opts.share_mm) {
+    mm = parent.mm_ref();
+  } else {
+    TRY(std::unique_ptr<mm::MemoryManager> copy, parent.mm().Fork(*platform_));
+    mm = std::move(copy);
+  }
   auto tg =
-      std::make_shared<ThreadGroup>(*this, &ptg, ptg.exe_path(), ptg.limits());
-  tg->set_actions(ptg.actions());
-  tg->set_exe_file(ptg.exe_file());  // dup_mmap copies mm->exe_file
+      std::make_shared<ThreadGroup>(*this, &ptg, ctg.exe_path(), ctg.limits());
+  tg->set_actions(ctg.actions());
+  tg->set_exe_file(ctg.exe_file());  // dup_mmap copies mm->exe_file
+  tg->set_exit_signal(opts.sibling ? ctg.exit_signal() : opts.exit_signal);
   auto task = std::make_unique<Task>(
-      *this, tg, parent.creds_ref(), parent.fd_table().Fork(),
-      parent.fs().Fork(), std::shared_ptr<mm::MemoryManager>(std::move(mm)),
+      *this, tg, parent.creds_ref(),
+      opts.share_files ? parent.fd_table_ref() : parent.fd_table().Fork(),
+      opts.share_fs ? parent.fs_ref() : parent.fs().Fork(), std::move(mm),
       std::move(cpu));
   TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
   tg->AddTask(task.get());
-  tg->set_pgid_sid(ptg.pgid(), ptg.sid());
+  tg->set_pgid_sid(ctg.pgid(), ctg.sid());
   ptg.AddChild(tg);
   Task* raw = task.get();
   absl::MutexLock l(&mu_);
@@ -153,6 +171,10 @@ void Kernel::TaskExited(Task* task) {
   // An old leader killed by another thread's execve no longer owns its TID
   // (PidNamespace::Reassign gave it to the exec'ing thread).
   if (root_pidns_.Lookup(task->tid()) == task) {
+    // A process's PID (its leader's TID) names the zombie until the parent
+    // reaps it (ThreadGroup::ReleaseZombiePid); init's goes when its last
+    // task exits (its parent is outside the sandbox).
+    if (task->tid() == task->thread_group().tgid()) return;
     root_pidns_.Release(task->tid());
   }
 }

@@ -5,6 +5,7 @@
 #ifndef SENTRY_KERNEL_KERNEL_H_
 #define SENTRY_KERNEL_KERNEL_H_
 
+#include <signal.h>
 #include <stdint.h>
 
 #include <memory>
@@ -49,6 +50,15 @@ struct NewProcessArgs {
   platform::CpuState cpu;
 };
 
+// What a new process shares with its creator (clone without CLONE_THREAD).
+struct ForkOptions {
+  bool share_mm = false;     // CLONE_VM: the same MemoryManager (vfork)
+  bool share_files = false;  // CLONE_FILES: the same FD table
+  bool share_fs = false;     // CLONE_FS: the same root, cwd and umask
+  bool sibling = false;      // CLONE_PARENT: the creator's parent's child
+  int exit_signal = SIGCHLD;
+};
+
 class Kernel {
  public:
   Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
@@ -78,6 +88,11 @@ class Kernel {
   // umask), limits and signal actions, and one task starting from `cpu`. Not
   // yet running.
   KResult<Task*> Fork(Task& parent, platform::CpuState cpu);
+  // clone(2) of a process: as Fork, sharing what `opts` says (a shared mm
+  // is not copied: the child runs in the creator's address space). EINVAL
+  // for CLONE_PARENT from init (it has no parent in the sandbox).
+  KResult<Task*> Fork(Task& parent, platform::CpuState cpu,
+                      const ForkOptions& opts);
   // Starts the task's host thread, which runs Task::Run.
   void Start(Task* task);
 

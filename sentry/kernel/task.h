@@ -32,6 +32,7 @@
 #include "sentry/kernel/pid_namespace.h"
 #include "sentry/kernel/signal_frame.h"
 #include "sentry/kernel/signal_queue.h"
+#include "sentry/kernel/vfork.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/fs_context.h"
@@ -88,11 +89,17 @@ class Task final : public vfs::UserMemory {
   // close_range(CLOSE_RANGE_UNSHARE), unshare(CLONE_FILES): this task gets
   // a private copy of its FD table.
   void UnshareFdTable() { fds_ = fds_->Fork(); }
+  // clone without CLONE_FS (before the task runs), unshare(CLONE_FS): a
+  // private copy of the root, cwd and umask.
+  void UnshareFs() { fs_ = fs_->Fork(); }
   // Valid until the task has exited (its run loop drops it).
   mm::MemoryManager& mm() const { return *mm_; }
   // execve: the task's new address space (task thread). The old one goes
   // when its last holder drops it.
-  void set_mm(std::shared_ptr<mm::MemoryManager> mm) { mm_ = std::move(mm); }
+  void set_mm(std::shared_ptr<mm::MemoryManager> mm) {
+    mm_ = std::move(mm);
+    CompleteVforkDone();  // exec_mm_release
+  }
   platform::CpuState& cpu() { return cpu_; }
 
   // ---- Guest memory (task thread). ----
@@ -148,6 +155,19 @@ class Task final : public vfs::UserMemory {
   const AltStack& alt_stack() const { return alt_stack_; }
   void set_alt_stack(const AltStack& s) { alt_stack_ = s; }
 
+  // ---- vfork (task thread; set by the creator before the task runs). ----
+  // The completion a CLONE_VFORK parent waits on (vfork.h); completed when
+  // this task releases the shared mm: execve (set_mm) or exit (Run).
+  void set_vfork_done(std::shared_ptr<VforkCompletion> c) {
+    vfork_done_ = std::move(c);
+  }
+  void CompleteVforkDone() {
+    if (vfork_done_ != nullptr) {
+      vfork_done_->Complete();
+      vfork_done_.reset();
+    }
+  }
+
   // ---- Lifecycle. ----
   // exit(2): this thread leaves its run loop when the syscall returns.
   void ExitThread(int code) {
@@ -196,6 +216,9 @@ class Task final : public vfs::UserMemory {
   bool no_new_privs_ = false;              // task thread
   AltStack alt_stack_;                     // task thread
   int exit_code_ = 0;                      // task thread
+
+  // Task thread (set by the creator before the task runs).
+  std::shared_ptr<VforkCompletion> vfork_done_;
 
   TaskSignals signals_;
 

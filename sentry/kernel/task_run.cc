@@ -95,6 +95,7 @@ void Task::Run() {
   // The last task of a process drops its address space here (the stub
   // process and the memory go), not when the sandbox ends.
   mm_.reset();
+  CompleteVforkDone();  // mm_release: a vfork parent goes on
   kernel_.TaskExited(this);
   tg_->TaskExited(this, exit_code_);
 }

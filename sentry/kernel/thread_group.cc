@@ -25,6 +25,7 @@ std::string ThreadGroup::exe_path() const {
 }
 
 void ThreadGroup::set_exe_path(std::string path) {
+  did_exec_.store(true, std::memory_order_relaxed);  // only execve sets it
   absl::MutexLock l(&mu_);
   exe_path_ = std::move(path);
 }
@@ -174,15 +175,20 @@ void ThreadGroup::TaskExited(Task* task, int code) {
       p->ForgetChild(this);
     }
     p->NotifyChildDied();
+  } else {
+    ReleaseZombiePid();  // init: its parent, outside the sandbox, reaps it
   }
 }
 
 void ThreadGroup::ForgetChild(const ThreadGroup* child) {
-  absl::MutexLock l(&mu_);
-  children_.erase(
-      std::remove_if(children_.begin(), children_.end(),
-                     [child](const auto& c) { return c.get() == child; }),
-      children_.end());
+  {
+    absl::MutexLock l(&mu_);
+    children_.erase(
+        std::remove_if(children_.begin(), children_.end(),
+                       [child](const auto& c) { return c.get() == child; }),
+        children_.end());
+  }
+  child->ReleaseZombiePid();  // auto-reaped: no zombie stays
 }
 
 void ThreadGroup::AddChild(std::shared_ptr<ThreadGroup> child) {
@@ -197,38 +203,118 @@ void ThreadGroup::NotifyChildDied() {
 
 KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter, ThreadId pid,
                                                     bool nohang) {
+  WaitOptions o;
+  if (pid > 0) {
+    o.type = WaitOptions::Type::kPid;
+    o.id = pid;
+  }
+  o.nohang = nohang;
+  o.wall = true;
+  return WaitChild(waiter, o);
+}
+
+void ThreadGroup::ReleaseZombiePid() const {
+  PidNamespace& ns = kernel_.root_pid_namespace();
+  const ThreadId id = tgid();
+  Task* t = ns.Lookup(id);
+  if (t != nullptr && &t->thread_group() == this) ns.Release(id);
+}
+
+KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
+                                                    const WaitOptions& opts) {
+  // eligible_child: the PID or group matches; then __WALL takes every
+  // child, else __WCLONE selects the children whose exit signal is not
+  // SIGCHLD and its absence the others.
+  auto eligible = [&opts](ThreadGroup& c) {
+    switch (opts.type) {
+      case WaitOptions::Type::kAny:
+        break;
+      case WaitOptions::Type::kPid:
+        if (c.tgid() != opts.id) return false;
+        break;
+      case WaitOptions::Type::kPgid:
+        if (c.pgid() != opts.id) return false;
+        break;
+    }
+    if (opts.wall) return true;
+    return (c.exit_signal() != SIGCHLD) == opts.wclone;
+  };
+  ChildWaiter w;
+  bool registered = false;
+  KResult<Reaped> result = kECHILD;
   for (;;) {
-    ChildWaiter w;
+    std::shared_ptr<ThreadGroup> reaped;
     {
       absl::MutexLock l(&mu_);
       bool any = false;
+      bool found = false;
       for (auto it = children_.begin(); it != children_.end(); ++it) {
         ThreadGroup& c = **it;
-        if (pid > 0 && c.tgid() != pid) continue;
-        any = true;
+        if (!eligible(c)) continue;
         absl::MutexLock cl(&c.mu_);
-        if (!c.dead_) continue;
+        // A live child may still exit (or, later, stop): something to wait
+        // for. A dead one counts only if WEXITED asks for it (else, as
+        // Linux's wait_consider_task, it leaves ECHILD standing).
+        if (!c.dead_) {
+          any = true;
+          continue;
+        }
+        if (!opts.exited) continue;
+        any = true;
         Reaped r{c.tgid(), *c.exit_status_};
-        children_.erase(it);
-        return r;
+        if (Task* leader = kernel_.root_pid_namespace().Lookup(c.tgid());
+            leader != nullptr && &leader->thread_group() == &c) {
+          r.uid = leader->CredsRef()->ruid;
+        }
+        if (!opts.nowait) {
+          reaped = std::move(*it);
+          children_.erase(it);
+        }
+        result = r;
+        found = true;
+        break;
       }
-      if (!any) return kECHILD;
-      if (nohang) return Reaped{};
-      child_waiters_.push_back(&w);
+      if (!found) {
+        if (!any) {
+          result = kECHILD;
+        } else if (opts.nohang) {
+          result = Reaped{};
+        } else {
+          if (!registered) {
+            child_waiters_.push_back(&w);
+            registered = true;
+          }
+          absl::MutexLock wl(&w.mu);
+          w.event = false;
+        }
+      }
+      if (found || !any || opts.nohang) {
+        if (registered) {
+          child_waiters_.erase(
+              std::remove(child_waiters_.begin(), child_waiters_.end(), &w),
+              child_waiters_.end());
+        }
+        // Outside the locks above (PidNamespace::mu_ is a leaf anyway).
+        if (reaped != nullptr) reaped->ReleaseZombiePid();
+        if (registered) waiter.SetBlocker(nullptr);
+        return result;
+      }
     }
+    // Registered with `event` cleared under mu_: a child's death after
+    // the scan notifies us.
     waiter.SetBlocker(&w);
     {
       absl::MutexLock l(&w.mu);
       w.mu.Await(absl::Condition(&w.event));
     }
-    waiter.SetBlocker(nullptr);
-    {
+    if (waiter.InterruptPending() || exiting()) {
+      waiter.SetBlocker(nullptr);
       absl::MutexLock l(&mu_);
       child_waiters_.erase(
           std::remove(child_waiters_.begin(), child_waiters_.end(), &w),
           child_waiters_.end());
+      return kERestartSys;
     }
-    if (waiter.InterruptPending() || exiting()) return kERestartSys;
   }
 }
 

@@ -5,6 +5,8 @@
 #ifndef SENTRY_KERNEL_THREAD_GROUP_H_
 #define SENTRY_KERNEL_THREAD_GROUP_H_
 
+#include <signal.h>
+
 #include <array>
 #include <atomic>
 #include <memory>
@@ -69,14 +71,18 @@ class ThreadGroup {
   // started without one (unit tests) and for zombies.
   vfs::VirtualDentry exe_file() const;
   void set_exe_file(vfs::VirtualDentry vd);
-  // Process group and session IDs (no setpgid/setsid yet: a fork child
-  // inherits its parent's; the first process leads its own).
+  // Process group and session IDs: a fork child inherits its parent's;
+  // the first process leads its own; setpgid/setsid (process.cc) change
+  // them.
   ThreadId pgid() const { return pgid_.load(std::memory_order_relaxed); }
   ThreadId sid() const { return sid_.load(std::memory_order_relaxed); }
   void set_pgid_sid(ThreadId pgid, ThreadId sid) {
     pgid_.store(pgid, std::memory_order_relaxed);
     sid_.store(sid, std::memory_order_relaxed);
   }
+  // Whether the process has called execve since it was forked (Linux's
+  // !PF_FORKNOEXEC on the leader): setpgid on such a child is EACCES.
+  bool did_exec() const { return did_exec_.load(std::memory_order_relaxed); }
   // PR_SET_DUMPABLE (on the mm in Linux).
   int dumpable() const { return dumpable_.load(std::memory_order_relaxed); }
   void set_dumpable(int d) { dumpable_.store(d, std::memory_order_relaxed); }
@@ -131,6 +137,20 @@ class ThreadGroup {
   // ---- Children (wait4). ----
   // Records a child process (fork).
   void AddChild(std::shared_ptr<ThreadGroup> child);
+  // Which children a wait selects and what it does with them (Linux's
+  // wait_opts).
+  struct WaitOptions {
+    enum class Type { kAny, kPid, kPgid };
+    Type type = Type::kAny;
+    ThreadId id = 0;      // the PID (kPid) or process group (kPgid)
+    bool nohang = false;  // WNOHANG: 0 at once if none is ready
+    bool nowait = false;  // WNOWAIT: report, but leave the child waitable
+    bool exited = true;   // WEXITED: report dead children
+    bool wall = false;    // __WALL: every child
+    bool wclone = false;  // __WCLONE: only "clone" children (exit signal
+                          // other than SIGCHLD); without either flag, only
+                          // the others
+  };
   // wait4(2) for `pid` (-1: any child; > 0: that child): reaps a dead
   // child and returns (its TGID, its status). 0 with WNOHANG if none is
   // dead yet; ECHILD if there is no such child; ERESTARTSYS if `waiter` is
@@ -138,8 +158,19 @@ class ThreadGroup {
   struct Reaped {
     ThreadId tgid = 0;
     ExitStatus status;
+    uint32_t uid = 0;  // the child's real UID (waitid's si_uid)
   };
   KResult<Reaped> WaitChild(Task& waiter, ThreadId pid, bool nohang);
+  // do_wait: the first dead child `opts` selects (in fork order) is
+  // reported and, without nowait, reaped: it leaves the children and its
+  // PID is released (until then /proc/PID shows a zombie). Reaped{} (tgid
+  // 0) with nohang if a selected child lives; ECHILD if none is selected;
+  // ERESTARTSYS if `waiter` is interrupted while blocked.
+  KResult<Reaped> WaitChild(Task& waiter, const WaitOptions& opts);
+  // A dead process's PID stays in use (its leader's TID names it: /proc
+  // shows the zombie, kill and getpgid find it) until its parent reaps it
+  // (wait, or auto-reap); then this frees it (release_task).
+  void ReleaseZombiePid() const;
 
   // Copies of the per-process state a fork child inherits.
   LimitSet limits() const;
@@ -198,6 +229,7 @@ class ThreadGroup {
   std::atomic<ThreadId> tgid_{0};
   std::atomic<bool> exiting_{false};
   std::atomic<int> dumpable_{1};
+  std::atomic<bool> did_exec_{false};
   std::atomic<ThreadId> pgid_{0};
   std::atomic<ThreadId> sid_{0};
   // The task of an execve in progress (DeThread); every other task exits.

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "absl/synchronization/mutex.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
@@ -239,41 +240,178 @@ SyscallResult SchedGetaffinity(Task& t, int32_t pid, uint64_t len,
   return uint64_t{kMaskSize};
 }
 
-// getpgrp(2), getpgid(2), getsid(2): the caller's own (no lookup of other
-// processes and no setpgid/setsid until job control exists).
-KResult<uint64_t> OwnGroup(Task& t, int32_t pid, bool session) {
-  if (pid < 0) return kEINVAL;
-  if (pid != 0 && pid != t.thread_group().tgid()) return kESRCH;
-  return static_cast<uint64_t>(session ? t.thread_group().sid()
-                                       : t.thread_group().pgid());
-}
-SyscallResult Getpgrp(Task& t) { return OwnGroup(t, 0, false); }
-SyscallResult Getpgid(Task& t, int32_t pid) { return OwnGroup(t, pid, false); }
-SyscallResult Getsid(Task& t, int32_t pid) { return OwnGroup(t, pid, true); }
+// ---- Process groups and sessions. ----
+//
+// Changes are serialized by one lock (Linux's tasklist_lock, held for
+// writing by setpgid and setsid); readers load the atomics. A fork copies
+// its creator's IDs without it, so a fork racing with its creator's
+// setsid may leave the child in the old group, as if it ran first.
+absl::Mutex job_control_mu;
 
-// wait4(2).
+// The process that `pid` names (any of its threads' TIDs, a zombie's
+// PID), as find_task_by_vpid + its thread group.
+kernel::ThreadGroup* FindProcess(Task& t, int32_t pid) {
+  kernel::Task* task = t.kernel().root_pid_namespace().Lookup(pid);
+  return task != nullptr ? &task->thread_group() : nullptr;
+}
+
+// Whether some process (alive or a zombie) has process group `pgid` in
+// session `sid` (sid < 0: any session).
+bool GroupExists(Task& t, int32_t pgid, int32_t sid) {
+  kernel::PidNamespace& ns = t.kernel().root_pid_namespace();
+  for (kernel::ThreadId tid : ns.Tids()) {
+    kernel::Task* task = ns.Lookup(tid);
+    if (task == nullptr) continue;
+    kernel::ThreadGroup& tg = task->thread_group();
+    if (tg.pgid() == pgid && (sid < 0 || tg.sid() == sid)) return true;
+  }
+  return false;
+}
+
+// getpgid(2), getsid(2), getpgrp(2).
+KResult<uint64_t> GroupOf(Task& t, int32_t pid, bool session) {
+  kernel::ThreadGroup* tg = &t.thread_group();
+  if (pid != 0) {
+    tg = pid > 0 ? FindProcess(t, pid) : nullptr;
+    if (tg == nullptr) return kESRCH;
+  }
+  return static_cast<uint64_t>(session ? tg->sid() : tg->pgid());
+}
+SyscallResult Getpgrp(Task& t) { return GroupOf(t, 0, false); }
+SyscallResult Getpgid(Task& t, int32_t pid) { return GroupOf(t, pid, false); }
+SyscallResult Getsid(Task& t, int32_t pid) { return GroupOf(t, pid, true); }
+
+// setpgid(2), in Linux's order of checks: EINVAL for a negative group;
+// ESRCH unless `pid` is the caller or its child; EINVAL for a thread that
+// is not a leader; a child: EPERM in another session, EACCES once it has
+// exec'd; EPERM for a session leader, or for a group that does not exist
+// in the caller's session.
+SyscallResult Setpgid(Task& t, int32_t pid, int32_t pgid) {
+  kernel::ThreadGroup& self = t.thread_group();
+  if (pid == 0) pid = self.tgid();
+  if (pgid == 0) pgid = pid;
+  if (pgid < 0) return kEINVAL;
+  absl::MutexLock l(&job_control_mu);
+  kernel::Task* task =
+      pid > 0 ? t.kernel().root_pid_namespace().Lookup(pid) : nullptr;
+  if (task == nullptr) return kESRCH;
+  kernel::ThreadGroup& p = task->thread_group();
+  if (p.tgid() != pid) return kEINVAL;  // not a thread-group leader
+  if (p.parent() == &self) {
+    if (p.sid() != self.sid()) return kEPERM;
+    if (p.did_exec()) return kEACCES;
+  } else if (&p != &self) {
+    return kESRCH;
+  }
+  if (p.sid() == p.tgid()) return kEPERM;  // a session leader
+  if (pgid != pid && !GroupExists(t, pgid, self.sid())) return kEPERM;
+  p.set_pgid_sid(pgid, p.sid());
+  return uint64_t{0};
+}
+
+// setsid(2): EPERM if a process group with the caller's PID exists (the
+// caller leads one, or a former member's group lives on).
+SyscallResult Setsid(Task& t) {
+  kernel::ThreadGroup& self = t.thread_group();
+  absl::MutexLock l(&job_control_mu);
+  const kernel::ThreadId id = self.tgid();
+  if (GroupExists(t, id, -1)) return kEPERM;
+  self.set_pgid_sid(id, id);
+  return static_cast<uint64_t>(id);
+}
+
+// ---- wait4, waitid. ----
+
+// wait4's and waitid's options beyond the selection, into `o`.
+void WaitFlags(uint64_t options, kernel::ThreadGroup::WaitOptions* o) {
+  o->nohang = options & WNOHANG;
+  o->nowait = options & WNOWAIT;
+  o->exited = options & WEXITED;
+  o->wall = options & __WALL;
+  o->wclone = options & __WCLONE;
+}
+
+// wait4(2). __WNOTHREAD is accepted but every thread's children are
+// waited for (children are the process's here, not the creating
+// thread's); rusage is zeroed (no accounting).
 SyscallResult Wait4(Task& t, int32_t pid, UserPtr<int32_t> wstatus,
                     Flags options, UserPtr<struct rusage> rusage) {
   constexpr uint64_t kKnown =
       WNOHANG | WUNTRACED | WCONTINUED | __WNOTHREAD | __WCLONE | __WALL;
   if (options.v & ~kKnown) return kEINVAL;
-  kernel::ThreadGroup& tg = t.thread_group();
-  if (pid == INT32_MIN) return kESRCH;
-  // Children share the caller's process group (no setpgid yet), so "any
-  // child in my group" is any child.
-  kernel::ThreadId want = pid;
-  if (pid == 0 || pid == -1) {
-    want = -1;
+  if (pid == INT32_MIN) return kESRCH;  // -INT_MIN is undefined
+  using Type = kernel::ThreadGroup::WaitOptions::Type;
+  kernel::ThreadGroup::WaitOptions o;
+  WaitFlags(options.v | WEXITED, &o);
+  if (pid > 0) {
+    o.type = Type::kPid;
+    o.id = pid;
+  } else if (pid == 0) {
+    o.type = Type::kPgid;
+    o.id = t.thread_group().pgid();
   } else if (pid < -1) {
-    if (-pid != tg.pgid()) return kECHILD;
-    want = -1;
+    o.type = Type::kPgid;
+    o.id = -pid;
   }
-  TRY(kernel::ThreadGroup::Reaped r,
-      tg.WaitChild(t, want, options.v & WNOHANG));
+  TRY(kernel::ThreadGroup::Reaped r, t.thread_group().WaitChild(t, o));
   if (r.tgid == 0) return uint64_t{0};  // WNOHANG, none ready.
   if (!wstatus.null()) TRY_VOID(wstatus.CopyOut(t, r.status.WaitStatus()));
   if (!rusage.null()) TRY_VOID(rusage.CopyOut(t, (struct rusage){}));
   return static_cast<uint64_t>(r.tgid);
+}
+
+// waitid(2): P_ALL, P_PID, P_PGID; P_PIDFD is EBADF (no pidfds exist).
+// The siginfo's signo, errno, code, pid, uid and status are written (all
+// zero with WNOHANG and no child ready), as Linux; rusage is zeroed.
+SyscallResult Waitid(Task& t, int32_t which, int32_t id, UserAddr infop,
+                     Flags options, UserPtr<struct rusage> rusage) {
+  constexpr uint64_t kKnown = WNOHANG | WNOWAIT | WEXITED | WSTOPPED |
+                              WCONTINUED | __WNOTHREAD | __WCLONE | __WALL;
+  if (options.v & ~kKnown) return kEINVAL;
+  if (!(options.v & (WEXITED | WSTOPPED | WCONTINUED))) return kEINVAL;
+  using Type = kernel::ThreadGroup::WaitOptions::Type;
+  kernel::ThreadGroup::WaitOptions o;
+  WaitFlags(options.v, &o);
+  switch (which) {
+    case P_ALL:
+      break;
+    case P_PID:
+      if (id <= 0) return kEINVAL;
+      o.type = Type::kPid;
+      o.id = id;
+      break;
+    case P_PGID:
+      if (id < 0) return kEINVAL;
+      o.type = Type::kPgid;
+      o.id = id != 0 ? id : t.thread_group().pgid();
+      break;
+    case P_PIDFD:
+      if (id < 0) return kEINVAL;
+      return kEBADF;
+    default:
+      return kEINVAL;
+  }
+  TRY(kernel::ThreadGroup::Reaped r, t.thread_group().WaitChild(t, o));
+  if (r.tgid != 0 && !rusage.null()) {
+    TRY_VOID(rusage.CopyOut(t, (struct rusage){}));
+  }
+  if (infop.addr == 0) return uint64_t{0};
+  // si_signo, si_errno, si_code, then the _sigchld fields si_pid, si_uid,
+  // si_status at offsets 16, 20, 24.
+  int32_t head[3] = {r.tgid != 0 ? SIGCHLD : 0, 0, 0};
+  int32_t chld[3] = {r.tgid, static_cast<int32_t>(r.uid), 0};
+  if (r.tgid != 0) {
+    if (r.status.signo == 0) {
+      head[2] = CLD_EXITED;
+      chld[2] = r.status.code;
+    } else {
+      head[2] = r.status.core ? CLD_DUMPED : CLD_KILLED;
+      chld[2] = r.status.signo;
+    }
+  }
+  TRY_VOID(t.CopyOutFull(infop.addr, head, sizeof(head)));
+  TRY_VOID(t.CopyOutFull(infop.addr + 16, chld, sizeof(chld)));
+  return uint64_t{0};
 }
 
 // getrusage(2): CPU times are the Sentry thread's (it serves the guest's
@@ -328,12 +466,19 @@ void RegisterProcessSyscalls(SyscallTable& t) {
                     "_NO_NEW_PRIVS, PR_CAPBSET_READ; others EINVAL");
   t.Partial<&SchedGetaffinity>(nr::sched_getaffinity,
                                "the caller only; the host CPUs");
-  t.Partial<&Getpgrp>(nr::getpgrp, "own group: no job control yet");
-  t.Partial<&Getpgid>(nr::getpgid, "own process only; no job control yet");
-  t.Partial<&Getsid>(nr::getsid, "own process only; no job control yet");
+  t.Full<&Getpgrp>(nr::getpgrp);
+  t.Full<&Getpgid>(nr::getpgid);
+  t.Full<&Getsid>(nr::getsid);
+  t.Full<&Setpgid>(nr::setpgid);
+  t.Full<&Setsid>(nr::setsid);
   t.Partial<&Wait4>(nr::wait4,
-                    "exited and killed children; no stop/continue reports, "
-                    "rusage zeroed");
+                    "exited and killed children; no stop/continue reports "
+                    "(no job control stops), rusage zeroed, __WNOTHREAD "
+                    "waits for the whole process's children");
+  t.Partial<&Waitid>(nr::waitid,
+                     "P_ALL, P_PID, P_PGID; exited and killed children; "
+                     "no stop/continue reports, rusage zeroed, P_PIDFD "
+                     "EBADF (no pidfds)");
   t.Partial<&Getrusage>(nr::getrusage,
                         "system time of the Sentry thread; no guest user "
                         "time, no children");

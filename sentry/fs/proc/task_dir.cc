@@ -38,9 +38,33 @@ using Gen = kernfs::GeneratedFile::Generator;
 
 constexpr uint64_t kPage = 4096;
 
-// Whether `t` still holds its TID (not exited and reaped).
+// Whether `t` still holds its TID: it runs, or it is a process's leader
+// that exited and is not yet reaped (a zombie keeps its PID and its
+// /proc/PID until then).
 bool Alive(Task* t) {
   return t->kernel().root_pid_namespace().Lookup(t->tid()) == t;
+}
+
+// Whether `t` holds its TID and its run loop has not ended: its mm, FD
+// table and FS context may be read (a zombie has none, as Linux's exit_mm,
+// exit_files and exit_fs clear them).
+bool Running(Task* t) {
+  if (!Alive(t)) return false;
+  for (Task* th : t->thread_group().Tasks()) {
+    if (th == t) return true;
+  }
+  return false;
+}
+
+// The thread count Linux shows (signal->nr_threads): the running threads,
+// and the leader while it is a zombie (it counts until it is reaped).
+size_t ThreadCount(ThreadGroup& tg) {
+  size_t n = tg.TaskCount();
+  Task* leader = tg.kernel().root_pid_namespace().Lookup(tg.tgid());
+  if (leader != nullptr && &leader->thread_group() == &tg && !Running(leader)) {
+    ++n;
+  }
+  return n;
 }
 
 // comm: PR_SET_NAME's name, else the executable's base name (at most 15
@@ -59,12 +83,15 @@ std::string Comm(Task* t) {
 // The task's address space while it runs (null once it exits: the run loop
 // drops it before the TID is released).
 std::shared_ptr<mm::MemoryManager> Mm(Task* t) {
-  if (!Alive(t)) return nullptr;
+  if (!Running(t)) return nullptr;
   return t->mm_ref();
 }
 
 char StateChar(Task* t) {
-  if (t->thread_group().exit_status().has_value()) return 'Z';
+  // EXIT_ZOMBIE: the task's run loop has ended (a process's leader stays
+  // so until reaped, even while other threads run), or its whole process
+  // is being killed.
+  if (!Running(t) || t->thread_group().exit_status().has_value()) return 'Z';
   return t == Task::Current() ? 'R' : 'S';
 }
 
@@ -150,6 +177,7 @@ std::vector<int> OpenFds(Task* t);
 // multiple of 128 (1 KiB of pointers). Linux never shrinks it after a
 // close; here it follows the highest descriptor open now.
 uint32_t FdTableSize(Task* t) {
+  if (!Running(t)) return 0;  // exit_files: no table
   std::vector<int> fds = OpenFds(t);
   if (fds.empty() || fds.back() < 64) return 64;
   uint64_t nr = static_cast<uint64_t>(fds.back()) / 128;
@@ -167,7 +195,7 @@ std::string StatusText(Task* t) {
   char state = StateChar(t);
   std::string out;
   absl::StrAppendFormat(&out, "Name:\t%s\n", Comm(t));
-  if (Alive(t)) {
+  if (Running(t)) {
     absl::StrAppendFormat(&out, "Umask:\t%04o\n", t->fs().umask());
   }
   absl::StrAppendFormat(&out, "State:\t%s\n", StateName(state));
@@ -210,7 +238,7 @@ std::string StatusText(Task* t) {
     kb("VmPTE", 0);
     kb("VmSwap", 0);
   }
-  absl::StrAppendFormat(&out, "Threads:\t%u\n", tg.TaskCount());
+  absl::StrAppendFormat(&out, "Threads:\t%u\n", ThreadCount(tg));
   absl::StrAppendFormat(&out, "SigQ:\t0/%u\n",
                         tg.GetLimit(RLIMIT_SIGPENDING).rlim_cur);
   uint64_t ign, cgt;
@@ -270,7 +298,7 @@ std::string StatText(Task* t) {
   std::string out = absl::StrFormat(
       "%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 %u 0 0 %u %u %u ",
       t->tid(), Comm(t), StateChar(t), parent ? parent->tgid() : 0, tg.pgid(),
-      tg.sid(), tg.TaskCount(), f.size, f.rss / kPage, rss.rlim_cur);
+      tg.sid(), ThreadCount(tg), f.size, f.rss / kPage, rss.rlim_cur);
   absl::StrAppendFormat(&out, "%u %u %u 0 0 0 %u %u %u 0 0 0 ", img.start_code,
                         img.end_code, img.start_stack, t->signal_mask(), ign,
                         cgt);
@@ -396,12 +424,12 @@ vfs::VirtualDentry ReaderRoot(const vfs::VirtualDentry& fallback) {
 }
 
 vfs::VirtualDentry TaskRoot(Task* t) {
-  if (!Alive(t)) return {};
+  if (!Running(t)) return {};
   return t->fs().Root();
 }
 
 KResult<std::string> LinkTarget(Task* t, bool cwd) {
-  if (!Alive(t)) return kENOENT;
+  if (!Running(t)) return kENOENT;
   vfs::VirtualDentry root = t->fs().Root();
   if (!root.ok()) return kENOENT;
   return PathForReader(cwd ? t->fs().Cwd() : root, root);
@@ -409,7 +437,7 @@ KResult<std::string> LinkTarget(Task* t, bool cwd) {
 
 // Where the magic links cwd and root jump.
 KResult<vfs::VirtualDentry> LinkLocation(Task* t, bool cwd) {
-  if (!Alive(t)) return kENOENT;
+  if (!Running(t)) return kENOENT;
   vfs::VirtualDentry vd = cwd ? t->fs().Cwd() : t->fs().Root();
   if (!vd.ok()) return kENOENT;
   return vd;
@@ -418,7 +446,7 @@ KResult<vfs::VirtualDentry> LinkLocation(Task* t, bool cwd) {
 // The fd numbers open in `t`, ascending.
 std::vector<int> OpenFds(Task* t) {
   std::vector<int> fds;
-  if (!Alive(t)) return fds;
+  if (!Running(t)) return fds;
   // Null while the task exits (its run loop drops the table before the
   // TID is released).
   std::shared_ptr<vfs::FdTable> table = t->fd_table_ref();
@@ -435,7 +463,7 @@ std::vector<int> OpenFds(Task* t) {
 KResult<vfs::FileRef> FileOf(Task* t, std::string_view name, bool* cloexec) {
   int fd;
   if (!absl::SimpleAtoi(absl::string_view(name.data(), name.size()), &fd) ||
-      fd < 0 || !Alive(t))
+      fd < 0 || !Running(t))
     return kENOENT;
   if (absl::StrCat(fd) != name) return kENOENT;  // "01", "+1"
   std::shared_ptr<vfs::FdTable> table = t->fd_table_ref();
