@@ -339,6 +339,47 @@ TEST_F(ServerTest, GetdentsIsResumableAndComplete) {
   EXPECT_EQ(h_.client().Call(GetdentsReq{c, 0, 5}, &r), ENOTDIR);
 }
 
+// Replies stop short of max_count only at the end (the client relies on
+// it for max_count <= 512): full replies until the last, with the longest
+// names, for both listing messages.
+TEST_F(ServerTest, GetdentsRepliesAreFullUntilTheEnd) {
+  std::filesystem::create_directory(Root("long"));
+  constexpr int kFiles = 1100;
+  for (int i = 0; i < kFiles; ++i) {
+    std::string n = std::to_string(i);
+    WriteFile(Root("long/" + n + std::string(255 - n.size(), 'n')), "");
+  }
+  Handle d = h_.MustWalk({"long"});
+  for (bool plus : {false, true}) {
+    uint64_t cookie = 0;
+    int seen = 0;
+    std::vector<Handle> handles;
+    for (int rounds = 0; rounds < 10; ++rounds) {
+      std::vector<uint64_t> next;
+      if (plus) {
+        GetdentsPlusResp r;
+        ASSERT_EQ(h_.client().Call(GetdentsPlusReq{d, cookie, 512}, &r), 0);
+        for (auto& de : r.dirents) {
+          next.push_back(de.next_cookie);
+          if (de.has_inode) handles.push_back(de.inode.handle);
+        }
+      } else {
+        GetdentsResp r;
+        ASSERT_EQ(h_.client().Call(GetdentsReq{d, cookie, 512}, &r), 0);
+        for (auto& de : r.dirents) next.push_back(de.next_cookie);
+      }
+      seen += static_cast<int>(next.size());
+      if (next.size() < 512) break;
+      cookie = next.back();
+    }
+    EXPECT_EQ(seen, kFiles) << (plus ? "GetdentsPlus" : "Getdents");
+    Empty e;
+    if (!handles.empty()) {
+      ASSERT_EQ(h_.client().Call(CloseReq{handles}, &e), 0);
+    }
+  }
+}
+
 TEST_F(ServerTest, GetdentsPlusWalksEveryEntry) {
   std::filesystem::create_directory(Root("plus"));
   for (int i = 0; i < 40; ++i) {

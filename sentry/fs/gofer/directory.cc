@@ -17,7 +17,10 @@ namespace {
 constexpr int64_t kCookieBase = 2;  // offsets 0 and 1 are "." and ".."
 constexpr uint64_t kMaxCookie =
     static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-constexpr uint32_t kDirentBatch = 512;  // entries per Getdents call
+// Entries per Getdents call. 512 of the largest entries fit in a reply
+// (1 MiB), so the Gofer sends fewer only at the end of the directory
+// (docs/gofer-protocol.md, Getdents).
+constexpr uint32_t kDirentBatch = 512;
 
 int64_t OffsetOfCookie(uint64_t cookie) {
   if (cookie > kMaxCookie - kCookieBase) return kMaxCookie;
@@ -202,6 +205,7 @@ KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::CreateChild(
       break;
   }
   MarkStale();  // mtime, ctime, nlink
+  ForgetEnd();
   if ((resp.inode.stat.mode & S_IFMT) != type) {
     gfs().ReleaseHandle(resp.inode.handle);
     return kEIO;
@@ -225,6 +229,7 @@ KResult<void> GoferDirectory::LinkChild(
   TRY_VOID(gfs().Call(wire::LinkReq{handle(), std::string(name), t.handle()},
                       &resp));
   MarkStale();
+  ForgetEnd();
   TRY(std::shared_ptr<GoferInode> inode, gfs().InodeFor(resp.inode));
   // The new name must be the same file.
   if (inode.get() != &t) return kEIO;
@@ -244,6 +249,7 @@ KResult<void> GoferDirectory::RemoveChild(std::string_view name,
   Put(name, nullptr);
   if (auto* c = dynamic_cast<GoferInode*>(&child)) c->MarkStale();  // nlink
   MarkStale();
+  ForgetEnd();
   return OkResult();
 }
 
@@ -265,6 +271,8 @@ KResult<void> GoferDirectory::RenameChild(std::string_view old_name,
       &e));
   MarkStale();
   new_dir.MarkStale();
+  ForgetEnd();
+  new_dir.ForgetEnd();
   Entry moved = Take(old_name);
   Entry other = new_dir.Take(new_name);
   for (Entry* en : {&moved, &other}) {
@@ -357,8 +365,9 @@ void GoferDirectory::PrefetchPlus() {
     bool plus = gfs().getdents_plus();
     std::vector<wire::Dirent> batch;
     if (!plus || !FetchDirents(cookie, &plus, &batch).ok() || !plus) return;
-    if (batch.empty() || OffsetOfCookie(batch.back().next_cookie) ==
-                             static_cast<int64_t>(kMaxCookie)) {
+    if (batch.size() < kDirentBatch ||
+        OffsetOfCookie(batch.back().next_cookie) ==
+            static_cast<int64_t>(kMaxCookie)) {
       // The whole directory is cached: later listings can be plain.
       plus_.store(false, std::memory_order_relaxed);
       return;
@@ -385,16 +394,24 @@ KResult<void> GoferDirectory::IterDirents(int64_t offset,
     walks_after_listing_.store(0, std::memory_order_relaxed);
     listing_all_plus_.store(true, std::memory_order_relaxed);
   }
+  const bool exclusive = gfs().exclusive();
   for (;;) {
+    // The end of the directory, as the last listing found it: nothing
+    // changes an exclusive mount's directory behind the Sentry, whose own
+    // changes forget it (a guest's last getdents64 makes no call).
+    if (exclusive && cookie == end_cookie_.load(std::memory_order_relaxed)) {
+      return OkResult();
+    }
     // Per batch: a walker's lookup may switch the mode mid-listing.
     bool plus = UsePlus();
     std::vector<wire::Dirent> dirents;
     TRY_VOID(FetchDirents(cookie, &plus, &dirents));
-    if (!plus && gfs().exclusive()) {
+    if (!plus && exclusive) {
       plain_listed_.store(true, std::memory_order_relaxed);
       listing_all_plus_.store(false, std::memory_order_relaxed);
     }
-    const bool end = dirents.empty() || dirents.back().next_cookie == cookie ||
+    // A short batch is the end (kDirentBatch).
+    const bool end = dirents.size() < kDirentBatch ||
                      OffsetOfCookie(dirents.back().next_cookie) ==
                          static_cast<int64_t>(kMaxCookie);
     if (plus && end) {
@@ -407,20 +424,24 @@ KResult<void> GoferDirectory::IterDirents(int64_t offset,
         prefetch_cookie_.store(kNoPrefetch, std::memory_order_relaxed);
       }
     }
-    if (dirents.empty()) return OkResult();
+    if (dirents.empty()) {
+      if (exclusive) end_cookie_.store(cookie, std::memory_order_relaxed);
+      return OkResult();
+    }
     for (const wire::Dirent& d : dirents) {
       if (!ValidName(d.name) || d.next_cookie > kMaxCookie) return kEIO;
+    }
+    const uint64_t next = dirents.back().next_cookie;
+    // A cookie that does not move on would list the same entries forever.
+    if (next == cookie) return kEIO;
+    if (end && exclusive) end_cookie_.store(next, std::memory_order_relaxed);
+    for (const wire::Dirent& d : dirents) {
       vfs::DirEntry de{d.name, d.ino, ValidDirentType(d.type),
                        OffsetOfCookie(d.next_cookie)};
       if (!sink(de)) return OkResult();
     }
-    uint64_t next = dirents.back().next_cookie;
-    // A cookie that does not move on would list the same entries forever;
-    // the end-of-directory marker ends the listing.
-    if (next == cookie) return kEIO;
-    if (OffsetOfCookie(next) == static_cast<int64_t>(kMaxCookie)) {
-      return OkResult();
-    }
+    // The end-of-directory marker or a short batch ends the listing.
+    if (end) return OkResult();
     cookie = next;
   }
 }

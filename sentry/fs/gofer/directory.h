@@ -134,6 +134,8 @@ class GoferDirectory final : public GoferInode {
   // kPrefetchEntries entries with GetdentsPlus, cached (errors are
   // ignored: lookups walk instead).
   void PrefetchPlus();
+  // The Sentry changed the directory: its end is not known any more.
+  void ForgetEnd() { end_cookie_.store(kNoEnd, std::memory_order_relaxed); }
   // Puts a child directory in plus mode if this one is.
   void Inherit(GoferInode& child);
   // Whether the next batch of a listing uses GetdentsPlus.
@@ -155,6 +157,9 @@ class GoferDirectory final : public GoferInode {
   std::atomic<bool> plus_{false};
   // A plain batch was listed and no walker has acted on it yet.
   std::atomic<bool> plain_listed_{false};
+  // The cookie at which the last listing found the end, or kNoEnd.
+  static constexpr uint64_t kNoEnd = ~uint64_t{0};
+  std::atomic<uint64_t> end_cookie_{kNoEnd};
   // Whether the listing in progress (or the last) used only GetdentsPlus.
   std::atomic<bool> listing_all_plus_{false};
   // Names walked since the listing in progress (or the last one) began.

@@ -26,6 +26,7 @@ namespace {
 
 using ::gofer::testing::WriteFile;
 using ::testing::IsSupersetOf;
+using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
 
 void ExpectStatEq(const abi::Stat& st, const struct stat& hs) {
@@ -390,6 +391,42 @@ TEST_F(GoferFsTest, WalkerSwitchesToGetdentsPlus) {
     ExpectMatchesHost(vfs::StatAt(Base(), "/" + p, 0), Host(p));
   }
   EXPECT_EQ(fs_->rpc_count(), before);
+}
+
+// A batch shorter than asked is the end of the directory, and an exclusive
+// mount remembers where it ended: a small directory's listing is one
+// Getdents call, and the guest's last getdents64 (from the end) none. The
+// Sentry's own changes forget the end.
+TEST_F(GoferFsTest, ListingEndIsKnown) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(Host("e").c_str(), 0755), 0);
+  for (int i = 0; i < 5; ++i) WriteFile(Host("d/f" + std::to_string(i)), "");
+  Mount();
+  GoferFilesystem::CallCounts& c = fs_->calls();
+  auto f = Open("/d", O_RDONLY | O_DIRECTORY);
+  ASSERT_OK(f);
+  const uint64_t g0 = c.getdents.load();
+  int n = 0;
+  auto count = [&](const vfs::DirEntry&) {
+    ++n;
+    return true;
+  };
+  ASSERT_OK((*f)->IterDirents(count));
+  EXPECT_EQ(n, 7);
+  EXPECT_EQ(c.getdents.load(), g0 + 1);
+  ASSERT_OK((*f)->IterDirents(count));  // from the end
+  EXPECT_EQ(n, 7);
+  EXPECT_EQ(c.getdents.load(), g0 + 1);
+  EXPECT_EQ(List("/e").size(), 2u);  // empty: one call
+  EXPECT_EQ(List("/e").size(), 2u);  // none
+  EXPECT_EQ(c.getdents.load(), g0 + 2);
+  ASSERT_OK(Open("/e/new", O_CREAT | O_WRONLY));
+  EXPECT_THAT(List("/e"), UnorderedElementsAre(".", "..", "new"));
+  ASSERT_OK(vfs::RenameAt(Base(), "/d/f0", Base(), "/e/f0", 0));
+  EXPECT_THAT(List("/e"), UnorderedElementsAre(".", "..", "new", "f0"));
+  EXPECT_EQ(List("/d").size(), 6u);
+  ASSERT_OK(vfs::UnlinkAt(Base(), "/e/new", 0));
+  EXPECT_THAT(List("/e"), UnorderedElementsAre(".", "..", "f0"));
 }
 
 TEST_F(GoferFsTest, ListingRespectsTheNameCacheBound) {
