@@ -77,6 +77,12 @@ bool NotifyParentOfExit(ThreadGroup& child, ThreadGroup& parent,
 // blocked; if the new mask uncovers a pending signal, the task interrupts
 // itself so a blocking wait returns and the run loop delivers it.
 void SetSignalMask(Task& t, SigSet mask);
+// rt_sigtimedwait's sleep: the waited `set` is unblocked so its signals
+// wake the task, while the real mask (returned) still counts for sending
+// (a signal blocked before the wait is not discarded as ignored; Linux's
+// real_blocked). EndSigwait puts the real mask back.
+SigSet BeginSigwait(Task& t, SigSet set);
+void EndSigwait(Task& t, SigSet real);
 // sigpending: signals pending for the task or its process that it blocks.
 SigSet PendingBlockedSignals(Task& t);
 // Any signal pending for the task (or its process) outside `mask`.

@@ -82,6 +82,9 @@ struct TaskSignals {
   SignalQueue pending;
   // Set once the task's run loop is ending: it takes no more group signals.
   bool exiting = false;
+  // The mask before rt_sigtimedwait unblocked the waited signals (0
+  // otherwise): such signals are not ignored at send time.
+  SigSet real_blocked = 0;
   // rt_sigsuspend / ppoll / pselect: the mask to restore after the signal
   // (Linux's saved_sigmask with TIF_RESTORE_SIGMASK). Task thread.
   std::optional<SigSet> saved_mask;

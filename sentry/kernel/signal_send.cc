@@ -55,7 +55,9 @@ KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
   Task* receiver =
       target != nullptr ? target : (tasks.empty() ? nullptr : tasks[0]);
   if (sig != SIGKILL && ActionIgnores(sig, act) &&
-      (receiver == nullptr || !(receiver->signal_mask() & SigBit(sig)))) {
+      (receiver == nullptr ||
+       !((receiver->signal_mask() | receiver->signals().real_blocked) &
+         SigBit(sig)))) {
     return out;
   }
   SignalQueue& q =
@@ -92,7 +94,8 @@ KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
   // A signal whose default action kills ends the group at once (the
   // core-dumping ones are left to the receiving thread).
   if (act.handler == abi::kSigDfl &&
-      (sig == SIGKILL || DefaultActionOf(sig) == DefaultAction::kTerminate)) {
+      (sig == SIGKILL || (DefaultActionOf(sig) == DefaultAction::kTerminate &&
+                          !(t->signals().real_blocked & SigBit(sig))))) {
     out.fatal = true;
     return out;
   }
@@ -207,6 +210,31 @@ bool NotifyParentOfExit(ThreadGroup& child, ThreadGroup& parent,
   }
   if (out.fatal) parent.ExitGroup(ExitStatus::Killed(sig));
   return autoreap;
+}
+
+SigSet BeginSigwait(Task& t, SigSet set) {
+  ThreadGroup& tg = t.thread_group();
+  SigSet real;
+  bool deliverable;
+  {
+    absl::MutexLock l(&tg.signal_mu());
+    real = t.signal_mask();
+    t.signals().real_blocked = real;
+    const SigSet mask = real & ~set;
+    t.set_signal_mask(mask);
+    deliverable =
+        ((t.signals().pending.pending() | tg.SharedPendingLocked().pending()) &
+         ~mask) != 0;
+  }
+  if (deliverable) t.Interrupt();
+  return real;
+}
+
+void EndSigwait(Task& t, SigSet real) {
+  ThreadGroup& tg = t.thread_group();
+  absl::MutexLock l(&tg.signal_mu());
+  t.set_signal_mask(real);
+  t.signals().real_blocked = 0;
 }
 
 void SetSignalMask(Task& t, SigSet mask) {

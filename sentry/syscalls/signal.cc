@@ -146,10 +146,9 @@ SyscallResult RtSigtimedwait(Task& t, UserPtr<uint64_t> uset, UserAddr uinfo,
   bool interrupted = false;
   if (!info.has_value() && timeout != 0) {
     // The waited signals wake the task while it sleeps (real_blocked).
-    const SigSet real = t.signal_mask();
-    kernel::SetSignalMask(t, real & ~set);
+    const SigSet real = kernel::BeginSigwait(t, set);
     interrupted = WaitInterrupted(t, timeout);
-    kernel::SetSignalMask(t, real);
+    kernel::EndSigwait(t, real);
     info = kernel::DequeueSignalIn(t, set);
   }
   if (!info.has_value()) return interrupted ? kEINTR : kEAGAIN;
