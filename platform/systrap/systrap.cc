@@ -1116,6 +1116,13 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
       state.regs.rip += 2;
       continue;
     }
+    // The FPU state comes back on interrupts too: the Sentry may build a
+    // signal frame from it.
+    uint32_t len = Load(&s->xsave_len);
+    if (len > xsize) len = xsize;
+    state.fp.resize(xsize);
+    memcpy(state.fp.data(), s->xsave, len);
+    if (len < xsize) memset(state.fp.data() + len, 0, xsize - len);
     if (ev == STUB_EV_INTERRUPT) {
       if (interrupt_.exchange(false)) {
         result.reason = SwitchReason::kInterrupted;
@@ -1123,11 +1130,6 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
       }
       continue;  // a stale interrupt signal
     }
-    uint32_t len = Load(&s->xsave_len);
-    if (len > xsize) len = xsize;
-    state.fp.resize(xsize);
-    memcpy(state.fp.data(), s->xsave, len);
-    if (len < xsize) memset(state.fp.data() + len, 0, xsize - len);
     if (ev == STUB_EV_SYSCALL) {
       result.reason = SwitchReason::kSyscall;
       break;

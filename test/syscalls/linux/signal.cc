@@ -342,6 +342,37 @@ TEST(SignalTest, SigreturnRestoresFpRegisters) {
   EXPECT_EQ(hi, in);
 }
 
+volatile int async_fp_flag = 0;
+void AsyncFpHandler(int, siginfo_t*, void*) {
+  asm volatile("pcmpeqd %%xmm8, %%xmm8" ::: "xmm8");
+  async_fp_flag = 1;
+}
+
+// A signal that stops the thread in the middle of its own computation (no
+// syscall): the FPU state it had then is what sigreturn restores.
+TEST(SignalTest, AsyncSignalPreservesFpRegisters) {
+  ScopedHandler h(SIGUSR1, AsyncFpHandler, 0);
+  async_fp_flag = 0;
+  const pid_t main_tid = Gettid();
+  std::thread th([&] {
+    usleep(50 * 1000);
+    Tgkill(getpid(), main_tid, SIGUSR1);
+  });
+  const uint64_t in = 0x0123456789abcdef;
+  uint64_t out = 0;
+  asm volatile(
+      "movq %[in], %%xmm8\n\t"
+      "1: pause\n\t"
+      "cmpl $0, %[flag]\n\t"
+      "je 1b\n\t"
+      "movq %%xmm8, %[out]\n\t"
+      : [out] "=r"(out)
+      : [in] "r"(in), [flag] "m"(async_fp_flag)
+      : "xmm8", "memory", "cc");
+  th.join();
+  EXPECT_EQ(out, in);
+}
+
 volatile char* fault_addr = nullptr;
 void SegvHandler(int sig, siginfo_t* info, void*) {
   _exit(sig == SIGSEGV && info->si_addr == fault_addr &&
