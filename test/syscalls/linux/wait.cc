@@ -218,6 +218,25 @@ TEST(Wait4Test, BlocksUntilTheChildDies) {
   EXPECT_THAT(ws, ExitedWithCode(1));
 }
 
+TEST(Wait4Test, IgnoredSigchldReapsAtOnce) {
+  // With SIGCHLD ignored a dead child is reaped at its exit: a blocked
+  // wait wakes to find no child (ECHILD), and no zombie stays in /proc.
+  struct sigaction ign = {}, old = {};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_THAT(sigaction(SIGCHLD, &ign, &old), SyscallSucceeds());
+  pid_t pid = fork();
+  if (pid == 0) {
+    usleep(50000);
+    _exit(0);
+  }
+  ASSERT_THAT(pid, SyscallSucceeds());
+  EXPECT_THAT(waitpid(-1, nullptr, 0), SyscallFailsWithErrno(ECHILD));
+  struct stat st;
+  EXPECT_THAT(stat(("/proc/" + std::to_string(pid)).c_str(), &st),
+              SyscallFailsWithErrno(ENOENT));
+  ASSERT_THAT(sigaction(SIGCHLD, &old, nullptr), SyscallSucceeds());
+}
+
 TEST(Wait4Test, CloneChildrenNeedWclone) {
   // A child with no exit signal is a "clone" child: only __WCLONE or
   // __WALL waits for it; a fork child is the opposite.
