@@ -371,7 +371,8 @@ TEST_F(SyscallsTest, UnameSysinfoTime) {
     usleep(20000);
     task_->Interrupt();
   });
-  EXPECT_EQ(Call(nr::nanosleep, buf_, buf_ + 32).error(), kERestartSys);
+  EXPECT_EQ(Call(nr::nanosleep, buf_, buf_ + 32).error(),
+            kERestartRestartBlock);
   interrupter.join();
   EXPECT_GT(Get<abi::Timespec>(buf_ + 32).tv_sec, 1000000000);
 }

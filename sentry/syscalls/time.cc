@@ -104,6 +104,31 @@ KResult<void> SleepInterruptible(Task& t, int64_t ns, int64_t* left_ns) {
   }
 }
 
+// An interrupted relative sleep with `left_ns` to go: writes the time left
+// to `rem` and returns ERESTART_RESTARTBLOCK, so a handler makes it EINTR
+// and anything else resumes it through restart_syscall(2) to the same
+// deadline (Linux's hrtimer_nanosleep_restart).
+Errno SleepRestartBlock(Task& t, int64_t left_ns, UserPtr<abi::Timespec> rem) {
+  if (!rem.null()) {
+    (void)rem.CopyOut(
+        t, abi::Timespec{left_ns / 1000000000, left_ns % 1000000000});
+  }
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t deadline = now.tv_sec * 1000000000LL + now.tv_nsec + left_ns;
+  t.signals().restart_fn = [deadline, rem](Task& t) -> KResult<uint64_t> {
+    timespec n;
+    clock_gettime(CLOCK_MONOTONIC, &n);
+    int64_t left = deadline - (n.tv_sec * 1000000000LL + n.tv_nsec);
+    int64_t still = 0;
+    if (left <= 0 || SleepInterruptible(t, left, &still).ok()) {
+      return uint64_t{0};
+    }
+    return SleepRestartBlock(t, still, rem);
+  };
+  return kERestartRestartBlock;
+}
+
 // nanosleep(2).
 SyscallResult Nanosleep(Task& t, UserPtr<abi::Timespec> req,
                         UserPtr<abi::Timespec> rem) {
@@ -116,12 +141,7 @@ SyscallResult Nanosleep(Task& t, UserPtr<abi::Timespec> req,
                    : ts.tv_sec * 1000000000 + ts.tv_nsec;
   int64_t left = 0;
   KResult<void> r = SleepInterruptible(t, ns, &left);
-  if (!r.ok()) {
-    if (!rem.null()) {
-      (void)rem.CopyOut(t, abi::Timespec{left / 1000000000, left % 1000000000});
-    }
-    return r.error();
-  }
+  if (!r.ok()) return SleepRestartBlock(t, left, rem);
   return uint64_t{0};
 }
 
@@ -149,10 +169,9 @@ SyscallResult ClockNanosleep(Task& t, int32_t clock, Flags flags,
   int64_t left = 0;
   KResult<void> r = SleepInterruptible(t, ns, &left);
   if (!r.ok()) {
-    if (!rem.null() && !(flags.v & TIMER_ABSTIME)) {
-      (void)rem.CopyOut(t, abi::Timespec{left / 1000000000, left % 1000000000});
-    }
-    return r.error();
+    // An absolute sleep restarts with the same arguments.
+    if (flags.v & TIMER_ABSTIME) return kERestartNoHand;
+    return SleepRestartBlock(t, left, rem);
   }
   return uint64_t{0};
 }

@@ -258,6 +258,24 @@ TEST(SignalTest, BlockedReadRestartsWithSaRestart) {
   EXPECT_THAT(InterruptedRead(SA_RESTART), SyscallSucceedsWithValue(1));
 }
 
+// nanosleep is never restarted after a handler, SA_RESTART or not
+// (ERESTART_RESTARTBLOCK): EINTR with the time left.
+TEST(SignalTest, NanosleepInterruptedByAHandlerIsEintr) {
+  Reset();
+  ScopedHandler h(SIGUSR1, RecordingHandler, SA_RESTART);
+  const pid_t main_tid = Gettid();
+  std::thread th([&] {
+    usleep(50 * 1000);
+    Tgkill(getpid(), main_tid, SIGUSR1);
+  });
+  struct timespec req = {5, 0}, rem = {0, 0};
+  EXPECT_THAT(nanosleep(&req, &rem), SyscallFailsWithErrno(EINTR));
+  th.join();
+  EXPECT_EQ(seen.count.load(), 1);
+  EXPECT_GT(rem.tv_sec, 3);
+  EXPECT_LE(rem.tv_sec, 5);
+}
+
 TEST(SignalTest, AlternateStack) {
   Reset();
   std::vector<char> stack(64 * 1024);
