@@ -102,8 +102,7 @@ class Kernel {
   ExitStatus WaitInit();
 
   // A signal from outside the sandbox (SIGINT/SIGTERM to `runsc do`) for
-  // init. Until signal delivery exists: ignored if init ignores it,
-  // otherwise it ends init's process as its default action would.
+  // init's process, with si_pid 0: its handler runs, or its action applies.
   void SendExternalSignal(int sig);
 
   // Ends the sandbox because the Sentry cannot go on (a stub died); the

@@ -93,14 +93,14 @@ class ThreadGroup {
   KResult<abi::Rlimit64> SetLimit(int resource, const abi::Rlimit64& lim,
                                   bool privileged);
 
-  // Signal actions. Recorded only: delivery comes with the signals issue.
+  // Signal actions (signal.h delivers them).
   abi::KernelSigaction GetAction(int sig) const;
   void SetAction(int sig, const abi::KernelSigaction& act);
 
-  // A signal for this process, until signal delivery exists: dropped if
-  // the process ignores it (explicitly, or by default), otherwise its
-  // default action ends the process (stop signals too, for now; a handler
-  // is logged as not yet delivered).
+  // A signal the kernel raises for this process (SI_USER): to the calling
+  // task if it belongs to the process (SIGPIPE), else to the process (a
+  // signal from outside the sandbox). Delivered as any other signal: a
+  // handler runs, or the action (ignore, default) applies.
   void SignalDefaultAction(int sig);
 
   // Adds a task; the first becomes the leader (its TID is the TGID).
