@@ -162,6 +162,38 @@ TEST(ZombieTest, ProcShowsTheZombieUntilItIsReaped) {
   EXPECT_THAT(getpgid(pid), SyscallFailsWithErrno(ESRCH));
 }
 
+TEST(ZombieTest, LeaderThatExitedFirstStaysUntilTheProcessIsReaped) {
+  // The main thread exits (exit(2), not exit_group) while another thread
+  // runs: the process, its PID and /proc/PID live on (the leader is a
+  // zombie, counted in Threads); the process's status is the last
+  // thread's exit code.
+  int go[2];
+  ASSERT_THAT(pipe(go), SyscallSucceeds());
+  pid_t pid = fork();
+  if (pid == 0) {
+    static int fd;
+    fd = go[0];
+    std::thread([] {
+      char c;
+      (void)!read(fd, &c, 1);
+      syscall(SYS_exit, 5);
+    }).detach();
+    syscall(SYS_exit, 3);
+  }
+  ASSERT_THAT(pid, SyscallSucceeds());
+  ASSERT_TRUE(AwaitZombie(pid)) << "state: " << StatusState(pid);
+  std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  EXPECT_NE(status.find("\nThreads:\t2\n"), std::string::npos) << status;
+  EXPECT_THAT(getpgid(pid), SyscallSucceedsWithValue(getpgrp()));
+  EXPECT_THAT(waitpid(pid, nullptr, WNOHANG), SyscallSucceedsWithValue(0));
+  ASSERT_THAT(write(go[1], "g", 1), SyscallSucceedsWithValue(1));
+  int ws = 0;
+  ASSERT_THAT(waitpid(pid, &ws, 0), SyscallSucceedsWithValue(pid));
+  EXPECT_THAT(ws, ExitedWithCode(5));
+  close(go[0]);
+  close(go[1]);
+}
+
 TEST(ZombieTest, RunningChildIsNotAZombie) {
   BlockedChild c;
   ASSERT_GT(c.pid(), 0);
