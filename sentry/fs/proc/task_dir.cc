@@ -56,6 +56,24 @@ bool Running(Task* t) {
   return false;
 }
 
+// The threads /proc/PID/task lists, by TID: the running ones, and the
+// leader while it is a zombie (it stays in Linux's thread list until the
+// process is reaped).
+std::vector<Task*> Threads(ThreadGroup& tg) {
+  std::vector<Task*> out;
+  for (Task* th : tg.Tasks()) {
+    if (Alive(th)) out.push_back(th);
+  }
+  Task* leader = tg.kernel().root_pid_namespace().Lookup(tg.tgid());
+  if (leader != nullptr && &leader->thread_group() == &tg &&
+      std::find(out.begin(), out.end(), leader) == out.end()) {
+    out.push_back(leader);
+  }
+  std::sort(out.begin(), out.end(),
+            [](Task* a, Task* b) { return a->tid() < b->tid(); });
+  return out;
+}
+
 // The thread count Linux shows (signal->nr_threads): the running threads,
 // and the leader while it is a zombie (it counts until it is reaped).
 size_t ThreadCount(ThreadGroup& tg) {
@@ -743,15 +761,15 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
     tasks->SetDynamic(
         [t] {
           std::vector<std::string> names;
-          for (Task* th : t->thread_group().Tasks()) {
-            if (Alive(th)) names.push_back(absl::StrCat(th->tid()));
+          for (Task* th : Threads(t->thread_group())) {
+            names.push_back(absl::StrCat(th->tid()));
           }
           return names;
         },
         [fsp,
          t](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
-          for (Task* th : t->thread_group().Tasks()) {
-            if (absl::StrCat(th->tid()) == name && Alive(th)) {
+          for (Task* th : Threads(t->thread_group())) {
+            if (absl::StrCat(th->tid()) == name) {
               return NewTaskDir(*fsp, th, true);
             }
           }
