@@ -107,9 +107,9 @@ std::shared_ptr<mm::MemoryManager> Mm(Task* t) {
 
 char StateChar(Task* t) {
   // EXIT_ZOMBIE: the task's run loop has ended (a process's leader stays
-  // so until reaped, even while other threads run), or its whole process
-  // is being killed.
-  if (!Running(t) || t->thread_group().exit_status().has_value()) return 'Z';
+  // so until reaped, even while other threads run). Not before: a task
+  // still leaving after exit_group is not yet waitable.
+  if (!Running(t)) return 'Z';
   return t == Task::Current() ? 'R' : 'S';
 }
 
