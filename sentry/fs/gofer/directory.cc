@@ -434,7 +434,11 @@ KResult<void> GoferDirectory::IterDirents(int64_t offset,
     const uint64_t next = dirents.back().next_cookie;
     // A cookie that does not move on would list the same entries forever.
     if (next == cookie) return kEIO;
-    if (end && exclusive) end_cookie_.store(next, std::memory_order_relaxed);
+    if (end && exclusive) {
+      // As the guest will resume: an end marker resumes at INT64_MAX.
+      end_cookie_.store(CookieOfOffset(OffsetOfCookie(next)),
+                        std::memory_order_relaxed);
+    }
     for (const wire::Dirent& d : dirents) {
       vfs::DirEntry de{d.name, d.ino, ValidDirentType(d.type),
                        OffsetOfCookie(d.next_cookie)};
