@@ -63,11 +63,16 @@ KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
   SignalQueue& q =
       target != nullptr ? target->signals().pending : tg.SharedPendingLocked();
   if (!IsRealtimeSignal(sig) && (q.pending() & SigBit(sig))) return out;
-  if (IsRealtimeSignal(sig) && info.si_code != SI_USER) {
-    // RLIMIT_SIGPENDING counts queued siginfo per user in Linux; here
-    // per queue, which is the same bound for one process.
+  if (IsRealtimeSignal(sig)) {
+    // RLIMIT_SIGPENDING bounds the queued siginfo (per user in Linux;
+    // here per queue, the same bound for one process). Over it, kill()
+    // still marks the signal pending (one instance, as Linux keeps the bit
+    // without the info); sigqueue and the kernel get EAGAIN.
     const abi::Rlimit64& lim = tg.LimitLocked(RLIMIT_SIGPENDING);
-    if (q.size() >= lim.rlim_cur) return kEAGAIN;
+    if (q.size() >= lim.rlim_cur) {
+      if (info.si_code != SI_USER) return kEAGAIN;
+      if (q.pending() & SigBit(sig)) return out;
+    }
   }
   q.Enqueue(info);
 

@@ -304,7 +304,6 @@ SyscallResult RtSigqueueinfo(Task& t, int32_t tgid, int32_t sig,
                              UserAddr uinfo) {
   TRY(siginfo_t info,
       QueuedInfo(t, uinfo, sig, tgid == t.thread_group().tgid()));
-  if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
   kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tgid);
   if (target == nullptr) return kESRCH;
   return SendToProcess(t, *target, info);

@@ -27,6 +27,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/kernel/signal.h"
+#include "sentry/kernel/signal_frame.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/testing/fake_platform.h"
 #include "sentry/syscalls/table.h"
@@ -556,6 +557,88 @@ TEST_F(SyscallsTest, KillSelf) {
   kernel::DeliverSignals(*task_);
   EXPECT_TRUE(task_->thread_group().exiting());
   EXPECT_EQ(task_->thread_group().exit_status()->ShellStatus(), 134);
+}
+
+// The run loop's signal step on a syscall that returned a restart code:
+// handle_signal's and arch_do_signal_or_restart's rules, the frame, and
+// rt_sigreturn back to the restarted syscall.
+TEST_F(SyscallsTest, SignalRestartRulesAndSigreturn) {
+  user_regs_struct& regs = task_->cpu().regs;
+  const uint64_t stack_top = buf_ + 4 * 4096 - 64;
+  auto arm = [&](Errno restart) {
+    regs.rip = 0x1002;  // just past the syscall instruction
+    regs.orig_rax = 0;  // read
+    regs.rax = Neg(restart);
+    regs.rsp = stack_top;
+    task_->signals().syscall_restart = restart;
+  };
+  auto sc_at = [&](uint64_t rsp) {
+    return Get<kernel::SigContext>(rsp + 8 +
+                                   offsetof(kernel::UContext, uc_mcontext));
+  };
+  abi::KernelSigaction act = {0x5000, SA_RESTART | kernel::kSaRestorer, 0x6000,
+                              0};
+  Put(buf_, &act, sizeof(act));
+  ASSERT_TRUE(Call(nr::rt_sigaction, SIGUSR1, buf_, 0, 8).ok());
+
+  // ERESTARTSYS + SA_RESTART: the handler runs, then the syscall again.
+  arm(kERestartSys);
+  ASSERT_TRUE(Call(nr::tgkill, 1, 1, SIGUSR1).ok());
+  kernel::DeliverSignals(*task_);
+  EXPECT_EQ(regs.rip, 0x5000u);
+  EXPECT_EQ(regs.rdi, uint64_t{SIGUSR1});
+  EXPECT_EQ(task_->signal_mask(), kernel::SigBit(SIGUSR1));
+  kernel::SigContext sc = sc_at(regs.rsp);
+  EXPECT_EQ(sc.rip, 0x1000u);
+  EXPECT_EQ(sc.rax, 0u);
+  EXPECT_EQ(Get<uint64_t>(regs.rsp), 0x6000u);  // return address
+  // The handler returns into the restorer, which calls rt_sigreturn.
+  regs.rsp += 8;
+  regs.rax = 15;
+  EXPECT_EQ(Call(nr::rt_sigreturn).value(), 0u);
+  EXPECT_EQ(regs.rip, 0x1000u);
+  EXPECT_EQ(regs.rsp, stack_top);
+  EXPECT_EQ(task_->signal_mask(), 0u);
+
+  // Without SA_RESTART: EINTR.
+  act.flags = kernel::kSaRestorer;
+  Put(buf_, &act, sizeof(act));
+  ASSERT_TRUE(Call(nr::rt_sigaction, SIGUSR1, buf_, 0, 8).ok());
+  arm(kERestartSys);
+  ASSERT_TRUE(Call(nr::tgkill, 1, 1, SIGUSR1).ok());
+  kernel::DeliverSignals(*task_);
+  sc = sc_at(regs.rsp);
+  EXPECT_EQ(sc.rax, Neg(kEINTR));
+  EXPECT_EQ(sc.rip, 0x1002u);
+  regs.rsp += 8;
+  ASSERT_TRUE(Call(nr::rt_sigreturn).ok());
+
+  // ERESTARTNOINTR restarts even after a handler.
+  arm(kERestartNoIntr);
+  ASSERT_TRUE(Call(nr::tgkill, 1, 1, SIGUSR1).ok());
+  kernel::DeliverSignals(*task_);
+  EXPECT_EQ(sc_at(regs.rsp).rip, 0x1000u);
+  regs.rsp += 8;
+  ASSERT_TRUE(Call(nr::rt_sigreturn).ok());
+
+  // No handler ran: ERESTARTNOHAND restarts, ERESTART_RESTARTBLOCK goes
+  // through restart_syscall.
+  arm(kERestartNoHand);
+  kernel::DeliverSignals(*task_);
+  EXPECT_EQ(regs.rip, 0x1000u);
+  EXPECT_EQ(regs.rax, 0u);
+  arm(kERestartRestartBlock);
+  kernel::DeliverSignals(*task_);
+  EXPECT_EQ(regs.rip, 0x1000u);
+  EXPECT_EQ(regs.rax, uint64_t{nr::restart_syscall});
+  EXPECT_EQ(Call(nr::restart_syscall).error(), kEINTR);  // nothing armed
+
+  // A frame that cannot be read back: SIGSEGV, which kills.
+  regs.rsp = 0x10;
+  EXPECT_EQ(Call(nr::rt_sigreturn).value(), 0u);
+  kernel::DeliverSignals(*task_);
+  ASSERT_TRUE(task_->thread_group().exiting());
+  EXPECT_EQ(task_->thread_group().exit_status()->signo, SIGSEGV);
 }
 
 TEST_F(SyscallsTest, ProcessMisc) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -202,6 +203,32 @@ TEST(SignalTest, RealtimeSignalsQueueInOrder) {
     EXPECT_TRUE(rt_values.empty());
   }
   EXPECT_THAT(rt_values, ::testing::ElementsAre(100, 101, 102, 103));
+}
+
+// RLIMIT_SIGPENDING bounds queued real-time signals: sigqueue gets EAGAIN,
+// kill still marks the signal pending.
+TEST(SignalTest, RealtimeQueueLimit) {
+  EXPECT_THAT(InForkedChild([] {
+                struct rlimit lim = {4, 4};
+                if (setrlimit(RLIMIT_SIGPENDING, &lim) != 0) _exit(2);
+                sigset_t s;
+                sigemptyset(&s);
+                sigaddset(&s, SIGRTMIN);
+                sigprocmask(SIG_BLOCK, &s, nullptr);
+                union sigval v = {};
+                for (int i = 0; i < 4; ++i) {
+                  if (sigqueue(getpid(), SIGRTMIN, v) != 0) _exit(3);
+                }
+                if (sigqueue(getpid(), SIGRTMIN, v) != -1 || errno != EAGAIN) {
+                  _exit(4);
+                }
+                if (kill(getpid(), SIGRTMIN) != 0) _exit(5);
+                struct timespec zero = {0, 0};
+                int n = 0;
+                while (sigtimedwait(&s, nullptr, &zero) == SIGRTMIN) ++n;
+                if (n < 4) _exit(6);
+              }),
+              ExitedWithCode(0));
 }
 
 TEST(SignalTest, SigqueueinfoCannotForgeKernelCodesForOthers) {
