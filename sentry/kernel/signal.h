@@ -46,7 +46,7 @@ siginfo_t KernelSignalInfo(int sig);
 // check_kill_permission: same process, or kill_ok_by_cred (the sender's
 // real or effective uid is the target's real or saved uid), or CAP_KILL;
 // SIGCONT within one session.
-bool MayKill(const Task& sender, const Task& target, int sig);
+bool MayKill(const Task& sender, Task& target, int sig);
 
 // Sends to one thread (tkill, tgkill, faults) or to a process (kill). The
 // signal is dropped when the process ignores it and the receiver does not

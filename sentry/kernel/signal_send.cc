@@ -137,10 +137,10 @@ siginfo_t KernelSignalInfo(int sig) {
   return info;
 }
 
-bool MayKill(const Task& sender, const Task& target, int sig) {
+bool MayKill(const Task& sender, Task& target, int sig) {
   if (&sender.thread_group() == &target.thread_group()) return true;
   const Credentials& c = sender.creds();
-  std::shared_ptr<const Credentials> tc = const_cast<Task&>(target).CredsRef();
+  std::shared_ptr<const Credentials> tc = target.CredsRef();
   if (c.euid == tc->suid || c.euid == tc->ruid || c.ruid == tc->suid ||
       c.ruid == tc->ruid || c.HasCapability(kCapKill)) {
     return true;
