@@ -418,6 +418,29 @@ TEST(SignalTest, AsyncSignalPreservesFpRegisters) {
   EXPECT_EQ(out, in);
 }
 
+// A handler that corrupts the XSAVE header in its frame (a compacted-form
+// XCOMP_BV, which XRSTOR rejects): rt_sigreturn fails and the process gets
+// SIGSEGV, as on Linux.
+void CorruptXsaveHandler(int, siginfo_t*, void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  auto* x = reinterpret_cast<uint8_t*>(uc->uc_mcontext.fpregs);
+  if (x == nullptr) _exit(7);
+  const uint64_t compacted = uint64_t{1} << 63;
+  memcpy(x + 512 + 8, &compacted, sizeof(compacted));
+}
+
+TEST(SignalTest, CorruptFrameFpStateKills) {
+  EXPECT_THAT(InForkedChild([] {
+                struct sigaction sa = {};
+                sa.sa_sigaction = CorruptXsaveHandler;
+                sa.sa_flags = SA_SIGINFO;
+                sigaction(SIGUSR1, &sa, nullptr);
+                raise(SIGUSR1);
+                _exit(8);  // not reached: sigreturn fails
+              }),
+              KilledBySignal(SIGSEGV));
+}
+
 volatile char* fault_addr = nullptr;
 void SegvHandler(int sig, siginfo_t* info, void*) {
   _exit(sig == SIGSEGV && info->si_addr == fault_addr &&
