@@ -85,6 +85,13 @@ SigSet BeginSigwait(Task& t, SigSet set);
 void EndSigwait(Task& t, SigSet real);
 // sigpending: signals pending for the task or its process that it blocks.
 SigSet PendingBlockedSignals(Task& t);
+// /proc/PID/status: SigPnd (the thread's own), ShdPnd (the process's),
+// the number of queued siginfo (SigQ) and SigBlk, read under the lock.
+struct SignalStatus {
+  SigSet pending = 0, shared = 0, blocked = 0;
+  size_t queued = 0;
+};
+SignalStatus SignalStatusOf(Task& t);
 // Any signal pending for the task (or its process) outside `mask`.
 bool HasSignalOutside(Task& t, SigSet mask);
 // Dequeues a pending signal in `set` (rt_sigtimedwait): the thread's own

@@ -263,6 +263,17 @@ SigSet PendingBlockedSignals(Task& t) {
          t.signal_mask();
 }
 
+SignalStatus SignalStatusOf(Task& t) {
+  ThreadGroup& tg = t.thread_group();
+  absl::MutexLock l(&tg.signal_mu());
+  SignalStatus s;
+  s.pending = t.signals().pending.pending();
+  s.shared = tg.SharedPendingLocked().pending();
+  s.blocked = t.signal_mask();
+  s.queued = t.signals().pending.size() + tg.SharedPendingLocked().size();
+  return s;
+}
+
 bool HasSignalOutside(Task& t, SigSet mask) {
   ThreadGroup& tg = t.thread_group();
   absl::MutexLock l(&tg.signal_mu());

@@ -24,6 +24,7 @@
 #include "sentry/fs/proc/format.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/signal.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/vfs/operations.h"
@@ -257,14 +258,16 @@ std::string StatusText(Task* t) {
     kb("VmSwap", 0);
   }
   absl::StrAppendFormat(&out, "Threads:\t%u\n", ThreadCount(tg));
-  absl::StrAppendFormat(&out, "SigQ:\t0/%u\n",
+  const kernel::SignalStatus sig = kernel::SignalStatusOf(*t);
+  absl::StrAppendFormat(&out, "SigQ:\t%u/%u\n", sig.queued,
                         tg.GetLimit(RLIMIT_SIGPENDING).rlim_cur);
   uint64_t ign, cgt;
   SignalMasks(tg, &ign, &cgt);
-  out += "SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n";
+  absl::StrAppendFormat(&out, "SigPnd:\t%016x\nShdPnd:\t%016x\n", sig.pending,
+                        sig.shared);
   absl::StrAppendFormat(&out,
                         "SigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
-                        t->signal_mask(), ign, cgt);
+                        sig.blocked, ign, cgt);
   absl::StrAppendFormat(&out,
                         "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\n"
                         "CapBnd:\t%016x\nCapAmb:\t%016x\n",

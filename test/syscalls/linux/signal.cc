@@ -4,6 +4,7 @@
 // default actions, pending and queued signals, sigsuspend, sigtimedwait.
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -182,6 +183,25 @@ TEST(SignalTest, BlockedStaysPendingUntilUnblocked) {
   sigset_t p;
   ASSERT_THAT(sigpending(&p), SyscallSucceeds());
   EXPECT_EQ(sigismember(&p, SIGUSR1), 0);
+}
+
+// /proc/self/status shows what is pending and blocked.
+TEST(SignalTest, ProcStatusShowsPendingAndBlocked) {
+  ScopedHandler h(SIGUSR1, RecordingHandler, 0);
+  ScopedBlock b({SIGUSR1});
+  ASSERT_THAT(Tgkill(getpid(), Gettid(), SIGUSR1), SyscallSucceeds());
+  FILE* f = fopen("/proc/self/status", "r");
+  ASSERT_NE(f, nullptr);
+  char line[256];
+  unsigned long long pnd = 0, blk = 0;
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    sscanf(line, "SigPnd: %llx", &pnd);
+    sscanf(line, "SigBlk: %llx", &blk);
+  }
+  fclose(f);
+  EXPECT_EQ(pnd & (1ull << (SIGUSR1 - 1)), 1ull << (SIGUSR1 - 1));
+  EXPECT_EQ(blk & (1ull << (SIGUSR1 - 1)), 1ull << (SIGUSR1 - 1));
+  Reset();
 }
 
 std::vector<int> rt_values;
