@@ -429,6 +429,23 @@ TEST_F(GoferFsTest, ListingEndIsKnown) {
   EXPECT_THAT(List("/e"), UnorderedElementsAre(".", "..", "f0"));
 }
 
+// A shared mount remembers no end: a listing sees files the host added
+// since the last one.
+TEST_F(GoferFsTest, SharedMountListingSeesHostChanges) {
+  ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
+  WriteFile(Host("d/a"), "");
+  Options opts;
+  opts.exclusive = false;
+  Mount(opts);
+  EXPECT_THAT(List("/d"), UnorderedElementsAre(".", "..", "a"));
+  WriteFile(Host("d/b"), "");
+  EXPECT_THAT(List("/d"), UnorderedElementsAre(".", "..", "a", "b"));
+  ASSERT_EQ(mkdir(Host("e").c_str(), 0755), 0);
+  EXPECT_THAT(List("/e"), UnorderedElementsAre(".", ".."));
+  WriteFile(Host("e/c"), "");
+  EXPECT_THAT(List("/e"), UnorderedElementsAre(".", "..", "c"));
+}
+
 TEST_F(GoferFsTest, ListingRespectsTheNameCacheBound) {
   ASSERT_EQ(mkdir(Host("d").c_str(), 0755), 0);
   for (int i = 0; i < 300; ++i) WriteFile(Host("d/f" + std::to_string(i)), "");
