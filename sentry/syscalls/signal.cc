@@ -126,6 +126,13 @@ SyscallResult RtSigsuspend(Task& t, UserPtr<uint64_t> mask,
   return kERestartNoHand;
 }
 
+// pause(2): sleeps until a signal is delivered to a handler (without one,
+// ERESTARTNOHAND restarts it).
+SyscallResult Pause(Task& t) {
+  WaitInterrupted(t, -1);
+  return kERestartNoHand;
+}
+
 // rt_sigtimedwait(2).
 SyscallResult RtSigtimedwait(Task& t, UserPtr<uint64_t> uset, UserAddr uinfo,
                              UserPtr<abi::Timespec> uts, uint64_t sigsetsize) {
@@ -329,6 +336,7 @@ void RegisterSignalSyscalls(SyscallTable& t) {
   t.Full<&RtSigprocmask>(nr::rt_sigprocmask);
   t.Full<&RtSigpending>(nr::rt_sigpending);
   t.Full<&RtSigsuspend>(nr::rt_sigsuspend);
+  t.Full<&Pause>(nr::pause);
   t.Full<&RtSigtimedwait>(nr::rt_sigtimedwait);
   t.Full<&RtSigreturn>(nr::rt_sigreturn);
   t.Full<&RestartSyscall>(nr::restart_syscall);

@@ -642,6 +642,19 @@ TEST(SignalTest, SigsuspendWaitsForASignal) {
   EXPECT_TRUE(Blocked(SIGUSR1));
 }
 
+TEST(SignalTest, PauseReturnsAfterAHandler) {
+  Reset();
+  ScopedHandler h(SIGUSR1, RecordingHandler, SA_RESTART);
+  const pid_t main_tid = Gettid();
+  std::thread th([&] {
+    usleep(50 * 1000);
+    Tgkill(getpid(), main_tid, SIGUSR1);
+  });
+  EXPECT_THAT(pause(), SyscallFailsWithErrno(EINTR));
+  th.join();
+  EXPECT_EQ(seen.count.load(), 1);
+}
+
 TEST(SignalTest, SigtimedwaitTakesPendingAndTimesOut) {
   ScopedBlock b({SIGUSR2});
   sigset_t s;
