@@ -236,17 +236,18 @@ TEST(SignalTest, RealtimeQueueLimit) {
                 sigaddset(&s, SIGRTMIN);
                 sigprocmask(SIG_BLOCK, &s, nullptr);
                 union sigval v = {};
-                for (int i = 0; i < 4; ++i) {
-                  if (sigqueue(getpid(), SIGRTMIN, v) != 0) _exit(3);
-                }
-                if (sigqueue(getpid(), SIGRTMIN, v) != -1 || errno != EAGAIN) {
-                  _exit(4);
-                }
-                if (kill(getpid(), SIGRTMIN) != 0) _exit(5);
+                // Linux counts per user, so other processes of this user
+                // may hold part of the limit: at most 4 get through.
+                int ok = 0;
+                while (ok <= 4 && sigqueue(getpid(), SIGRTMIN, v) == 0) ++ok;
+                if (ok > 4 || errno != EAGAIN) _exit(3);
+                if (kill(getpid(), SIGRTMIN) != 0) _exit(4);
                 struct timespec zero = {0, 0};
                 int n = 0;
                 while (sigtimedwait(&s, nullptr, &zero) == SIGRTMIN) ++n;
-                if (n < 4) _exit(6);
+                // kill's instance is kept (without its info if over the
+                // limit); the count may have dropped meanwhile (Linux).
+                if (n < (ok > 0 ? ok : 1) || n > ok + 1) _exit(5);
               }),
               ExitedWithCode(0));
 }
