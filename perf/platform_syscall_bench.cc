@@ -205,9 +205,9 @@ BENCHMARK(BM_SystrapSyscallFutex)->UseRealTime();
 // the long-work hint (platform/long_work.h). Without it the stub's spin ends
 // before the reply and the reply pays a futex wake-up; with it the stub
 // spins through the work. `extra_ns` is the round trip beyond the work.
-void LongSyscall(benchmark::State& state, bool hint) {
+void LongSyscall(benchmark::State& state, bool hint, bool spread = false) {
   Env env;
-  if (!env.Init(true, {0x0f, 0x05, 0xeb, 0xfc})) {
+  if (!env.Init(true, {0x0f, 0x05, 0xeb, 0xfc}, true, spread)) {
     state.SkipWithError("systrap platform unavailable");
     return;
   }
@@ -259,7 +259,11 @@ void BM_SystrapLongSyscall(benchmark::State& state) {
 void BM_SystrapLongSyscallHinted(benchmark::State& state) {
   LongSyscall(state, true);
 }
+void BM_SystrapLongSyscallHintedSpread(benchmark::State& state) {
+  LongSyscall(state, true, true);
+}
 BENCHMARK(BM_SystrapLongSyscall)->Arg(60)->UseRealTime();
+BENCHMARK(BM_SystrapLongSyscallHintedSpread)->Arg(60)->UseRealTime();
 BENCHMARK(BM_SystrapLongSyscallHinted)->Arg(60)->UseRealTime();
 
 // loop: mov (%rdi),%rax; add $4096,%rdi; jmp loop. Each iteration is one

@@ -1045,22 +1045,37 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   SwitchResult result;
   for (;;) {
     memcpy(&s->regs, &state.regs, sizeof(stub_regs));
+    // `spin`: both sides spin for each other (a CPU is free and the
+    // Sentry's own spins have not been failing: back-off).
+    const bool may_spin = plat_->MaySpin();
     bool spin = false;
     if (backoff_left_ > 0) {
       --backoff_left_;
     } else {
-      spin = plat_->MaySpin();
+      spin = may_spin;
     }
+    // The request just served was long CPU-bound work (platform/long_work.h):
+    // a guest streaming data, whose next request is likely long too. Its
+    // stub spins through such work whenever a CPU is free; the back-off
+    // (which is about the guest's time between requests) does not apply.
+    const bool long_work = Load(&s->sentry_busy) != 0;
+    const bool stub_spins = spin || (long_work && may_spin);
     s->spin = spin ? plat_->stub_spin_iters() : 0;
-    s->busy_spin = spin ? plat_->stub_busy_spin_iters() : 0;
+    s->busy_spin = may_spin ? plat_->stub_busy_spin_iters() : 0;
     const int cpu = sched_getcpu();
     s->sentry_cpu = static_cast<uint32_t>(cpu);
     // When one side must sleep, keep both on one CPU: a futex wake-up
     // across CPUs costs tens of microseconds in a VM, on one CPU a couple.
+    // While the stub spins, let the scheduler place it, except for a guest
+    // streaming data: spinning through each long request only helps on
+    // another CPU, and the scheduler tends to keep both on one (then the
+    // stub sleeps and every reply is a futex wake-up).
     if (plat_->opts().pin) {
       int where = cpu;
-      if (spin) {
-        where = plat_->opts().spread && cpu >= 0 ? plat_->OtherCpu(cpu) : -1;
+      if (stub_spins) {
+        where = (plat_->opts().spread || long_work) && cpu >= 0
+                    ? plat_->OtherCpu(cpu)
+                    : -1;
         if (where == cpu) where = -1;
       }
       Pin(t, where);
@@ -1070,7 +1085,7 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
     Store(&s->sentry_busy, 0);
     Store(&s->state, STUB_SLOT_STUB);
     if (Load(&s->stub_waiting)) FutexWake(&s->state);
-    if (!WaitForStub(t, spin, cpu)) {
+    if (!WaitForStub(t, stub_spins, cpu)) {
       result.reason = SwitchReason::kDead;
       break;
     }
