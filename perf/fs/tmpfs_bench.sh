@@ -12,36 +12,12 @@ set -euo pipefail
 file_mib=${1:-1024}
 iters=${2:-100000}
 
-if [[ -n "${TEST_SRCDIR:-}" || -n "${RUNFILES_DIR:-}" ]]; then
-  root="${RUNFILES_DIR:-$TEST_SRCDIR}/${TEST_WORKSPACE:-sandbox}"
-else
-  root="$0.runfiles/sandbox"
-fi
-runsc="$root/runsc-compat/runsc"
-bench="$root/perf/fs/tmpfs_bench_prog"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+root="${RUNFILES_DIR:-${TEST_SRCDIR:-$0.runfiles}}/${TEST_WORKSPACE:-sandbox}"
+source "$root/perf/lib.sh"
 
-for round in 1 2; do
-  "$bench" /dev/shm "$file_mib" "$iters" >"$out/native.$round"
-  if ! "$runsc" do -- "$bench" /dev/shm "$file_mib" "$iters" \
-      >"$out/sandbox.$round"; then
-    echo "FAIL: the sandbox run of tmpfs_bench failed" >&2
-    exit 1
-  fi
-done
-
-# Keeps, per figure, the better of the rounds: the lowest time or the
-# highest throughput (names ending in _mib_s).
-best() {
-  cat "$@" | awk -F= '
-    { v = $2 + 0; k = $1
-      if (!(k in b)) { b[k] = v; order[n++] = k }
-      else if (k ~ /_mib_s$/ ? v > b[k] : v < b[k]) b[k] = v }
-    END { for (i = 0; i < n; i++) print order[i] "=" b[order[i]] }'
-}
-best "$out"/native.* >"$out/native"
-best "$out"/sandbox.* >"$out/sandbox"
+perf_rounds tmpfs_bench -- \
+  "$root/perf/fs/tmpfs_bench_prog" /dev/shm "$file_mib" "$iters"
+out=$perf_out
 
 printf 'machine: %d CPUs, load average %s; file %d MiB, %d iterations\n' \
   "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)" "$file_mib" "$iters"

@@ -20,41 +20,18 @@ file_mib=${1:-1024}
 iters=${2:-100000}
 walk=${3:-/usr}
 
-if [[ -n "${TEST_SRCDIR:-}" || -n "${RUNFILES_DIR:-}" ]]; then
-  root="${RUNFILES_DIR:-$TEST_SRCDIR}/${TEST_WORKSPACE:-sandbox}"
-else
-  root="$0.runfiles/sandbox"
-fi
-runsc="$root/runsc-compat/runsc"
-bench="$root/perf/gofer/gofer_bench_prog"
+root="${RUNFILES_DIR:-${TEST_SRCDIR:-$0.runfiles}}/${TEST_WORKSPACE:-sandbox}"
+source "$root/perf/lib.sh"
 # The data must be on the host's root file system (the sandbox's /tmp is
 # its own tmpfs): TEST_TMPDIR under bazel test, else /var/tmp.
 data=$(mktemp -d -p "${TEST_TMPDIR:-/var/tmp}" gofer_bench.XXXXXX)
-out=$(mktemp -d)
-trap 'rm -rf "$out" "$data"' EXIT
+trap 'rm -rf "$perf_out" "$data"' EXIT
 head -c 64 /dev/zero | tr '\0' x >"$data/small"
 dd if=/dev/zero of="$data/big" bs=1M count="$file_mib" status=none
 
-for round in 1 2; do
-  "$bench" "$data" "$walk" "$iters" >"$out/native.$round"
-  if ! "$runsc" do --root=host-ro -- "$bench" "$data" "$walk" "$iters" \
-      >"$out/sandbox.$round"; then
-    echo "FAIL: the sandbox run of gofer_bench failed" >&2
-    exit 1
-  fi
-done
-
-# Keeps, per figure, the better of the rounds: the lowest time or the
-# highest throughput (names ending in _mib_s); counts are kept as is.
-best() {
-  cat "$@" | awk -F= '
-    { v = $2 + 0; k = $1
-      if (!(k in b)) { b[k] = v; order[n++] = k }
-      else if (k ~ /_mib_s$/ ? v > b[k] : v < b[k]) b[k] = v }
-    END { for (i = 0; i < n; i++) print order[i] "=" b[order[i]] }'
-}
-best "$out"/native.* >"$out/native"
-best "$out"/sandbox.* >"$out/sandbox"
+perf_rounds gofer_bench --root=host-ro -- \
+  "$root/perf/gofer/gofer_bench_prog" "$data" "$walk" "$iters"
+out=$perf_out
 
 n_entries=$(grep '^walk_entries=' "$out/native" | cut -d= -f2)
 s_entries=$(grep '^walk_entries=' "$out/sandbox" | cut -d= -f2)
