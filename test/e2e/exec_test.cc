@@ -8,13 +8,8 @@
 // they check for it by looking for /etc/os-release in the sandbox, and skip
 // with a message otherwise.
 #include <elf.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -23,71 +18,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "test/e2e/runsc_child.h"
 
+namespace sandbox::e2e {
 namespace {
-
-std::string Runsc() {
-  const char* srcdir = getenv("TEST_SRCDIR");
-  const char* ws = getenv("TEST_WORKSPACE");
-  return std::string(srcdir ? srcdir : ".") + "/" + (ws ? ws : "sandbox") +
-         "/runsc-compat/runsc";
-}
-
-struct Result {
-  int status = -1;  // exit code, or 128 + signal
-  std::string out, err;
-};
-
-// Runs `runsc do -- args...` with stdin from /dev/null; kills it after
-// `timeout_s`.
-Result RunscDo(const std::vector<std::string>& args, int timeout_s = 120) {
-  Result r;
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return r;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_RDONLY);
-    dup2(null, 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    std::vector<std::string> all = {"runsc", "do", "--"};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(Runsc().c_str(), argv.data());
-    _exit(111);
-  }
-  close(out[1]);
-  close(err[1]);
-  const time_t deadline = time(nullptr) + timeout_s;
-  pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  while (p[0].fd >= 0 || p[1].fd >= 0) {
-    int left = static_cast<int>(deadline - time(nullptr));
-    if (left <= 0 || poll(p, 2, left * 1000) <= 0) {
-      kill(pid, SIGKILL);
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP))) continue;
-      char buf[4096];
-      ssize_t n = read(p[i].fd, buf, sizeof(buf));
-      if (n <= 0) {
-        close(p[i].fd);
-        p[i].fd = -1;
-        continue;
-      }
-      (i == 0 ? r.out : r.err).append(buf, n);
-    }
-  }
-  for (auto& q : p) {
-    if (q.fd >= 0) close(q.fd);
-  }
-  int ws = 0;
-  waitpid(pid, &ws, 0);
-  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-  return r;
-}
 
 // Whether `path` is an ELF file without PT_INTERP.
 bool IsStaticElf(const std::string& path) {
@@ -225,3 +159,4 @@ TEST(ExecE2eTest, Python) {
 }
 
 }  // namespace
+}  // namespace sandbox::e2e

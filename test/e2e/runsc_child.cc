@@ -27,6 +27,17 @@ std::string Program(const std::string& name) {
 
 Child::Child(const std::vector<std::string>& args,
              const std::vector<std::string>& extra_env) {
+  std::vector<std::string> argv = {"runsc"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Start(Runsc(), argv, extra_env);
+}
+
+Child::Child(Native, const std::vector<std::string>& argv) {
+  Start(argv.at(0), argv, {});
+}
+
+void Child::Start(const std::string& exe, const std::vector<std::string>& args,
+                  const std::vector<std::string>& extra_env) {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
     abort();
@@ -38,10 +49,9 @@ Child::Child(const std::vector<std::string>& args,
     dup2(err[1], 2);
     for (const auto& e : extra_env) putenv(strdup(e.c_str()));
     std::vector<char*> argv;
-    argv.push_back(const_cast<char*>("runsc"));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(Runsc().c_str(), argv.data());
+    execv(exe.c_str(), argv.data());
     _exit(111);
   }
   close(in[0]);
@@ -127,6 +137,18 @@ Result RunRunsc(const std::vector<std::string>& args, const std::string& input,
                 const std::vector<std::string>& env) {
   Child c(args, env);
   if (!input.empty()) c.Write(input);
+  c.CloseStdin();
+  return c.Finish();
+}
+
+Result RunscDo(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"do", "--"};
+  all.insert(all.end(), args.begin(), args.end());
+  return RunRunsc(all);
+}
+
+Result RunNative(const std::vector<std::string>& argv) {
+  Child c(Child::Native{}, argv);
   c.CloseStdin();
   return c.Finish();
 }

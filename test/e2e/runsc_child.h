@@ -30,6 +30,9 @@ class Child {
  public:
   Child(const std::vector<std::string>& args,
         const std::vector<std::string>& extra_env = {});
+  // Any program instead of runsc: argv[0] is its path.
+  struct Native {};
+  Child(Native, const std::vector<std::string>& argv);
   ~Child();
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -53,6 +56,10 @@ class Child {
   // on timeout.
   bool Pump(int timeout_ms);
 
+  // Forks and execs `exe` with `argv`, stdio on pipes.
+  void Start(const std::string& exe, const std::vector<std::string>& argv,
+             const std::vector<std::string>& extra_env);
+
   pid_t pid_ = -1;
   int in_ = -1, out_ = -1, err_ = -1;
   bool out_open_ = true, err_open_ = true, reaped_ = false;
@@ -63,6 +70,12 @@ class Child {
 Result RunRunsc(const std::vector<std::string>& args,
                 const std::string& input = "",
                 const std::vector<std::string>& env = {});
+
+// Runs `runsc do -- ARGS...` with stdin at EOF to its exit.
+Result RunscDo(const std::vector<std::string>& args);
+
+// Runs the program argv[0] (a path) natively with stdin at EOF to its exit.
+Result RunNative(const std::vector<std::string>& argv);
 
 }  // namespace sandbox::e2e
 

@@ -5,11 +5,6 @@
 // They need `runsc do` to serve the host's root file system (the Gofer) and
 // the host's /bin/sh and /usr/bin/python3; a case skips with a message
 // otherwise.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <string>
@@ -21,61 +16,7 @@
 namespace sandbox::e2e {
 namespace {
 
-// Runs argv with stdin from /dev/null; stdout and stderr captured; killed
-// after `timeout_s`.
-Result Run(const std::vector<std::string>& args, int timeout_s = 120) {
-  Result r;
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return r;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_RDONLY);
-    dup2(null, 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(111);
-  }
-  close(out[1]);
-  close(err[1]);
-  const time_t deadline = time(nullptr) + timeout_s;
-  pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  while (p[0].fd >= 0 || p[1].fd >= 0) {
-    int left = static_cast<int>(deadline - time(nullptr));
-    if (left <= 0 || poll(p, 2, left * 1000) <= 0) {
-      kill(pid, SIGKILL);
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP))) continue;
-      char buf[4096];
-      ssize_t n = read(p[i].fd, buf, sizeof(buf));
-      if (n <= 0) {
-        close(p[i].fd);
-        p[i].fd = -1;
-        continue;
-      }
-      (i == 0 ? r.out : r.err).append(buf, n);
-    }
-  }
-  for (auto& q : p) {
-    if (q.fd >= 0) close(q.fd);
-  }
-  int ws = 0;
-  waitpid(pid, &ws, 0);
-  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-  return r;
-}
-
-Result InSandbox(const std::vector<std::string>& args) {
-  std::vector<std::string> all = {Runsc(), "do", "--"};
-  all.insert(all.end(), args.begin(), args.end());
-  return Run(all);
-}
+Result InSandbox(const std::vector<std::string>& args) { return RunscDo(args); }
 
 std::string Diag(const Result& native, const Result& sandboxed) {
   return "native: status " + std::to_string(native.status) + "\n" + native.out +
@@ -103,7 +44,7 @@ void ExpectSameOutput(const std::vector<std::string>& args,
     GTEST_SKIP() << "SKIP: runsc do does not serve the host's root file "
                     "system here (needed for the host's programs)";
   }
-  Result native = Run(args);
+  Result native = RunNative(args);
   ASSERT_EQ(native.status, 0) << native.err;
   Result sandboxed = InSandbox(args);
   if (!missing_syscall.empty() &&
