@@ -46,6 +46,7 @@
 #include "sentry/kernel/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
+#include "sentry/vfs/testing/fake_guest_io.h"
 #include "sentry/vfs/vfs_file.h"
 
 namespace sandbox {
@@ -56,25 +57,6 @@ double NowNs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
-
-// A guest buffer that is one run of memory-file pages.
-class OneRunGuest final : public vfs::GuestIo {
- public:
-  OneRunGuest(platform::MemoryFile& mf, uint64_t off, size_t len)
-      : mf_(mf), off_(off), len_(len) {}
-  size_t size() const override { return len_; }
-  platform::MemoryFile& memory_file() override { return mf_; }
-  KResult<size_t> Walk(
-      size_t n,
-      absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) override {
-    return fn(off_, 0, std::min(n, len_));
-  }
-
- private:
-  platform::MemoryFile& mf_;
-  const uint64_t off_;
-  const size_t len_;
-};
 
 constexpr char kDir[] = "/var/tmp/gofer_bench.1";
 constexpr char kPath[] = "/var/tmp/gofer_bench.1/small";
@@ -270,7 +252,7 @@ int Main(int argc, char** argv) {
       auto f = vfs::OpenAt(base, kPath, O_RDONLY, 0, 022);
       if (!f.ok()) return false;
       vfs::IoContext ctx;
-      OneRunGuest g(**mf, *buf, 64);
+      vfs::testing::OneRunGuestIo g(**mf, *buf, 64);
       auto n = (*f)->ReadDirect(ctx, g, -1);
       return n.ok() && *n == 64;
     };

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "platform/memory_file.h"
 #include "sentry/fs/gofer/testing.h"
+#include "sentry/vfs/testing/fake_guest_io.h"
 
 namespace sandbox::fs::gofer {
 namespace {
@@ -26,26 +27,6 @@ double Median(std::vector<double> v) {
 }
 
 class ReadBench : public GoferFsTest {};
-
-// A guest buffer that is one run of memory-file pages (as a 1 MiB malloc'd
-// buffer faulted in one window is): one piece, so one host pread.
-class OneRunGuest final : public vfs::GuestIo {
- public:
-  OneRunGuest(platform::MemoryFile& mf, uint64_t off, size_t len)
-      : mf_(mf), off_(off), len_(len) {}
-  size_t size() const override { return len_; }
-  platform::MemoryFile& memory_file() override { return mf_; }
-  KResult<size_t> Walk(
-      size_t n,
-      absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) override {
-    return fn(off_, 0, std::min(n, len_));
-  }
-
- private:
-  platform::MemoryFile& mf_;
-  const uint64_t off_;
-  const size_t len_;
-};
 
 // read(2) of 1 MiB through the direct path (host pread into the memory
 // file's pages) against native read(2) into a buffer, same file, same run:
@@ -79,7 +60,7 @@ TEST_F(ReadBench, DirectRead1MiB) {
     auto f = Open("/big", O_RDONLY);
     ASSERT_OK(f);
     vfs::IoContext ctx;
-    OneRunGuest g(**mf, *off, kBuf);
+    vfs::testing::OneRunGuestIo g(**mf, *off, kBuf);
     for (;;) {
       auto n = (*f)->ReadDirect(ctx, g, -1);
       ASSERT_TRUE(n.ok());

@@ -1,6 +1,6 @@
-// A fake guest buffer for direct-I/O tests of file systems (tmpfs, gofer):
-// ReadDirect/WriteDirect see it as a vfs::GuestIo made of memory-file
-// pages, as the MemoryManager hands out the guest's pages.
+// Fake guest buffers for direct-I/O tests and benchmarks of file systems
+// (tmpfs, gofer): ReadDirect/WriteDirect see them as a vfs::GuestIo made of
+// memory-file pages, as the MemoryManager hands out the guest's pages.
 #ifndef SENTRY_VFS_TESTING_FAKE_GUEST_IO_H_
 #define SENTRY_VFS_TESTING_FAKE_GUEST_IO_H_
 
@@ -89,6 +89,28 @@ class FakeGuestIo final : public GuestIo {
   const size_t piece_;
   std::vector<Seg> segs_;
   size_t size_ = 0;
+};
+
+// A guest buffer that is one run of memory-file pages the caller allocated
+// (as a malloc'd buffer faulted in one window is): every walk is one piece,
+// so a direct read is one host pread. Allocates nothing: cheap enough to
+// build inside a benchmark's timed loop.
+class OneRunGuestIo final : public GuestIo {
+ public:
+  OneRunGuestIo(platform::MemoryFile& mf, uint64_t off, size_t len)
+      : mf_(mf), off_(off), len_(len) {}
+  size_t size() const override { return len_; }
+  platform::MemoryFile& memory_file() override { return mf_; }
+  KResult<size_t> Walk(
+      size_t n,
+      absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) override {
+    return fn(off_, 0, std::min(n, len_));
+  }
+
+ private:
+  platform::MemoryFile& mf_;
+  const uint64_t off_;
+  const size_t len_;
 };
 
 }  // namespace sandbox::vfs::testing
