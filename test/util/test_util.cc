@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -97,6 +98,17 @@ bool DropCapabilities(bool keep_permitted) {
     if (!keep_permitted) d.permitted = 0;
   }
   return syscall(SYS_capset, &header, data) == 0;
+}
+
+bool ReadByteWithin10s(int fd) {
+  if (fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return false;
+  for (int i = 0; i < 1000; ++i) {
+    char c;
+    if (read(fd, &c, 1) == 1) return true;
+    timespec ts = {0, 10000000};
+    nanosleep(&ts, nullptr);
+  }
+  return false;
 }
 
 }  // namespace sandbox::testutil

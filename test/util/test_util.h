@@ -105,6 +105,11 @@ MATCHER_P(ExitedWithCode, code, "") {
 // make async-signal-safe calls if the test has started threads.
 int InForkedChild(const std::function<void()>& fn);
 
+// Reads one byte from `fd` (made non-blocking), polling every 10 ms for at
+// most 10 s: a helper process's bounded wait for its parent's go-ahead
+// (async-signal-safe; works without poll(2)).
+bool ReadByteWithin10s(int fd);
+
 // Owns a file descriptor; closes it when destroyed.
 class FileDescriptor {
  public:

@@ -36,18 +36,6 @@ constexpr char kHelperVar[] = "VFORK_TEST_HELPER";
 
 // ---- The helper (runs in the new image). ----
 
-// Reads one byte from `fd` (made non-blocking), polling for at most 10 s.
-bool ReadByteWithin10s(int fd) {
-  if (fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return false;
-  for (int i = 0; i < 1000; ++i) {
-    char c;
-    if (read(fd, &c, 1) == 1) return true;
-    timespec ts = {0, 10000000};
-    nanosleep(&ts, nullptr);
-  }
-  return false;
-}
-
 // "wait-fd": reads one byte from fd 3 (at most 10 s); exits 0 if it came,
 // 1 otherwise. "exit7": exits 7 at once.
 void Helper(const char* mode) {

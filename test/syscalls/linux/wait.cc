@@ -33,18 +33,6 @@ namespace {
 
 constexpr char kHelperVar[] = "WAIT_TEST_HELPER";
 
-// Reads one byte from `fd` (made non-blocking), polling for at most 10 s.
-bool ReadByteWithin10s(int fd) {
-  if (fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return false;
-  for (int i = 0; i < 1000; ++i) {
-    char c;
-    if (read(fd, &c, 1) == 1) return true;
-    timespec ts = {0, 10000000};
-    nanosleep(&ts, nullptr);
-  }
-  return false;
-}
-
 // "ready-then-wait": writes one byte to fd 4, then waits (at most 10 s) for
 // one byte on fd 3; exits 0.
 __attribute__((constructor)) void MaybeHelper() {
