@@ -65,6 +65,34 @@ class ScopedBlock {
   sigset_t old_;
 };
 
+// A second thread that unblocks `sig` (created with the caller's mask, so
+// typically the only thread that can take it) and idles until Join().
+class ThreadTaking {
+ public:
+  explicit ThreadTaking(int sig)
+      : th_([this, sig] {
+          sigset_t s;
+          sigemptyset(&s);
+          sigaddset(&s, sig);
+          pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+          tid_ = Gettid();
+          while (!done_.load()) usleep(1000);
+        }) {
+    while (tid_.load() == 0) usleep(1000);
+  }
+  ~ThreadTaking() { Join(); }
+  pid_t tid() const { return tid_.load(); }
+  void Join() {
+    done_ = true;
+    if (th_.joinable()) th_.join();
+  }
+
+ private:
+  std::atomic<pid_t> tid_{0};
+  std::atomic<bool> done_{false};
+  std::thread th_;  // last: starts after the flags exist
+};
+
 bool Blocked(int sig) {
   sigset_t cur;
   sigprocmask(SIG_BLOCK, nullptr, &cur);
@@ -530,26 +558,15 @@ TEST(SignalTest, KillAnotherProcess) {
 TEST(SignalTest, TgkillAnotherThread) {
   Reset();
   ScopedHandler h(SIGUSR1, RecordingHandler, 0);
-  std::atomic<pid_t> tid{0};
-  std::atomic<bool> done{false};
   {
     // Only the other thread can take it.
     ScopedBlock b({SIGUSR1});
-    std::thread th([&] {
-      sigset_t s;
-      sigemptyset(&s);
-      sigaddset(&s, SIGUSR1);
-      pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
-      tid = Gettid();
-      while (!done.load()) usleep(1000);
-    });
-    while (tid.load() == 0) usleep(1000);
-    ASSERT_THAT(Tgkill(getpid(), tid.load(), SIGUSR1), SyscallSucceeds());
+    ThreadTaking th(SIGUSR1);
+    ASSERT_THAT(Tgkill(getpid(), th.tid(), SIGUSR1), SyscallSucceeds());
     for (int i = 0; i < 5000 && seen.count.load() == 0; ++i) usleep(1000);
-    done = true;
-    th.join();
+    th.Join();
     EXPECT_EQ(seen.count.load(), 1);
-    EXPECT_EQ(seen.tid, tid.load());
+    EXPECT_EQ(seen.tid, th.tid());
     // A wrong thread group: ESRCH.
     EXPECT_THAT(Tgkill(getpid() + 100000, Gettid(), SIGUSR1),
                 SyscallFailsWithErrno(ESRCH));
@@ -559,24 +576,13 @@ TEST(SignalTest, TgkillAnotherThread) {
 TEST(SignalTest, ProcessSignalGoesToAThreadThatDoesNotBlockIt) {
   Reset();
   ScopedHandler h(SIGUSR1, RecordingHandler, 0);
-  std::atomic<pid_t> tid{0};
-  std::atomic<bool> done{false};
   ScopedBlock b({SIGUSR1});
-  std::thread th([&] {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGUSR1);
-    pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
-    tid = Gettid();
-    while (!done.load()) usleep(1000);
-  });
-  while (tid.load() == 0) usleep(1000);
+  ThreadTaking th(SIGUSR1);
   ASSERT_THAT(kill(getpid(), SIGUSR1), SyscallSucceeds());
   for (int i = 0; i < 5000 && seen.count.load() == 0; ++i) usleep(1000);
-  done = true;
-  th.join();
+  th.Join();
   EXPECT_EQ(seen.count.load(), 1);
-  EXPECT_EQ(seen.tid, tid.load());
+  EXPECT_EQ(seen.tid, th.tid());
 }
 
 TEST(SignalTest, SigchldToTheParent) {
