@@ -32,11 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+#include "perf/bench_time.h"
 
 static void die(const char* what, const char* path) {
   fprintf(stderr, "tmpfs_bench: %s %s: %s\n", what, path ? path : "",
@@ -78,7 +74,7 @@ static double read_file(const char* path, size_t chunk, size_t expect) {
   memset(buf, 0, chunk);  // touch the buffer before timing
   int fd = open(path, O_RDONLY);
   if (fd < 0) die("open", path);
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   size_t total = 0;
   double b0 = t0, best = 1e30;
   int in_batch = 0;
@@ -88,7 +84,7 @@ static double read_file(const char* path, size_t chunk, size_t expect) {
     if (r == 0) break;
     total += (size_t)r;
     if (++in_batch == 256) {
-      double now = now_ns();
+      double now = bench_now_ns();
       if (now - b0 < best) best = now - b0;
       b0 = now;
       in_batch = 0;
@@ -96,7 +92,7 @@ static double read_file(const char* path, size_t chunk, size_t expect) {
   }
   g_best_batch_mib_s = best < 1e30 ? 256.0 * chunk / (1 << 20) / (best / 1e9)
                                    : 0;
-  double t1 = now_ns();
+  double t1 = bench_now_ns();
   close(fd);
   free(buf);
   if (total != expect) {
@@ -110,7 +106,7 @@ static double getdents_us(const char* dir, int iters, long expect) {
   static char buf[1 << 16];
   double best = 1e30;
   for (int i = 0; i < iters; ++i) {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd < 0) die("open", dir);
     long entries = 0;
@@ -125,7 +121,7 @@ static double getdents_us(const char* dir, int iters, long expect) {
       }
     }
     close(fd);
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     if (entries != expect) {
       fprintf(stderr, "tmpfs_bench: %ld entries, expected %ld\n", entries,
               expect);
@@ -158,14 +154,14 @@ int main(int argc, char** argv) {
 
   for (int i = 0; i < 1000; ++i) syscall(SYS_getppid);
   double best = 1e30;
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   for (long i = 0; i < iters; i += kBatch) {
-    double b0 = now_ns();
+    double b0 = bench_now_ns();
     for (long j = 0; j < kBatch; ++j) syscall(SYS_getppid);
-    double b = (now_ns() - b0) / kBatch;
+    double b = (bench_now_ns() - b0) / kBatch;
     if (b < best) best = b;
   }
-  printf("getppid_ns=%.1f\n", (now_ns() - t0) / iters);
+  printf("getppid_ns=%.1f\n", (bench_now_ns() - t0) / iters);
   printf("getppid_best_ns=%.1f\n", best);
 
   char small[4200];
@@ -173,16 +169,16 @@ int main(int argc, char** argv) {
   write_file(small, 64);
   struct stat st;
   best = 1e30;
-  t0 = now_ns();
+  t0 = bench_now_ns();
   for (long i = 0; i < iters; i += kBatch) {
-    double b0 = now_ns();
+    double b0 = bench_now_ns();
     for (long j = 0; j < kBatch; ++j) {
       if (stat(small, &st) != 0) die("stat", small);
     }
-    double b = (now_ns() - b0) / kBatch;
+    double b = (bench_now_ns() - b0) / kBatch;
     if (b < best) best = b;
   }
-  printf("stat_ns=%.1f\n", (now_ns() - t0) / iters);
+  printf("stat_ns=%.1f\n", (bench_now_ns() - t0) / iters);
   printf("stat_best_ns=%.1f\n", best);
   if (stat_only) {
     if (unlink(small) != 0) die("unlink", small);
@@ -192,9 +188,9 @@ int main(int argc, char** argv) {
 
   char buf[64];
   best = 1e30;
-  t0 = now_ns();
+  t0 = bench_now_ns();
   for (long i = 0; i < iters; i += kBatch) {
-    double b0 = now_ns();
+    double b0 = bench_now_ns();
     for (long j = 0; j < kBatch; ++j) {
       int fd = open(small, O_RDONLY);
       if (fd < 0) die("open", small);
@@ -203,10 +199,10 @@ int main(int argc, char** argv) {
       }
       close(fd);
     }
-    double b = (now_ns() - b0) / kBatch;
+    double b = (bench_now_ns() - b0) / kBatch;
     if (b < best) best = b;
   }
-  printf("open_read_close_ns=%.1f\n", (now_ns() - t0) / iters);
+  printf("open_read_close_ns=%.1f\n", (bench_now_ns() - t0) / iters);
   printf("open_read_close_best_ns=%.1f\n", best);
 
   char big[4200];

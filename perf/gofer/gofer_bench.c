@@ -27,11 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+#include "perf/bench_time.h"
 
 static void die(const char* what, const char* path) {
   fprintf(stderr, "gofer_bench: %s %s: %s\n", what, path ? path : "",
@@ -68,27 +64,27 @@ int main(int argc, char** argv) {
   snprintf(big, sizeof(big), "%s/big", dir);
 
   for (int i = 0; i < 1000; ++i) syscall(SYS_getppid);
-  double t0 = now_ns();
+  double t0 = bench_now_ns();
   for (long i = 0; i < iters; ++i) syscall(SYS_getppid);
-  printf("getppid_ns=%.1f\n", (now_ns() - t0) / iters);
+  printf("getppid_ns=%.1f\n", (bench_now_ns() - t0) / iters);
 
   struct stat st;
   if (stat(small, &st) != 0) die("stat", small);  // The uncached one.
-  t0 = now_ns();
+  t0 = bench_now_ns();
   for (long i = 0; i < iters; ++i) {
     if (stat(small, &st) != 0) die("stat", small);
   }
-  printf("stat_ns=%.1f\n", (now_ns() - t0) / iters);
+  printf("stat_ns=%.1f\n", (bench_now_ns() - t0) / iters);
 
   char buf[64];
-  t0 = now_ns();
+  t0 = bench_now_ns();
   for (long i = 0; i < iters; ++i) {
     int fd = open(small, O_RDONLY);
     if (fd < 0) die("open", small);
     if (read(fd, buf, sizeof(buf)) != 64) die("read", small);
     close(fd);
   }
-  printf("open_read_close_ns=%.1f\n", (now_ns() - t0) / iters);
+  printf("open_read_close_ns=%.1f\n", (bench_now_ns() - t0) / iters);
 
   if (stat(big, &st) != 0) die("stat", big);
   size_t chunk = 1 << 20;
@@ -98,14 +94,14 @@ int main(int argc, char** argv) {
   int fd = open(big, O_RDONLY);
   if (fd < 0) die("open", big);
   size_t total = 0;
-  t0 = now_ns();
+  t0 = bench_now_ns();
   for (;;) {
     ssize_t r = read(fd, data, chunk);
     if (r < 0) die("read", big);
     if (r == 0) break;
     total += (size_t)r;
   }
-  double t1 = now_ns();
+  double t1 = bench_now_ns();
   close(fd);
   if (total != (size_t)st.st_size) {
     fprintf(stderr, "gofer_bench: read %zu bytes of %lld\n", total,
@@ -114,9 +110,9 @@ int main(int argc, char** argv) {
   }
   printf("read1m_mib_s=%.1f\n", (double)total / (1 << 20) / ((t1 - t0) / 1e9));
 
-  t0 = now_ns();
+  t0 = bench_now_ns();
   if (nftw(walk, count, 64, FTW_PHYS | FTW_MOUNT) != 0) die("nftw", walk);
-  printf("walk_ms=%.1f\n", (now_ns() - t0) / 1e6);
+  printf("walk_ms=%.1f\n", (bench_now_ns() - t0) / 1e6);
   printf("walk_entries=%ld\n", walk_entries);
   return 0;
 }

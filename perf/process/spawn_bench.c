@@ -10,18 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf/bench_time.h"
+
 extern char** environ;
-
-static double NowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int Cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
 
 static char* self_path;
 
@@ -60,12 +51,11 @@ int main(int argc, char** argv) {
   for (int kind = 0; kind < 3; ++kind) {
     double batch[5];
     for (int b = 0; b < 5; ++b) {
-      double start = NowUs();
+      double start = bench_now_us();
       for (int i = 0; i < iters; ++i) Once(kind);
-      batch[b] = (NowUs() - start) / iters;
+      batch[b] = (bench_now_us() - start) / iters;
     }
-    qsort(batch, 5, sizeof(double), Cmp);
-    printf("%s=%.1f\n", names[kind], batch[2]);
+    printf("%s=%.1f\n", names[kind], bench_median(batch, 5));
   }
   return 0;
 }

@@ -12,16 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double NowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int Cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
+#include "perf/bench_time.h"
 
 static volatile long handled;
 static void Handler(int sig) { (void)sig; handled++; }
@@ -65,7 +56,7 @@ int main(int argc, char** argv) {
         pthread_create(&th, NULL, Peer, (void*)(long)iters);
         while (__atomic_load_n(&peer_tid, __ATOMIC_ACQUIRE) == 0) usleep(100);
       }
-      double t0 = NowUs();
+      double t0 = bench_now_us();
       for (int i = 0; i < iters; ++i) {
         if (kind == 0) {
           syscall(SYS_tgkill, pid, main_tid, SIGUSR1);
@@ -79,11 +70,10 @@ int main(int argc, char** argv) {
           sigwait(&usr2, &sig);
         }
       }
-      batch[b] = (NowUs() - t0) / iters;
+      batch[b] = (bench_now_us() - t0) / iters;
       if (kind == 2) pthread_join(th, NULL);
     }
-    qsort(batch, 5, sizeof(double), Cmp);
-    printf("%s=%.2f\n", names[kind], batch[2]);
+    printf("%s=%.2f\n", names[kind], bench_median(batch, 5));
   }
   if (handled != 5L * iters) {
     fprintf(stderr, "handler ran %ld times, want %ld\n", handled, 5L * iters);
