@@ -23,8 +23,9 @@ run() {
 }
 run "$runsc" do -- busybox uname -a
 run "$runsc" do -- busybox head -3 /etc/os-release
-echo "\$ $runsc do -- busybox touch /etc/demo   (the root is read-only)" >&2
-"$runsc" do -- busybox touch /etc/demo || true
+run "$runsc" do -- busybox sh -c 'touch /etc/demo && ls /etc/demo'
+echo "(the write went to the sandbox's in-memory overlay: the host's /etc" \
+  "has no demo: $(ls /etc/demo 2>&1 >/dev/null || true))" >&2
 demo_dir=$(mktemp -d -p "$PWD" demo.XXXXXX)
 run "$runsc" do --bind="$demo_dir":/tmp/host -- busybox sh -c \
   'echo written in the sandbox > /tmp/host/f'
