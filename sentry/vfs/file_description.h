@@ -15,11 +15,14 @@
 #include <stdint.h>
 
 #include <atomic>
+#include <string>
+#include <string_view>
 
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
+#include "sentry/vfs/waiter.h"
 
 namespace sandbox::vfs::lock {
 class FileLocks;
@@ -156,6 +159,33 @@ class FileDescription {
   // Called by open(2) after the description is made and before it is
   // installed: a FIFO waits here, interruptibly, for its peer (fifo_open).
   virtual KResult<void> WaitOpen(IoContext& ctx) { return OkResult(); }
+
+  // ---- Readiness (poll, select, epoll; sentry/vfs/waiter.h). ----
+  // f_op->poll: the events of `mask` ready now (callers add POLLERR and
+  // POLLHUP to the mask when they want them). The default is a file
+  // without ->poll, always readable and writable (DEFAULT_POLLMASK):
+  // regular files and directories of every file system, /dev/null...
+  virtual uint32_t Readiness(uint32_t mask) { return kDefaultPollMask & mask; }
+  // poll_wait: registers `e` on the queue that notifies changes of this
+  // file's readiness, for the events of `mask`. The default registers
+  // nowhere (the readiness never changes).
+  virtual void EventRegister(WaitEntry* e, uint32_t mask) {
+    (void)e;
+    (void)mask;
+  }
+  virtual void EventUnregister(WaitEntry* e) { e->Unregister(); }
+  // file_can_poll: whether the file has f_op->poll. epoll_ctl refuses the
+  // others with EPERM (poll and select use the default mask).
+  virtual bool CanPoll() const { return false; }
+  // A host fd whose host readiness is this file's (the sandbox's stdio):
+  // no Notify comes for it, so waits poll it on the host. -1 otherwise.
+  virtual int HostPollFd() const { return -1; }
+  // show_fdinfo: lines /proc/PID/fdinfo/N shows after pos, flags, mnt_id
+  // and ino ("eventfd-count: ...\n"). Empty by default.
+  virtual std::string FdInfo() { return {}; }
+  // An anonymous inode's name ("[eventfd]", "[eventpoll]"): readlink of
+  // /proc/PID/fd/N shows "anon_inode:" and it. Empty for other files.
+  virtual std::string_view AnonInodeName() const { return {}; }
 
  private:
   // The kernel's O_LARGEFILE on x86-64 (glibc's O_LARGEFILE is 0 there):

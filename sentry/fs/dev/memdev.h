@@ -45,6 +45,9 @@ class MemDevFile final : public vfs::VfsFile {
                              int64_t offset) override;
   KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
                               int64_t offset) override;
+  // Readiness is the default (always readable and writable); only random
+  // has f_op->poll (random_poll), so only it may join an epoll set.
+  bool CanPoll() const override { return kind_ == MemDevice::kRandom; }
 
  private:
   const MemDevice kind_;

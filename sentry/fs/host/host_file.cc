@@ -52,6 +52,16 @@ KResult<void> HostFile::WaitReady(vfs::IoContext& ctx, short events) {
   }
 }
 
+uint32_t HostFile::Readiness(uint32_t mask) {
+  if (!may_block_) return vfs::kDefaultPollMask & mask;
+  pollfd p = {fd_, static_cast<short>(mask & 0xffff), 0};
+  int n;
+  while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR) {
+  }
+  if (n <= 0) return 0;
+  return static_cast<uint16_t>(p.revents) & mask & ~vfs::kPollNval;
+}
+
 KResult<size_t> HostFile::Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) {
   size_t n = std::min(dst.size(), kMaxChunk);
   for (;;) {

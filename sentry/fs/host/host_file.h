@@ -45,6 +45,12 @@ class HostFile final : public vfs::FileDescription {
   KResult<uint64_t> Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                           uint64_t arg) override;
   bool MayBlock() const override { return may_block_; }
+  // Readiness is the host's: a zero-timeout poll of the host FD (regular
+  // files and block devices: always ready, as Linux's default mask). No
+  // Notify comes from the host, so waits poll HostPollFd on the host.
+  uint32_t Readiness(uint32_t mask) override;
+  int HostPollFd() const override { return may_block_ ? fd_ : -1; }
+  bool CanPoll() const override { return may_block_; }
 
  private:
   HostFile(int fd, uint32_t flags, bool may_block)

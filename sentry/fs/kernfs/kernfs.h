@@ -185,6 +185,8 @@ class GeneratedFileDescription final : public vfs::VfsFile {
     return WriteAll(src);
   }
   KResult<int64_t> Seek(int64_t offset, int whence) override;
+  // proc_reg_poll / kernfs_fop_poll: pollable, always DEFAULT_POLLMASK.
+  bool CanPoll() const override { return true; }
 
  private:
   // Copies from data_ at `offset`, generating it first if needed.

@@ -42,6 +42,7 @@ void Pipe::AddReader() {
   ++readers_;
   ++r_counter_;
   open_waiters_.NotifyAll();
+  poll_queue_.Notify(vfs::kAllEvents);
 }
 
 void Pipe::AddWriter() {
@@ -49,16 +50,23 @@ void Pipe::AddWriter() {
   ++writers_;
   ++w_counter_;
   open_waiters_.NotifyAll();
+  poll_queue_.Notify(vfs::kAllEvents);
 }
 
 void Pipe::RemoveReader() {
   absl::MutexLock l(&mu_);
-  if (--readers_ == 0) write_waiters_.NotifyAll();
+  if (--readers_ == 0) {
+    write_waiters_.NotifyAll();
+    poll_queue_.Notify(vfs::kPollErr | vfs::kPollOut | vfs::kPollWrNorm);
+  }
 }
 
 void Pipe::RemoveWriter() {
   absl::MutexLock l(&mu_);
-  if (--writers_ == 0) read_waiters_.NotifyAll();
+  if (--writers_ == 0) {
+    read_waiters_.NotifyAll();
+    poll_queue_.Notify(vfs::kPollHup | vfs::kPollIn | vfs::kPollRdNorm);
+  }
 }
 
 KResult<Pipe::OpenWait> Pipe::OpenFifoEnd(uint32_t flags) {
@@ -69,10 +77,14 @@ KResult<Pipe::OpenWait> Pipe::OpenFifoEnd(uint32_t flags) {
       ++readers_;
       ++r_counter_;
       open_waiters_.NotifyAll();
-      // POSIX: O_NONBLOCK opens for reading even with no writer around.
+      poll_queue_.Notify(vfs::kAllEvents);
+      // POSIX: O_NONBLOCK opens for reading even with no writer around;
+      // such a reader sees no POLLHUP until a writer came (f_version).
       if (writers_ == 0 && !(flags & O_NONBLOCK)) {
         w.kind = OpenWait::kWriter;
         w.counter = w_counter_;
+      } else if (writers_ == 0) {
+        w.poll_version = w_counter_;
       }
       return w;
     case O_WRONLY:
@@ -80,6 +92,7 @@ KResult<Pipe::OpenWait> Pipe::OpenFifoEnd(uint32_t flags) {
       ++writers_;
       ++w_counter_;
       open_waiters_.NotifyAll();
+      poll_queue_.Notify(vfs::kAllEvents);
       if (readers_ == 0) {
         w.kind = OpenWait::kReader;
         w.counter = r_counter_;
@@ -92,6 +105,7 @@ KResult<Pipe::OpenWait> Pipe::OpenFifoEnd(uint32_t flags) {
       ++r_counter_;
       ++w_counter_;
       open_waiters_.NotifyAll();
+      poll_queue_.Notify(vfs::kAllEvents);
       return w;
     default:
       return kEINVAL;
@@ -114,11 +128,29 @@ KResult<void> Pipe::WaitForPartner(const OpenWait& w, int interrupt_fd) {
 void Pipe::DataInLocked() {
   mtime_ = Now();
   read_waiters_.NotifyAll();
+  poll_queue_.Notify(vfs::kPollIn | vfs::kPollRdNorm);
 }
 
 void Pipe::DataOutLocked() {
   atime_ = Now();
   write_waiters_.NotifyAll();
+  poll_queue_.Notify(vfs::kPollOut | vfs::kPollWrNorm);
+}
+
+uint32_t Pipe::Readiness(bool reader, bool writer, uint64_t poll_version,
+                         uint32_t mask) const {
+  absl::MutexLock l(&mu_);
+  uint32_t r = 0;
+  if (reader) {
+    if (!bufs_.empty()) r |= vfs::kPollIn | vfs::kPollRdNorm;
+    if (writers_ == 0 && poll_version != w_counter_) r |= vfs::kPollHup;
+  }
+  if (writer) {
+    if (!FullLocked()) r |= vfs::kPollOut | vfs::kPollWrNorm;
+    // Linux reports POLLERR for FIFOs too (unlike most Unices).
+    if (readers_ == 0) r |= vfs::kPollErr;
+  }
+  return r & mask;
 }
 
 size_t Pipe::AppendLocked(absl::Span<const uint8_t> src, bool packet,
@@ -258,6 +290,7 @@ KResult<uint64_t> Pipe::SetCapacity(uint32_t arg, bool privileged) {
   if (slots < bufs_.size()) return kEBUSY;
   slots_ = static_cast<uint32_t>(slots);
   write_waiters_.NotifyAll();
+  poll_queue_.Notify(vfs::kPollOut | vfs::kPollWrNorm);
   return slots * kPageSize;
 }
 

@@ -43,6 +43,7 @@
 #include "sentry/base/result.h"
 #include "sentry/vfs/lock/file_locks.h"
 #include "sentry/vfs/lock/wait_queue.h"
+#include "sentry/vfs/waiter.h"
 
 namespace sandbox::fs::pipe {
 
@@ -74,6 +75,10 @@ class Pipe {
   struct OpenWait {
     enum Kind { kNone, kWriter, kReader } kind = kNone;
     uint64_t counter = 0;  // the partner counter when the opener came
+    // pipe_poll's f_version: the writer counter of an O_RDONLY|O_NONBLOCK
+    // FIFO opener that found no writer (POLLHUP is suppressed until a
+    // writer has come); 0 otherwise.
+    uint64_t poll_version = 0;
   };
   // Counts the opener of a FIFO with open(2) `flags`: ENXIO for
   // O_WRONLY|O_NONBLOCK without readers, EINVAL for access mode 3.
@@ -88,6 +93,18 @@ class Pipe {
       ABSL_LOCKS_EXCLUDED(mu_);
   KResult<size_t> Write(int interrupt_fd, absl::Span<const uint8_t> src,
                         bool nonblock, bool packet) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Readiness (pipe_poll). ----
+  // For an end that reads and/or writes: POLLIN|POLLRDNORM with data,
+  // POLLHUP (reader) without writers unless no writer came since
+  // `poll_version` (OpenWait::poll_version), POLLOUT|POLLWRNORM (writer)
+  // with a free buffer, POLLERR (writer) without readers. Masked by `mask`.
+  uint32_t Readiness(bool reader, bool writer, uint64_t poll_version,
+                     uint32_t mask) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Registers on the queue notified whenever that may change.
+  void EventRegister(vfs::WaitEntry* e, uint32_t mask) {
+    poll_queue_.Register(e, mask);
+  }
 
   // FIONREAD: bytes queued.
   uint64_t Queued() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -187,6 +204,9 @@ class Pipe {
   vfs::lock::WaitQueue read_waiters_ ABSL_GUARDED_BY(mu_);
   vfs::lock::WaitQueue write_waiters_ ABSL_GUARDED_BY(mu_);
   vfs::lock::WaitQueue open_waiters_ ABSL_GUARDED_BY(mu_);
+  // Readiness waiters (poll, epoll): notified under mu_ (lock order
+  // Pipe::mu_ -> the queue's own lock), with the events that changed.
+  vfs::WaitQueue poll_queue_;
 };
 
 }  // namespace sandbox::fs::pipe

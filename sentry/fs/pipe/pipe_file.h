@@ -48,6 +48,10 @@ class PipeEnd {
                         uint32_t status_flags);
   // FIONREAD; ENOTTY for the rest.
   KResult<uint64_t> Ioctl(vfs::IoContext& ctx, uint32_t cmd, uint64_t arg);
+  // pipe_poll for this end (Pipe::Readiness).
+  uint32_t Readiness(uint32_t mask, uint64_t poll_version) const {
+    return pipe_->Readiness(reader_, writer_, poll_version, mask);
+  }
 
  private:
   const std::shared_ptr<Pipe> pipe_;
@@ -83,6 +87,11 @@ class PipeFile final : public vfs::FileDescription {
   vfs::lock::FileLocks* locks() override {
     return &location_.dentry->inode().locks();
   }
+  uint32_t Readiness(uint32_t mask) override { return end_.Readiness(mask, 0); }
+  void EventRegister(vfs::WaitEntry* e, uint32_t mask) override {
+    pipe().EventRegister(e, mask);
+  }
+  bool CanPoll() const override { return true; }
 
  private:
   const vfs::VirtualDentry location_;
@@ -139,6 +148,15 @@ class FifoFile final : public vfs::VfsFile {
     return end_.Ioctl(ctx, cmd, arg);
   }
   bool MayBlock() const override { return true; }
+  // pipe_poll; an O_RDONLY|O_NONBLOCK opener that found no writer sees no
+  // POLLHUP until a writer has come (f_version).
+  uint32_t Readiness(uint32_t mask) override {
+    return end_.Readiness(mask, wait_.poll_version);
+  }
+  void EventRegister(vfs::WaitEntry* e, uint32_t mask) override {
+    pipe().EventRegister(e, mask);
+  }
+  bool CanPoll() const override { return true; }
 
  private:
   PipeEnd end_;

@@ -3,54 +3,24 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 
+#include "sentry/vfs/waiter.h"
+
 namespace sandbox::vfs::lock {
-namespace {
 
-// The calling host thread's wake-up eventfd, created on first use and
-// closed when the thread ends. Non-blocking so draining never sleeps.
-class ThreadEventFd {
- public:
-  ThreadEventFd() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-    // Without it the thread could never sleep; the Sentry cannot go on
-    // (only fd exhaustion of the Sentry itself gets here).
-    if (fd_ < 0) std::abort();
-  }
-  ~ThreadEventFd() { close(fd_); }
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-int CurrentEventFd() {
-  thread_local ThreadEventFd efd;
-  return efd.fd();
-}
-
-void Drain(int fd) {
-  uint64_t v;
-  while (read(fd, &v, sizeof(v)) < 0 && errno == EINTR) {
-  }
-}
-
-}  // namespace
+// The sleeping threads' wake-up eventfds are sentry/vfs/waiter.h's
+// ThreadWakeFd (one per host thread, shared with readiness waits).
 
 void WaitQueue::NotifyAll() {
-  for (int fd : waiters_) {
-    uint64_t one = 1;
-    while (write(fd, &one, sizeof(one)) < 0 && errno == EINTR) {
-    }
-  }
+  for (int fd : waiters_) SignalWakeFd(fd);
 }
 
 bool WaitQueue::Wait(absl::Mutex& mu, int interrupt_fd) {
-  int efd = CurrentEventFd();
+  int efd = ThreadWakeFd();
   waiters_.push_back(efd);
   mu.Unlock();
   pollfd fds[2] = {{efd, POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
@@ -68,7 +38,7 @@ bool WaitQueue::Wait(absl::Mutex& mu, int interrupt_fd) {
       break;
     }
   }
-  Drain(efd);
+  DrainWakeFd(efd);
   mu.Lock();
   auto it = std::find(waiters_.begin(), waiters_.end(), efd);
   if (it != waiters_.end()) waiters_.erase(it);
