@@ -42,6 +42,10 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterExecSyscalls(*t);
   RegisterFadviseSyscalls(*t);
   RegisterSocketSyscalls(*t);
+  RegisterPollSyscalls(*t);
+  RegisterSelectSyscalls(*t);
+  RegisterEpollSyscalls(*t);
+  RegisterEventfdSyscalls(*t);
   return t;
 }
 

@@ -192,6 +192,10 @@ void RegisterSendfileSyscalls(SyscallTable& t);
 void RegisterExecSyscalls(SyscallTable& t);
 void RegisterFadviseSyscalls(SyscallTable& t);
 void RegisterSocketSyscalls(SyscallTable& t);
+void RegisterPollSyscalls(SyscallTable& t);
+void RegisterSelectSyscalls(SyscallTable& t);
+void RegisterEpollSyscalls(SyscallTable& t);
+void RegisterEventfdSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 

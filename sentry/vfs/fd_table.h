@@ -81,6 +81,18 @@ class FdTable {
   // Number of open descriptors.
   size_t Count() const;
 
+  // Linux's fdtable max_fds (select(2) cuts its nfds to it): the table's
+  // capacity, 64 until a descriptor >= 64 was used, then 128 * 2^k
+  // (alloc_fdtable's growth), never shrinking.
+  int MaxFds() const {
+    absl::MutexLock l(&mu_);
+    size_t used = entries_.size();  // highest descriptor ever used + 1
+    if (used <= 64) return 64;
+    size_t units = 1;
+    while (units * 128 < used) units <<= 1;
+    return static_cast<int>(units * 128);
+  }
+
  private:
   struct Entry {
     FileRef file;

@@ -507,6 +507,9 @@ std::string FdLinkText(Task* t, const vfs::FileRef& f) {
   uint64_t ino = st.ok() ? st->st_ino : 0;
   uint32_t type = st.ok() ? (st->st_mode & S_IFMT) : 0;
   if (type == S_IFIFO) return absl::StrCat("pipe:[", ino, "]");
+  if (!f->AnonInodeName().empty()) {
+    return "anon_inode:" + std::string(f->AnonInodeName());
+  }
   if (type == S_IFSOCK) return absl::StrCat("socket:[", ino, "]");
   // The stdio the sandbox was handed (a host file the guest has no path
   // for), as gVisor shows it.
@@ -527,7 +530,8 @@ std::string FdinfoText(const vfs::FileRef& f, bool cloexec) {
     ino = st->st_ino;
   }
   return absl::StrFormat("pos:\t%d\nflags:\t0%o\nmnt_id:\t%u\nino:\t%u\n",
-                         pos.ok() ? *pos : 0, flags, mnt_id, ino);
+                         pos.ok() ? *pos : 0, flags, mnt_id, ino) +
+         f->FdInfo();  // show_fdinfo
 }
 
 std::vector<std::string> FdNames(Task* t) {
