@@ -77,11 +77,18 @@ TEST(SpawnE2eTest, PythonSubprocess) {
 }
 
 TEST(SpawnE2eTest, PythonSubprocessCaptureOutput) {
-  // Two pipes: communicate() waits on both with a selector (poll(2)).
-  ExpectSameOutput({"/usr/bin/python3", "-c",
-                    "import subprocess; print(subprocess.run([\"echo\","
-                    "\"hi\"],capture_output=True).stdout)"},
-                   "syscall 7 (poll)");
+  // Two pipes: communicate() waits on both with a selector (poll(2)); with
+  // input, on three (stdin's write end too), and more than a pipe's worth
+  // of output on each needs the waits to alternate.
+  ExpectSameOutput(
+      {"/usr/bin/python3", "-c",
+       "import subprocess\n"
+       "print(subprocess.run([\"echo\",\"hi\"],capture_output=True).stdout)\n"
+       "r = subprocess.run(['/bin/sh', '-c', 'cat; echo err >&2; "
+       "head -c 200000 /dev/zero | tr \\\\0 a; head -c 100000 /dev/zero >&2'],"
+       " input=b'x' * 150000, capture_output=True)\n"
+       "print(r.returncode, len(r.stdout), r.stdout.count(b'x'),"
+       " len(r.stderr), r.stderr[:4])\n"});
 }
 
 TEST(SpawnE2eTest, PythonPosixSpawnAndWait) {
