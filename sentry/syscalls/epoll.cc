@@ -22,7 +22,11 @@
 #include <limits.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "sentry/abi/syscalls.h"
+#include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
 #include "sentry/syscalls/readiness.h"
 #include "sentry/syscalls/table.h"
@@ -117,16 +121,42 @@ SyscallResult DoEpollWait(Task& t, int32_t epfd, uint64_t events,
   TRY(vfs::FileRef f, GetFile(t, epfd));
   auto* ep = dynamic_cast<EpollFile*>(f.get());
   if (ep == nullptr) return kEINVAL;
-  uint64_t at = events;
-  auto emit = [&t, &at](const fs::epoll::Event& e) {
-    EpollEvent out{e.events, e.data};
-    if (!t.CopyOutFull(at, &out, sizeof(out)).ok()) return false;
-    at += sizeof(out);
-    return true;
+  // The ready events are copied out in one go; if that faults, one by one
+  // up to the fault: the events not delivered stay ready (ep_send_events),
+  // EFAULT if none could be.
+  auto deliver = [&t, events](absl::Span<const fs::epoll::Event> evs) {
+    std::vector<EpollEvent> out;
+    out.reserve(evs.size());
+    for (const auto& e : evs) out.push_back(EpollEvent{e.events, e.data});
+    if (t.CopyOutFull(events, out.data(), out.size() * sizeof(EpollEvent))
+            .ok()) {
+      return out.size();
+    }
+    size_t done = 0;
+    while (done < out.size() &&
+           t.CopyOutFull(events + done * sizeof(EpollEvent), &out[done],
+                         sizeof(EpollEvent))
+               .ok()) {
+      ++done;
+    }
+    return done;
   };
-  TRY(size_t n,
-      ep->Wait(maxevents, deadline, t.io_context().interrupt_fd, emit));
+  KResult<size_t> r =
+      ep->Wait(maxevents, deadline, t.io_context().interrupt_fd, deliver);
+  if (!r.ok() && r.error().number() == EINTR &&
+      !kernel::HasSignalOutside(t, t.signal_mask())) {
+    // Woken by an interrupt that is not a signal (no signal_pending in
+    // Linux terms): the run loop handles it and the call starts again.
+    return kERestartNoHand;
+  }
+  TRY(size_t n, std::move(r));
   return static_cast<uint64_t>(n);
+}
+
+// The code for which epoll_pwait keeps the saved mask for the signal step.
+int Interrupted(const SyscallResult& r) {
+  return !r.ok() && r.error().number() == kERESTARTNOHAND ? kERESTARTNOHAND
+                                                          : EINTR;
 }
 
 KResult<int64_t> MsDeadline(int32_t timeout_ms) {
@@ -148,7 +178,7 @@ SyscallResult EpollPwait(Task& t, Fd epfd, UserAddr events, int32_t maxevents,
   TRY(int64_t deadline, MsDeadline(timeout));
   TRY_VOID(SetUserSigmask(t, sigmask.addr, sigsetsize));
   SyscallResult r = DoEpollWait(t, epfd.fd, events.addr, maxevents, deadline);
-  RestoreSigmaskUnless(t, r, EINTR);
+  RestoreSigmaskUnless(t, r, Interrupted(r));
   return r;
 }
 
@@ -163,7 +193,7 @@ SyscallResult EpollPwait2(Task& t, Fd epfd, UserAddr events, int32_t maxevents,
   }
   TRY_VOID(SetUserSigmask(t, sigmask.addr, sigsetsize));
   SyscallResult r = DoEpollWait(t, epfd.fd, events.addr, maxevents, deadline);
-  RestoreSigmaskUnless(t, r, EINTR);
+  RestoreSigmaskUnless(t, r, Interrupted(r));
   return r;
 }
 

@@ -56,11 +56,12 @@ SyscallResult DoSysPoll(Task& t, uint64_t ufds, uint64_t nfds,
   for (size_t i = 0; i < files.size(); ++i) {
     fds[index[i]].revents = static_cast<short>(files[i].revents);
   }
-  // Every revents goes back, whatever the result.
-  for (size_t i = 0; i < nfds; ++i) {
-    TRY_VOID(
-        t.CopyOutFull(ufds + i * sizeof(pollfd) + offsetof(pollfd, revents),
-                      &fds[i].revents, sizeof(short)));
+  // Every revents goes back, whatever the result: the array is written
+  // back whole in one copy (Linux stores each revents alone; the fd and
+  // events fields are written with the values read, so only a guest that
+  // changes them during the call could tell).
+  if (nfds > 0) {
+    TRY_VOID(t.CopyOutFull(ufds, fds.data(), nfds * sizeof(pollfd)));
   }
   if (!n.ok()) return n.error();
   return static_cast<uint64_t>(*n);

@@ -187,12 +187,11 @@ KResult<void> EpollFile::Delete(const vfs::FileRef& file, int fd) {
   return OkResult();
 }
 
-KResult<size_t> EpollFile::Collect(size_t max,
-                                   absl::FunctionRef<bool(const Event&)> emit) {
+KResult<size_t> EpollFile::Collect(size_t max, Deliver deliver) {
   std::vector<vfs::FileRef> keep;  // released after the locks
-  size_t n = 0;
-  bool faulted = false;
-  bool more = false;
+  size_t delivered = 0;
+  bool ready_left = false;
+  std::vector<Event> batch;
   {
     absl::MutexLock l(&mu_);
     std::deque<Item*> tx;
@@ -210,8 +209,10 @@ KResult<size_t> EpollFile::Collect(size_t max,
       }
     }
     std::vector<Key> expired;
+    std::vector<Item*> picked;
+    std::vector<uint32_t> picked_events;
     size_t i = 0;
-    for (; i < tx.size() && n < max; ++i) {
+    for (; i < tx.size() && batch.size() < max; ++i) {
       Item* it = tx[i];
       vfs::FileRef f = it->file.lock();
       if (f == nullptr) {
@@ -229,20 +230,22 @@ KResult<size_t> EpollFile::Collect(size_t max,
       if ((ev & ~kPrivateBits) == 0) continue;  // disabled one-shot
       const uint32_t revents = f->Readiness(ev & ~kPrivateBits) & ev;
       if (revents == 0) continue;  // off the list until the next callback
-      if (!emit(Event{revents, data})) {
-        faulted = true;
-        break;  // tx[i] and the rest stay ready
-      }
-      ++n;
-      absl::MutexLock r(&ready_mu_);
-      if (ev & kEpollOneshot) {
-        it->events &= kPrivateBits;
-      } else if (!(ev & kEpollEt)) {
-        QueueReadyLocked(it);  // level-triggered: reported again next time
-      }
+      batch.push_back(Event{revents, data});
+      picked.push_back(it);
+      picked_events.push_back(ev);
     }
+    if (!batch.empty()) delivered = std::min(deliver(batch), batch.size());
     {
       absl::MutexLock r(&ready_mu_);
+      for (size_t k = 0; k < delivered; ++k) {
+        Item* it = picked[k];
+        if (picked_events[k] & kEpollOneshot) {
+          it->events &= kPrivateBits;
+        } else if (!(picked_events[k] & kEpollEt)) {
+          QueueReadyLocked(it);  // level-triggered: reported again
+        }
+      }
+      // Not looked at, or not delivered: still ready, at the front.
       for (size_t j = tx.size(); j-- > i;) {
         Item* it = tx[j];
         if (!it->on_ready && !it->host) {
@@ -250,7 +253,14 @@ KResult<size_t> EpollFile::Collect(size_t max,
           it->on_ready = true;
         }
       }
-      more = !ready_.empty();
+      for (size_t k = picked.size(); k-- > delivered;) {
+        Item* it = picked[k];
+        if (!it->on_ready) {
+          ready_.push_front(it);
+          it->on_ready = true;
+        }
+      }
+      ready_left = !ready_.empty();
     }
     for (const Key& k : expired) {
       auto found = items_.find(k);
@@ -258,18 +268,18 @@ KResult<size_t> EpollFile::Collect(size_t max,
     }
   }
   // ep_done_scan: other waiters see what is still ready.
-  if (more) queue_.Notify(vfs::kPollIn | vfs::kPollRdNorm);
-  if (faulted && n == 0) return kEFAULT;
-  return n;
+  if (ready_left) queue_.Notify(vfs::kPollIn | vfs::kPollRdNorm);
+  if (!batch.empty() && delivered == 0) return kEFAULT;
+  return delivered;
 }
 
 KResult<size_t> EpollFile::Wait(size_t max, int64_t deadline, int interrupt_fd,
-                                absl::FunctionRef<bool(const Event&)> emit) {
+                                Deliver deliver) {
   vfs::ThreadWaiter w;
   bool registered = false;
   bool timed_out = false;
   for (;;) {
-    TRY(size_t n, Collect(max, emit));
+    TRY(size_t n, Collect(max, deliver));
     if (n > 0 || deadline == 0 || timed_out) return n;
     if (!registered) {
       // Register, then collect again: nothing is lost in between.
@@ -280,7 +290,7 @@ KResult<size_t> EpollFile::Wait(size_t max, int64_t deadline, int interrupt_fd,
     std::vector<pollfd> host = HostFds();
     vfs::WakeReason r = w.Sleep(interrupt_fd, deadline, host);
     if (r == vfs::WakeReason::kInterrupted) {
-      TRY(n, Collect(max, emit));
+      TRY(n, Collect(max, deliver));
       if (n > 0) return n;
       return kEINTR;
     }

@@ -49,6 +49,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/waiter.h"
@@ -88,19 +89,20 @@ class EpollFile final : public vfs::FileDescription {
   KResult<void> Delete(const vfs::FileRef& file, int fd)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // ep_send_events: passes up to `max` ready events to `emit`, which
-  // returns false when it could not deliver one (EFAULT): that item stays
-  // ready and the collection stops. Returns the number delivered.
-  // EFAULT if the first event could not be delivered.
-  KResult<size_t> Collect(size_t max,
-                          absl::FunctionRef<bool(const Event&)> emit)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // ep_send_events: passes up to `max` ready events at once to `deliver`
+  // (with mu_ held: it copies them to the guest), which returns how many
+  // of them it delivered (a prefix; fewer on a fault). Only delivered
+  // events count (one-shot items disabled, edge-triggered ones leave the
+  // ready list); the others stay ready. Returns the number delivered, or
+  // EFAULT if events were ready and none could be delivered.
+  using Deliver = absl::FunctionRef<size_t(absl::Span<const Event>)>;
+  KResult<size_t> Collect(size_t max, Deliver deliver) ABSL_LOCKS_EXCLUDED(mu_);
   // ep_poll: collects, waiting until some event is ready, `deadline`
   // (CLOCK_MONOTONIC ns; -1 never, 0 do not wait) or an interrupt of
   // `interrupt_fd` (EINTR: epoll_wait is never restarted). Events beat an
   // interrupt.
   KResult<size_t> Wait(size_t max, int64_t deadline, int interrupt_fd,
-                       absl::FunctionRef<bool(const Event&)> emit);
+                       Deliver deliver);
 
   // The epoll file itself: POLLIN|POLLRDNORM when an event is ready.
   uint32_t Readiness(uint32_t mask) override ABSL_LOCKS_EXCLUDED(mu_);

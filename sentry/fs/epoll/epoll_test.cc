@@ -33,9 +33,9 @@ void Take(EventFd& e) {
 
 std::vector<Event> CollectAll(EpollFile& ep) {
   std::vector<Event> out;
-  EXPECT_TRUE(ep.Collect(64, [&](const Event& e) {
-                  out.push_back(e);
-                  return true;
+  EXPECT_TRUE(ep.Collect(64, [&](absl::Span<const Event> evs) {
+                  out.assign(evs.begin(), evs.end());
+                  return evs.size();
                 }).ok());
   return out;
 }
@@ -126,9 +126,9 @@ TEST(EpollTest, NestedEpollIsReadableAndWaitWakes) {
     Put(*e, 1);
   });
   std::vector<Event> got;
-  KResult<size_t> n = outer.Wait(8, -1, -1, [&](const Event& ev) {
-    got.push_back(ev);
-    return true;
+  KResult<size_t> n = outer.Wait(8, -1, -1, [&](absl::Span<const Event> evs) {
+    got.assign(evs.begin(), evs.end());
+    return evs.size();
   });
   t.join();
   ASSERT_TRUE(n.ok());
@@ -140,11 +140,14 @@ TEST(EpollTest, NestedEpollIsReadableAndWaitWakes) {
 TEST(EpollTest, WaitTimesOutAndFaultsKeepEvents) {
   EpollFile ep(O_RDWR);
   auto e = std::make_shared<EventFd>(1, false, O_RDWR);
-  KResult<size_t> n = ep.Wait(8, vfs::MonotonicNowNs() + 10000000, -1,
-                              [](const Event&) { return true; });
+  KResult<size_t> n =
+      ep.Wait(8, vfs::MonotonicNowNs() + 10000000, -1,
+              [](absl::Span<const Event> e) { return e.size(); });
   EXPECT_EQ(n.value(), 0u);
   ASSERT_TRUE(ep.Add(e, 3, kIn | kEpollEt, 0).ok());
-  EXPECT_EQ(ep.Collect(8, [](const Event&) { return false; }).error(), kEFAULT);
+  EXPECT_EQ(
+      ep.Collect(8, [](absl::Span<const Event>) { return size_t{0}; }).error(),
+      kEFAULT);
   EXPECT_EQ(CollectAll(ep).size(), 1u);  // still ready after the fault
 }
 
