@@ -3,8 +3,10 @@
 #include "sentry/abi/syscalls.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -786,6 +788,56 @@ TEST_F(SyscallsTest, PipeFlockAndRecordLocks) {
   EXPECT_TRUE(Call(nr::close, w).ok());
   EXPECT_EQ(range_locks(r), 0u);
   EXPECT_EQ(Call(nr::fcntl, r, F_SETLK, 8).error(), kEFAULT);
+}
+
+TEST_F(SyscallsTest, PollRestartAndHostFiles) {
+  ASSERT_TRUE(Call(nr::pipe2, buf_, 0).ok());
+  int32_t r = Get<int32_t>(buf_), w = Get<int32_t>(buf_ + 4);
+  pollfd p = {r, POLLIN, 0};
+  Put(buf_ + 64, &p, sizeof(p));
+  // Interrupted (no signal here): ERESTART_RESTARTBLOCK, and
+  // restart_syscall continues the same poll.
+  std::thread interrupter([&] {
+    usleep(20000);
+    task_->Interrupt();
+  });
+  EXPECT_EQ(Call(nr::poll, buf_ + 64, 1, 10000).error(), kERestartRestartBlock);
+  interrupter.join();
+  ASSERT_TRUE(task_->signals().restart_fn != nullptr);
+  PutString(buf_ + 200, "x");
+  ASSERT_EQ(Call(nr::write, w, buf_ + 200, 1).value(), 1u);
+  EXPECT_EQ(Call(nr::restart_syscall).value(), 1u);
+  EXPECT_EQ(Get<pollfd>(buf_ + 64).revents, POLLIN);
+  // select and ppoll give ERESTARTNOHAND; epoll_wait restarts too when no
+  // signal is pending.
+  EXPECT_EQ(Call(nr::read, r, buf_ + 200, 1).value(), 1u);
+  EXPECT_EQ(Call(nr::ppoll, buf_ + 64, 1, 0, 0, 8).error(), kERestartNoHand);
+  uint64_t set = uint64_t{1} << r;
+  Put(buf_ + 300, &set, 8);
+  EXPECT_EQ(Call(nr::select, r + 1, buf_ + 300, 0, 0, 0).error(),
+            kERestartNoHand);
+  int64_t ep = Call(nr::epoll_create1, 0).value();
+  EXPECT_EQ(Call(nr::epoll_wait, ep, buf_ + 400, 4, -1).error(),
+            kERestartNoHand);
+  // Host files (the sandbox's stdio): readiness is the host's.
+  int host_r, host_w;
+  InstallPipe(20, 21, &host_r, &host_w);
+  pollfd hp[2] = {{20, POLLIN, 0}, {21, POLLOUT, 0}};
+  Put(buf_ + 64, hp, sizeof(hp));
+  EXPECT_EQ(Call(nr::poll, buf_ + 64, 2, 0).value(), 1u);
+  EXPECT_EQ(Get<pollfd>(buf_ + 72).revents, POLLOUT);
+  ASSERT_EQ(write(host_w, "y", 1), 1);
+  EXPECT_EQ(Call(nr::poll, buf_ + 64, 2, 0).value(), 2u);
+  EXPECT_EQ(Get<pollfd>(buf_ + 64).revents, POLLIN);
+  struct epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 77;
+  Put(buf_ + 500, &ev, sizeof(ev));
+  ASSERT_TRUE(Call(nr::epoll_ctl, ep, EPOLL_CTL_ADD, 20, buf_ + 500).ok());
+  EXPECT_EQ(Call(nr::epoll_wait, ep, buf_ + 600, 4, 0).value(), 1u);
+  EXPECT_EQ(Get<uint64_t>(buf_ + 604), 77u);
+  close(host_r);
+  close(host_w);
 }
 
 }  // namespace
