@@ -172,6 +172,14 @@ TEST(PollTest, FilesWithoutPollAreAlwaysReady) {
   EXPECT_EQ(Revents(s.get(), POLLIN), POLLIN);
 }
 
+TEST(PollTest, StdoutIsWritable) {
+  // In the sandbox, stdout is the host's (a host file): its readiness is
+  // the host's.
+  pollfd p = {1, POLLOUT, 0};
+  EXPECT_THAT(poll(&p, 1, 1000), SyscallSucceedsWithValue(1));
+  EXPECT_TRUE(p.revents & POLLOUT);
+}
+
 TEST(PollTest, FifoReaderWithoutWriterYetSeesNoHup) {
   std::string path = NewTempPath();
   ASSERT_THAT(mkfifo(path.c_str(), 0600), SyscallSucceeds());

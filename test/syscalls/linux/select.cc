@@ -139,6 +139,23 @@ TEST(SelectTest, Errors) {
   // ready in every set on 6.18; not checked.)
 }
 
+TEST(SelectTest, BitsAboveTheTableSizeAreIgnored) {
+  // nfds is cut to the FD table's size (64 while no descriptor >= 64 was
+  // used): a bit for descriptor 1000 is not looked at, so no EBADF.
+  fd_set rd;
+  FD_ZERO(&rd);
+  FD_SET(1000, &rd);
+  timeval tv = {0, 0};
+  EXPECT_THAT(select(1001, &rd, nullptr, nullptr, &tv),
+              SyscallSucceedsWithValue(0));
+  EXPECT_TRUE(FD_ISSET(1000, &rd));  // beyond the cut: not written either
+  // Once the table holds descriptor 1000, the bit counts.
+  ASSERT_THAT(dup2(1, 1000), SyscallSucceedsWithValue(1000));
+  close(1000);
+  EXPECT_THAT(select(1001, &rd, nullptr, nullptr, &tv),
+              SyscallFailsWithErrno(EBADF));
+}
+
 TEST(SelectTest, AWriteFromAnotherThreadWakesTheWait) {
   Pipe p;
   std::thread t([&] {
