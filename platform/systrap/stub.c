@@ -242,8 +242,10 @@ INL long send_fd(int sock, int fd) {
 }
 
 INL __attribute__((noreturn)) void die(void) {
-  /* Every signal this could raise is blocked here: the kernel kills the
-   * stub, which the Sentry reports as dead. */
+  /* exit_group from the blob: the guest filter kills the whole stub, which
+   * the Sentry reports as dead (the process filter lets the syscall thread
+   * exit). The handler blocks no signal, so a fault here would only nest. */
+  sys1(NR_exit_group, 127);
   for (;;) __asm__ volatile("ud2");
 }
 
@@ -392,7 +394,142 @@ INL void load_state(const struct stub_params* p, struct stub_slot* s,
   }
 }
 
-/* The handler of every trapping signal; runs on the thread's altstack. */
+/* Loads a standard-format XSAVE image: the kernel's signal frame or the
+ * Sentry's sanitised one in the slot. A corrupt image (a guest thread
+ * scribbling on another thread's region) faults here and the stub dies. */
+INL void xrstor(const uint8_t* img) {
+  __asm__ volatile("xrstor64 (%0)" ::"r"(img), "a"(~0u), "d"(~0u) : "memory");
+}
+
+/* Returns to guest code with the slot's registers without rt_sigreturn (one
+ * kernel entry less per round trip; the handler runs with SA_NODEFER and an
+ * empty mask, so there is no signal mask to restore): pops the GPRs from the
+ * slot and iretq's through its rip, cs, eflags, rsp and ss, which are the
+ * tail of struct stub_regs in IRET frame order. cs and ss are forced first
+ * (the slot is guest-writable; IRET to the same privilege level changes
+ * neither IOPL nor IF). Returns to its caller only when an interrupt signal
+ * is pending: it is reported before the guest runs.
+ *
+ * [stub_resume_commit, stub_resume_end) is the commit window: an interrupt
+ * signal nested there abandons this frame and is reported at once, from the
+ * slot's registers (stub_handler); one nested before the window sets
+ * `interrupt_pending`, which the window's first instruction checks. */
+__asm__(
+    ".pushsection sandbox_stub,\"ax\",@progbits\n"
+    ".globl stub_resume_guest\n"
+    ".hidden stub_resume_guest\n"
+    ".type stub_resume_guest,@function\n"
+    "stub_resume_guest:\n" /* rdi = &slot->regs, rsi = &interrupt_pending */
+    "  pushfq\n"
+    "  andq $~0x4000, (%rsp)\n" /* NT: a 64-bit IRET #GPs with it set */
+    "  popfq\n"
+    ".globl stub_resume_commit\n"
+    ".hidden stub_resume_commit\n"
+    "stub_resume_commit:\n"
+    "  cmpl $0, (%rsi)\n"
+    "  jne 1f\n"
+    "  mov %rdi, %rsp\n"
+    "  movq $0x33, 136(%rsp)\n" /* regs.cs */
+    "  movq $0x2b, 160(%rsp)\n" /* regs.ss */
+    "  pop %r15\n"
+    "  pop %r14\n"
+    "  pop %r13\n"
+    "  pop %r12\n"
+    "  pop %rbp\n"
+    "  pop %rbx\n"
+    "  pop %r11\n"
+    "  pop %r10\n"
+    "  pop %r9\n"
+    "  pop %r8\n"
+    "  pop %rax\n"
+    "  pop %rcx\n"
+    "  pop %rdx\n"
+    "  pop %rsi\n"
+    "  pop %rdi\n"
+    "  add $8, %rsp\n" /* orig_rax */
+    "  iretq\n"
+    ".globl stub_resume_end\n"
+    ".hidden stub_resume_end\n"
+    "stub_resume_end:\n"
+    "1:\n"
+    "  ret\n"
+    ".size stub_resume_guest, .-stub_resume_guest\n"
+    ".popsection\n");
+
+void stub_resume_guest(struct stub_regs* regs, uint32_t* interrupt_pending)
+    __attribute__((visibility("hidden")));
+extern char stub_resume_commit[] __attribute__((visibility("hidden")));
+extern char stub_resume_end[] __attribute__((visibility("hidden")));
+
+_Static_assert(offsetof(struct stub_regs, r15) == 0 &&
+                   offsetof(struct stub_regs, rdi) == 112 &&
+                   offsetof(struct stub_regs, orig_rax) == 120 &&
+                   offsetof(struct stub_regs, rip) == 128 &&
+                   offsetof(struct stub_regs, cs) == 136 &&
+                   offsetof(struct stub_regs, eflags) == 144 &&
+                   offsetof(struct stub_regs, rsp) == 152 &&
+                   offsetof(struct stub_regs, ss) == 160,
+               "stub_resume_guest pops struct stub_regs in this order");
+_Static_assert(offsetof(struct stub_slot, xsave) % 64 == 0,
+               "XRSTOR needs a 64-byte aligned image");
+
+/* Copies the FP image the kernel saved in this signal's frame into the slot
+ * for the Sentry. */
+INL void save_fp(const struct stub_params* p, struct stub_slot* s,
+                 const uint8_t* fp) {
+  uint32_t len = 0;
+  if (fp != 0) {
+    len = STUB_XSAVE_HDR_OFF;
+    if (*(const uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF) ==
+        STUB_FP_XSTATE_MAGIC1) {
+      len = *(const uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF + 16);
+    }
+    if (len > p->xsave_size) len = (uint32_t)p->xsave_size;
+    copy(s->xsave, fp, len);
+  }
+  s->xsave_len = len;
+}
+
+/* Hands the slot's event to the Sentry and runs the guest with what comes
+ * back, reporting interrupts that arrive meanwhile. `fp` is the guest's
+ * current FP image: the one the kernel saved in this signal's frame (what
+ * STUB_FP_KEEP keeps), or the slot's once the Sentry loaded one. */
+INL __attribute__((noreturn)) void serve(const struct stub_params* p,
+                                         struct stub_slot* s,
+                                         const uint8_t* fp, uint64_t cur_fs,
+                                         uint64_t cur_gs) {
+  for (;;) {
+    handoff(p, s);
+    const uint64_t fs = s->regs.fs_base, gs = s->regs.gs_base;
+    if (fs != cur_fs) set_fs(p, fs);
+    if (gs != cur_gs) set_gs(p, gs);
+    s->cur_fs = cur_fs = fs;
+    s->cur_gs = cur_gs = gs;
+    if (s->fp_load == STUB_FP_LOAD) {
+      fp = s->xsave;
+      s->xsave_len = (uint32_t)p->xsave_size;
+    }
+    /* From here on the live FP state is the guest's: this code uses general
+     * registers only (-mgeneral-regs-only). */
+    if (fp != 0) xrstor(fp);
+    s->tsc_resume = rdtsc();
+    stub_resume_guest(&s->regs, &s->interrupt_pending);
+    /* The interrupt signal came while this handler ran: report it with the
+     * state the guest was about to resume with (the slot's registers; the
+     * slot's FP image is current: the copy made at the trap or the one the
+     * Sentry loaded). */
+    s->interrupt_pending = 0;
+    s->regs.orig_rax = (uint64_t)-1;
+    s->signo = SIGCHLD;
+    s->event = STUB_EV_INTERRUPT;
+  }
+}
+
+/* The handler of every trapping signal; runs on the thread's altstack with
+ * SA_NODEFER and no signal blocked (so that it can return to the guest
+ * without rt_sigreturn), so it may nest: a signal that interrupted the blob
+ * itself is the interrupt signal arriving while the handler runs, or a
+ * fault in it (the stub dies). */
 STUB_FN void stub_handler(int sig, struct k_siginfo* info,
                           struct k_ucontext* uc) {
   uint64_t tsc = rdtsc();
@@ -401,6 +538,29 @@ STUB_FN void stub_handler(int sig, struct k_siginfo* info,
   struct k_sigcontext* m = &uc->uc_mcontext;
   struct stub_regs* r = &s->regs;
   uint64_t tmp;
+
+  if (m->rip - p->code_start < p->code_len) {
+    if (sig != SIGCHLD) die();
+    if (m->rip - (uint64_t)stub_resume_commit <
+        (uint64_t)(stub_resume_end - stub_resume_commit)) {
+      /* In the commit window: the guest's registers are all in the slot
+       * and its FP state is live (saved in this frame). Report the
+       * interrupt from there; the outer frame is abandoned. */
+      s->tsc_trap = tsc;
+      s->interrupt_pending = 0;
+      r->orig_rax = (uint64_t)-1;
+      s->signo = (uint32_t)sig;
+      s->fault_code = info->si_code;
+      copy(s->siginfo, info, sizeof(s->siginfo));
+      save_fp(p, s, (const uint8_t*)m->fpstate);
+      s->event = STUB_EV_INTERRUPT;
+      serve(p, s, (const uint8_t*)m->fpstate, s->cur_fs, s->cur_gs);
+    }
+    /* Before the window: the outer handler reports it (rt_sigreturn back
+     * into it through the restorer). */
+    store32(&s->interrupt_pending, 1);
+    return;
+  }
   s->tsc_trap = tsc;
 
   r->r8 = m->r8;
@@ -445,19 +605,7 @@ STUB_FN void stub_handler(int sig, struct k_siginfo* info,
   s->fault_err = m->err;
   s->trapno = m->trapno;
   copy(s->siginfo, info, sizeof(s->siginfo));
-
-  uint8_t* fp = (uint8_t*)m->fpstate;
-  uint32_t len = 0;
-  if (fp != 0) {
-    len = STUB_XSAVE_HDR_OFF;
-    if (*(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF) ==
-        STUB_FP_XSTATE_MAGIC1) {
-      len = *(uint32_t*)(fp + STUB_XSAVE_SW_RESERVED_OFF + 16);
-    }
-    if (len > p->xsave_size) len = (uint32_t)p->xsave_size;
-    copy(s->xsave, fp, len);
-  }
-  s->xsave_len = len;
+  save_fp(p, s, (const uint8_t*)m->fpstate);
 
   uint32_t ev = STUB_EV_FAULT;
   if (sig == SIGSYS) {
@@ -478,8 +626,16 @@ STUB_FN void stub_handler(int sig, struct k_siginfo* info,
     if (ip[0] == 0x0f && ip[1] == 0xa2) ev = STUB_EV_CPUID;
   }
   s->event = ev;
-  handoff(p, s);
-  load_state(p, s, uc, cur_fs, cur_gs);
+  if (uc->uc_sigmask != 0) {
+    /* Signals were blocked at the trap: the guest ran a forged rt_sigreturn
+     * frame through the blob's restorer (the handler itself blocks
+     * nothing). Return through rt_sigreturn this once, which restores an
+     * empty mask (load_state), so the interrupt signal lands again. */
+    handoff(p, s);
+    load_state(p, s, uc, cur_fs, cur_gs);
+    return;
+  }
+  serve(p, s, (const uint8_t*)m->fpstate, cur_fs, cur_gs);
 }
 
 /* First entry of a new guest thread (called from the syscall loop once the
@@ -728,10 +884,12 @@ STUB_FN __attribute__((noreturn)) void stub_new_main(
                          (1ull << 7) | (1ull << 3) | (1ull << 4) | (1ull << 16);
   struct k_sigaction sa;
   sa.handler = (void*)stub_handler;
-  sa.flags =
-      4 /*SA_SIGINFO*/ | 0x08000000 /*SA_ONSTACK*/ | 0x04000000 /*SA_RESTORER*/;
+  /* SA_NODEFER and an empty mask: the handler returns to the guest without
+   * rt_sigreturn, so nothing may be blocked on entry (see stub_handler). */
+  sa.flags = 4 /*SA_SIGINFO*/ | 0x08000000 /*SA_ONSTACK*/ |
+             0x04000000 /*SA_RESTORER*/ | 0x40000000 /*SA_NODEFER*/;
   sa.restorer = (void*)stub_restorer;
-  sa.mask = kMask;
+  sa.mask = 0;
   for (int sig = 1; sig <= 64; sig++) {
     if (!(kMask & (1ull << (sig - 1)))) continue;
     if (sys4(NR_rt_sigaction, sig, &sa, 0, 8) != 0) sys1(NR_exit_group, 4);

@@ -209,9 +209,13 @@ struct stub_slot {
   uint32_t sentry_busy;
   uint32_t busy_spin;   /* stub spin bound while sentry_busy is set */
   uint32_t stub_sleeps; /* futex waits of the stub (statistics only) */
+  /* Stub-private: the interrupt signal arrived while the handler ran (it
+   * does not block signals, see stub.c); reported before the guest runs. */
+  uint32_t interrupt_pending;
+  uint32_t pad3;
   struct stub_regs regs;
   uint8_t siginfo[128];
-  uint8_t pad2[1024 - 120 - 27 * 8 - 128];
+  uint8_t pad2[1024 - 128 - 27 * 8 - 128];
   uint8_t xsave[]; /* 64-byte aligned XSAVE image */
 };
 

@@ -1060,7 +1060,10 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
     // (which is about the guest's time between requests) does not apply.
     const bool long_work = Load(&s->sentry_busy) != 0;
     const bool stub_spins = spin || (long_work && may_spin);
-    s->spin = spin ? plat_->stub_spin_iters() : 0;
+    // (A streaming guest's stub spins even during the back-off: with
+    // `spin` 0 it would go to sleep before the Sentry marks the request as
+    // long work, and every 1 MiB read would end in a futex wake-up.)
+    s->spin = stub_spins ? plat_->stub_spin_iters() : 0;
     s->busy_spin = may_spin ? plat_->stub_busy_spin_iters() : 0;
     const int cpu = sched_getcpu();
     s->sentry_cpu = static_cast<uint32_t>(cpu);

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -539,6 +540,75 @@ TEST_F(SystrapTest, InterruptSpinningGuest) {
   Code({0x0f, 0x05});
   s = Start();
   EXPECT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+}
+
+// Interrupts racing a guest that traps in a tight loop land anywhere: in
+// guest code, in the stub's handler before it hands off, while it waits, or
+// in its return path (stub.c's commit window). Every event must still carry
+// the guest's exact state: general registers, XMM registers (the FP image the
+// Sentry loads sometimes and keeps otherwise) and the instruction pointer.
+TEST_F(SystrapTest, InterruptsRacingTrapsKeepTheGuestState) {
+  // loop: inc %rbx; movq %rbx,%xmm0; syscall; jmp loop
+  Code(
+      {0x48, 0xff, 0xc3, 0x66, 0x48, 0x0f, 0x6e, 0xc3, 0x0f, 0x05, 0xeb, 0xf4});
+  CpuState s = Start();
+  s.regs.r12 = 0x1212121212121212;
+  s.regs.r15 = 0x1515151515151515;
+  s.regs.rbp = 0xbbbbbbbbbbbbbbbb;
+  constexpr size_t kXmm0 = 160, kXmm1 = 176;
+  auto xmm = [&](size_t off) {
+    uint64_t v = 0;
+    if (s.fp.size() >= off + 8) memcpy(&v, s.fp.data() + off, 8);
+    return v;
+  };
+  std::atomic<bool> done{false};
+  std::thread kicker([&] {
+    while (!done.load()) {
+      ctx_->Interrupt();
+      std::this_thread::sleep_for(std::chrono::microseconds(30));
+    }
+  });
+  uint64_t last = 0, xmm1 = 0;
+  int syscalls = 0, interrupts = 0;
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < until) {
+    SwitchResult r = ctx_->Switch(*as_, s);
+    ASSERT_NE(r.reason, SwitchReason::kDead);
+    ASSERT_EQ(s.regs.r12, 0x1212121212121212u);
+    ASSERT_EQ(s.regs.r15, 0x1515151515151515u);
+    ASSERT_EQ(s.regs.rbp, 0xbbbbbbbbbbbbbbbbu);
+    ASSERT_EQ(xmm(kXmm1), xmm1);
+    if (r.reason == SwitchReason::kSyscall) {
+      ++syscalls;
+      ASSERT_EQ(s.regs.rip, kCode + 10);
+      ASSERT_EQ(s.regs.rbx, last + 1);
+      ASSERT_EQ(xmm(kXmm0), s.regs.rbx);
+      last = s.regs.rbx;
+      s.regs.rax = 0;
+    } else {
+      ASSERT_EQ(r.reason, SwitchReason::kInterrupted);
+      ++interrupts;
+      ASSERT_TRUE(s.regs.rbx == last || s.regs.rbx == last + 1)
+          << s.regs.rbx << " after " << last;
+      const uint64_t ip = s.regs.rip - kCode;
+      ASSERT_TRUE(ip == 0 || ip == 3 || ip == 8 || ip == 10) << ip;
+      ASSERT_EQ(xmm(kXmm0), ip == 3 ? s.regs.rbx - 1 : s.regs.rbx);
+    }
+    // Now and then the Sentry changes the FP state (signal delivery does):
+    // the stub must load the new image, and keep it on later round trips.
+    if ((syscalls + interrupts) % 7 == 0 && s.fp.size() >= kXmm1 + 8) {
+      ++xmm1;
+      memcpy(s.fp.data() + kXmm1, &xmm1, 8);
+      s.fp_changed = true;
+    }
+  }
+  done.store(true);
+  kicker.join();
+  ctx_->ClearInterrupt();
+  std::cout << syscalls << " syscalls, " << interrupts << " interrupts\n";
+  EXPECT_GT(syscalls, 100);
+  EXPECT_GT(interrupts, 10);
 }
 
 // A guest that jumps to the stub's rt_sigreturn with a forged frame can set
