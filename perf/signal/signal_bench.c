@@ -1,14 +1,17 @@
 // Signal delivery cost: a signal the thread sends itself (tgkill, the
 // handler's frame, rt_sigreturn), the same blocked then taken with
-// sigtimedwait, and a ping-pong between two threads (tgkill + sigwaitinfo
-// each way). Prints "name_us=MEDIAN" (microseconds per operation, the
-// median of 5 batches). Usage: signal_bench [ITERS_PER_BATCH]
+// sigtimedwait, a ping-pong between two threads (tgkill + sigwaitinfo
+// each way), and a job-control round trip with a child (SIGSTOP, wait for
+// the stop, SIGCONT, wait for the continue; ITERS/4 a batch). Prints
+// "name_us=MEDIAN" (microseconds per operation, the median of 5 batches).
+// Usage: signal_bench [ITERS_PER_BATCH]
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +78,32 @@ int main(int argc, char** argv) {
     }
     printf("%s=%.2f\n", names[kind], bench_median(batch, 5));
   }
+  // Stop/continue round trip: the child sleeps in pause(); each round
+  // stops it (every thread parks in the Sentry), waits for the stop
+  // report, continues it and waits for the continue report.
+  pid_t child = fork();
+  if (child == 0) {
+    for (;;) pause();
+  }
+  if (child < 0) return 1;
+  int rounds = iters / 4 > 10 ? iters / 4 : 10;
+  double batch[5];
+  for (int b = 0; b < 5; ++b) {
+    double t0 = bench_now_us();
+    for (int i = 0; i < rounds; ++i) {
+      int st;
+      kill(child, SIGSTOP);
+      if (waitpid(child, &st, WUNTRACED) != child || !WIFSTOPPED(st)) return 1;
+      kill(child, SIGCONT);
+      if (waitpid(child, &st, WCONTINUED) != child || !WIFCONTINUED(st)) {
+        return 1;
+      }
+    }
+    batch[b] = (bench_now_us() - t0) / rounds;
+  }
+  printf("stop_continue_roundtrip_us=%.2f\n", bench_median(batch, 5));
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
   if (handled != 5L * iters) {
     fprintf(stderr, "handler ran %ld times, want %ld\n", handled, 5L * iters);
     return 1;

@@ -4,7 +4,8 @@
 # twice each, interleaved; the better round counts for each figure.
 # Figures (median batch, microseconds per operation): a self-sent signal
 # through a handler and rt_sigreturn, a blocked signal taken with
-# sigtimedwait, a two-thread tgkill/sigwait ping-pong (one round trip).
+# sigtimedwait, a two-thread tgkill/sigwait ping-pong (one round trip),
+# a child stopped and continued (kill + waitpid each way).
 # Usage: signal_bench.sh [ITERS]     (default 2000 per batch)
 # Under Bazel: bazel run -c opt //perf/signal:signal_bench -- 2000
 # (bazel test //perf/signal:signal_bench_test runs it briefly).

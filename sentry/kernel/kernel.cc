@@ -3,6 +3,9 @@
 #include <signal.h>
 #include <time.h>
 
+#include <algorithm>
+
+#include "absl/time/clock.h"
 #include "sentry/kernel/log.h"
 #include "sentry/mm/memory_manager.h"
 
@@ -25,13 +28,19 @@ Kernel::Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
       boot_ns_(MonotonicNs()) {}
 
 Kernel::~Kernel() {
-  std::vector<std::thread> threads;
   {
     absl::MutexLock l(&mu_);
     for (auto& tg : thread_groups_) tg->ExitGroup(ExitStatus::Killed(SIGKILL));
-    threads.swap(threads_);
   }
-  for (auto& t : threads) t.join();
+  JoinTaskThreads();
+}
+
+void Kernel::JoinTaskThreads() {
+  absl::MutexLock l(&mu_);
+  auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return live_threads_ == 0;
+  };
+  mu_.Await(absl::Condition(&none));
 }
 
 KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
@@ -39,11 +48,11 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   auto tg = std::make_shared<ThreadGroup>(
       *this, args.parent, std::move(args.exe_path), args.limits);
   tg->set_exe_file(std::move(args.exe_file));
-  auto task = std::make_unique<Task>(
+  auto task = std::make_shared<Task>(
       *this, tg, std::make_shared<const Credentials>(std::move(args.creds)),
       std::move(args.fds), std::move(args.fs), std::move(args.mm),
       std::move(args.cpu));
-  TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
+  TRY(ThreadId tid, root_pidns_.Allocate(task));
   task->set_tid(tid);
   // comm starts as the executable's base name (TASK_COMM_LEN - 1 bytes).
   const std::string& exe = tg->exe_path();
@@ -52,28 +61,34 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   task->set_name(std::move(comm));
   tg->AddTask(task.get());
   tg->set_pgid_sid(tid, tid);
+  if (args.parent != nullptr) {
+    tg->set_creator_tid(args.parent->tgid());
+    (void)args.parent->AddChild(tg);
+  }
   Task* raw = task.get();
   absl::MutexLock l(&mu_);
+  if (init_ == nullptr) {
+    // The sandbox's PID 1: SIGNAL_UNKILLABLE (its parent is outside).
+    tg->set_unkillable(args.parent == nullptr);
+    init_ = tg;
+    init_task_ = task;
+  }
   thread_groups_.push_back(std::move(tg));
-  tasks_.push_back(std::move(task));
   return raw;
 }
 
 KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   ThreadGroup& tg = parent.thread_group();
   if (tg.exiting()) return kEAGAIN;
-  auto task = std::make_unique<Task>(
+  auto task = std::make_shared<Task>(
       *this, parent.thread_group_ref(), parent.creds_ref(),
       parent.fd_table_ref(), parent.fs_ref(), parent.mm_ref(), std::move(cpu));
-  TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
+  TRY(ThreadId tid, root_pidns_.Allocate(task));
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
   tg.AddTask(task.get());
-  Task* raw = task.get();
-  absl::MutexLock l(&mu_);
-  tasks_.push_back(std::move(task));
-  return raw;
+  return task.get();  // held by the PID namespace
 }
 
 KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu) {
@@ -86,10 +101,12 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
   ThreadGroup& ctg = parent.thread_group();
   if (ctg.exiting()) return kEAGAIN;
   // CLONE_PARENT: the child is the creator's sibling and gets the
-  // creator's exit signal (copy_process).
-  ThreadGroup* ptg_ptr = opts.sibling ? ctg.parent() : &ctg;
-  if (ptg_ptr == nullptr) return kEINVAL;
-  ThreadGroup& ptg = *ptg_ptr;
+  // creator's exit signal (copy_process). The parent is held: it may exit
+  // meanwhile (then AddChild refuses and the child goes to the new parent,
+  // init, as Linux's copy_process under tasklist_lock would see it).
+  std::shared_ptr<ThreadGroup> ptg =
+      opts.sibling ? ctg.parent_ref() : parent.thread_group_ref();
+  if (ptg == nullptr) return kEINVAL;
   std::shared_ptr<mm::MemoryManager> mm;
   if (opts.share_mm) {
     mm = parent.mm_ref();
@@ -97,52 +114,92 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
     TRY(std::unique_ptr<mm::MemoryManager> copy, parent.mm().Fork(*platform_));
     mm = std::move(copy);
   }
-  auto tg =
-      std::make_shared<ThreadGroup>(*this, &ptg, ctg.exe_path(), ctg.limits());
+  auto tg = std::make_shared<ThreadGroup>(*this, ptg.get(), ctg.exe_path(),
+                                          ctg.limits());
   tg->set_actions(ctg.actions());
   tg->set_exe_file(ctg.exe_file());  // dup_mmap copies mm->exe_file
   tg->set_exit_signal(opts.sibling ? ctg.exit_signal() : opts.exit_signal);
-  auto task = std::make_unique<Task>(
+  tg->set_creator_tid(opts.sibling ? ctg.creator_tid() : parent.tid());
+  auto task = std::make_shared<Task>(
       *this, tg, parent.creds_ref(),
       opts.share_files ? parent.fd_table_ref() : parent.fd_table().Fork(),
       opts.share_fs ? parent.fs_ref() : parent.fs().Fork(), std::move(mm),
       std::move(cpu));
-  TRY(ThreadId tid, root_pidns_.Allocate(task.get()));
+  TRY(ThreadId tid, root_pidns_.Allocate(task));
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
   tg->AddTask(task.get());
   tg->set_pgid_sid(ctg.pgid(), ctg.sid());
-  ptg.AddChild(tg);
+  while (!ptg->AddChild(tg)) {
+    // The parent died after we read it: its children (soon) belong to
+    // init, and so does this one. Its TaskExited reparents our creator
+    // right after marking itself dead; wait for that.
+    std::shared_ptr<ThreadGroup> next = ctg.parent_ref();
+    if (next == ptg || next == nullptr) {
+      absl::SleepFor(absl::Microseconds(50));
+      continue;
+    }
+    ptg = std::move(next);
+    tg->set_parent(ptg);
+    tg->set_creator_tid(ptg->tgid());
+  }
   Task* raw = task.get();
   absl::MutexLock l(&mu_);
   thread_groups_.push_back(std::move(tg));
-  tasks_.push_back(std::move(task));
   return raw;
 }
 
 void Kernel::Start(Task* task) {
-  absl::MutexLock l(&mu_);
-  threads_.emplace_back([task] { task->Run(); });
+  std::shared_ptr<Task> held = task->shared_from_this();
+  {
+    absl::MutexLock l(&mu_);
+    ++live_threads_;
+  }
+  std::thread([this, held = std::move(held)]() mutable {
+    held->Run();
+    held.reset();  // the Task goes here unless its TID still names it
+    absl::MutexLock l(&mu_);
+    --live_threads_;
+  }).detach();
 }
 
 ThreadGroup* Kernel::init() const {
   absl::MutexLock l(&mu_);
-  return thread_groups_.empty() ? nullptr : thread_groups_.front().get();
+  return init_.get();
+}
+
+std::shared_ptr<ThreadGroup> Kernel::init_ref() const {
+  absl::MutexLock l(&mu_);
+  return init_;
 }
 
 ExitStatus Kernel::WaitInit() {
   ThreadGroup* tg = init();
   ExitStatus status = tg != nullptr ? tg->WaitDead() : ExitStatus{};
   // init's death kills the namespace (every other process).
-  std::vector<std::thread> threads;
   {
     absl::MutexLock l(&mu_);
     for (auto& g : thread_groups_) g->ExitGroup(ExitStatus::Killed(SIGKILL));
-    threads.swap(threads_);
   }
-  for (auto& t : threads) t.join();
+  JoinTaskThreads();
   return status;
+}
+
+void Kernel::ForgetThreadGroup(const ThreadGroup* tg) {
+  std::shared_ptr<ThreadGroup> gone;  // freed after mu_
+  absl::MutexLock l(&mu_);
+  if (tg == init_.get()) return;
+  auto it = std::find_if(thread_groups_.begin(), thread_groups_.end(),
+                         [tg](const auto& g) { return g.get() == tg; });
+  if (it == thread_groups_.end()) return;
+  gone = std::move(*it);
+  thread_groups_.erase(it);
+}
+
+size_t Kernel::ThreadGroupCount() const {
+  absl::MutexLock l(&mu_);
+  return thread_groups_.size();
 }
 
 void Kernel::SendExternalSignal(int sig) {
@@ -170,13 +227,11 @@ int64_t Kernel::UptimeNs() const { return MonotonicNs() - boot_ns_; }
 void Kernel::TaskExited(Task* task) {
   // An old leader killed by another thread's execve no longer owns its TID
   // (PidNamespace::Reassign gave it to the exec'ing thread).
-  if (root_pidns_.Lookup(task->tid()) == task) {
-    // A process's PID (its leader's TID) names the zombie until the parent
-    // reaps it (ThreadGroup::ReleaseZombiePid); init's goes when its last
-    // task exits (its parent is outside the sandbox).
-    if (task->tid() == task->thread_group().tgid()) return;
-    root_pidns_.Release(task->tid());
-  }
+  // A process's PID (its leader's TID) names the zombie until the parent
+  // reaps it (ThreadGroup::ReleaseZombiePid); init's goes when its last
+  // task exits (its parent is outside the sandbox).
+  if (task->tid() == task->thread_group().tgid()) return;
+  root_pidns_.ReleaseIf(task->tid(), task);
 }
 
 }  // namespace sandbox::kernel

@@ -97,6 +97,7 @@ class Kernel {
   void Start(Task* task);
 
   ThreadGroup* init() const;
+  std::shared_ptr<ThreadGroup> init_ref() const;
 
   // Waits until init has exited and every task thread has finished.
   ExitStatus WaitInit();
@@ -117,6 +118,11 @@ class Kernel {
 
   // Called by Task::Run as a task ends (on its own thread).
   void TaskExited(Task* task);
+  // A reaped process leaves the kernel's list (its object goes with the
+  // last reference).
+  void ForgetThreadGroup(const ThreadGroup* tg);
+  // Processes the kernel knows (alive or zombies; tests).
+  size_t ThreadGroupCount() const;
 
  private:
   platform::Platform* const platform_;
@@ -126,10 +132,20 @@ class Kernel {
   PidNamespace root_pidns_{nullptr};
   FutexManager futexes_;
 
+  // Waits until every task thread has ended (live_threads_ is 0).
+  void JoinTaskThreads();
+
   mutable absl::Mutex mu_;
+  // Processes not yet reaped; the first is init, which stays.
   std::vector<std::shared_ptr<ThreadGroup>> thread_groups_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<ThreadGroup> init_ ABSL_GUARDED_BY(mu_);
+  // init's first task stays allocated until the kernel goes (callers of
+  // NewProcess keep its pointer); every other Task is freed once it has
+  // exited and its TID is released (a leader: when its process is reaped).
+  std::shared_ptr<Task> init_task_ ABSL_GUARDED_BY(mu_);
+  // Task host threads are detached; each holds its Task while it runs and
+  // counts itself here until its last access to the kernel.
+  size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> fatal_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,10 +1,11 @@
 #include "sentry/kernel/pid_namespace.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace sandbox::kernel {
 
-KResult<ThreadId> PidNamespace::Allocate(Task* task) {
+KResult<ThreadId> PidNamespace::Allocate(std::shared_ptr<Task> task) {
   absl::MutexLock l(&mu_);
   if (tasks_.size() >= static_cast<size_t>(kMaxTid - 1)) return kEAGAIN;
   // Like Linux: the next number after the last one given, wrapping to 2
@@ -15,24 +16,45 @@ KResult<ThreadId> PidNamespace::Allocate(Task* task) {
     if (tid >= kMaxTid) tid = 2;
   } while (tasks_.contains(tid));
   last_ = tid;
-  tasks_[tid] = task;
+  tasks_[tid] = std::move(task);
   return tid;
 }
 
 void PidNamespace::Release(ThreadId tid) {
+  std::shared_ptr<Task> gone;  // freed after mu_ is released
   absl::MutexLock l(&mu_);
-  tasks_.erase(tid);
+  auto it = tasks_.find(tid);
+  if (it == tasks_.end()) return;
+  gone = std::move(it->second);
+  tasks_.erase(it);
 }
 
-void PidNamespace::Reassign(ThreadId tid, Task* task) {
+bool PidNamespace::ReleaseIf(ThreadId tid, const Task* task) {
+  std::shared_ptr<Task> gone;  // freed after mu_ is released
   absl::MutexLock l(&mu_);
-  tasks_[tid] = task;
+  auto it = tasks_.find(tid);
+  if (it == tasks_.end() || it->second.get() != task) return false;
+  gone = std::move(it->second);
+  tasks_.erase(it);
+  return true;
 }
 
-Task* PidNamespace::Lookup(ThreadId tid) const {
+void PidNamespace::Reassign(ThreadId tid, std::shared_ptr<Task> task) {
+  std::shared_ptr<Task> old;  // freed after mu_ is released
+  absl::MutexLock l(&mu_);
+  old = std::exchange(tasks_[tid], std::move(task));
+}
+
+std::shared_ptr<Task> PidNamespace::Lookup(ThreadId tid) const {
   absl::MutexLock l(&mu_);
   auto it = tasks_.find(tid);
   return it == tasks_.end() ? nullptr : it->second;
+}
+
+bool PidNamespace::Names(ThreadId tid, const Task* task) const {
+  absl::MutexLock l(&mu_);
+  auto it = tasks_.find(tid);
+  return it != tasks_.end() && it->second.get() == task;
 }
 
 size_t PidNamespace::Count() const {

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -35,14 +36,23 @@ class PidNamespace {
   PidNamespace* parent() const { return parent_; }
 
   // Allocates the next free TID for `task` (1 for the first: init).
-  // EAGAIN if the namespace is full.
-  KResult<ThreadId> Allocate(Task* task);
+  // EAGAIN if the namespace is full. The namespace holds the task while
+  // the TID names it: a thread until it exits, a process's leader until the
+  // process is reaped (its zombie), the task of an execve from another
+  // thread under the leader's TID (Reassign).
+  KResult<ThreadId> Allocate(std::shared_ptr<Task> task);
   void Release(ThreadId tid);
+  // Releases `tid` only if it still names `task` (true if it did).
+  bool ReleaseIf(ThreadId tid, const Task* task);
   // execve from a non-leader thread (de_thread): `tid` (the leader's) now
   // names `task`. Kernel::TaskExited then leaves it alone when the old
   // leader exits (it releases only TIDs that still name the exiting task).
-  void Reassign(ThreadId tid, Task* task);
-  Task* Lookup(ThreadId tid) const;
+  void Reassign(ThreadId tid, std::shared_ptr<Task> task);
+  // The task `tid` names, held (it stays valid while the reference is
+  // held, even once it exits and is reaped), or null.
+  std::shared_ptr<Task> Lookup(ThreadId tid) const;
+  // Whether `tid` names `task` now.
+  bool Names(ThreadId tid, const Task* task) const;
   size_t Count() const;
   // Every TID in use, ascending (/proc's directory listing).
   std::vector<ThreadId> Tids() const;
@@ -50,7 +60,8 @@ class PidNamespace {
  private:
   PidNamespace* const parent_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<ThreadId, Task*> tasks_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<ThreadId, std::shared_ptr<Task>> tasks_
+      ABSL_GUARDED_BY(mu_);
   ThreadId last_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -99,16 +99,50 @@ bool HasSignalOutside(Task& t, SigSet mask);
 std::optional<siginfo_t> DequeueSignalIn(Task& t, SigSet set);
 
 // The task's run loop is ending: it takes no more group signals, and a
-// group signal it was picked for goes to another thread.
+// group signal it was picked for goes to another thread; a group stop it
+// was asked to join counts it as stopped (exit_signals).
 void SignalsOnTaskExit(Task& t);
+
+// ---- Job control (signal_jobctl.cc). ----
+//
+// Linux's group stop: a stop signal whose action is SIG_DFL (SIGSTOP; or
+// SIGTSTP, SIGTTIN, SIGTTOU unless the process group is orphaned, when
+// they are discarded) makes the dequeuing thread start a group stop: every
+// thread of the process is asked to stop (stop_pending, interrupted) and
+// stops on its next pass through DeliverSignals, before it could return to
+// guest code; a thread blocked in the Sentry is interrupted, so its
+// syscall returns ERESTART* and is restarted (or EINTR, as Linux, for the
+// syscalls that never restart) once the process continues. The last
+// thread to stop sends SIGCHLD with CLD_STOPPED to the parent (unless it
+// set SA_NOCLDSTOP or ignores SIGCHLD) and makes the stop waitable
+// (WSTOPPED). SIGCONT, at send time (even when ignored or blocked), wakes
+// every thread, discards pending stop signals and makes a continue
+// waitable (WCONTINUED); the next thread through DeliverSignals sends
+// CLD_CONTINUED. SIGKILL (or any fatal signal) ends a stopped process.
+
+// do_signal_stop (task thread, no lock held): `signo` is a stop signal just
+// dequeued with SIG_DFL (it starts a group stop), or 0 to join a stop in
+// progress. Returns false if there is nothing to do; else the task stops,
+// sleeps until SIGCONT, SIGKILL or another thread's execve, and returns
+// true.
+bool DoSignalStop(Task& t, int signo);
+// is_current_pgrp_orphaned: no member of the caller's process group has a
+// parent in another group of the same session.
+bool ProcessGroupOrphaned(Task& t);
+// do_notify_parent_cldstop: SIGCHLD with CLD_STOPPED (si_status
+// `stop_signo`) or CLD_CONTINUED (SIGCONT) to the parent unless it ignores
+// SIGCHLD or set SA_NOCLDSTOP; its waiters are woken in any case.
+void NotifyParentCldStop(Task& t, int why, int stop_signo);
+// Whether the task is in a group stop now (/proc: state T).
+bool TaskStopped(Task& t);
 
 // ---- Delivery (signal_deliver.cc), on the task's own thread. ----
 
 // The run loop's step before returning to guest code (Linux's
 // arch_do_signal_or_restart, looped as exit_to_user_mode_loop does):
 // dequeues every deliverable signal, applies ignore and default actions
-// (terminate and core end the group; stop is not implemented and is
-// ignored with a warning; continue is a no-op), builds a handler frame per
+// (terminate and core end the group; stop stops the process until
+// SIGCONT, DoSignalStop; continue is a no-op), builds a handler frame per
 // caught signal, applies the restart rules to the syscall that just
 // returned an ERESTART* code, and restores a mask saved by sigsuspend.
 void DeliverSignals(Task& t);

@@ -124,21 +124,47 @@ void DeliverSignals(Task& t) {
   for (;;) {
     std::optional<siginfo_t> info;
     abi::KernelSigaction act;
+    int cld_notify = 0;
+    bool join_stop = false;
     {
       absl::MutexLock l(&tg.signal_mu());
       if (tg.exiting()) return;
-      info = t.signals().pending.Dequeue(t.signal_mask());
-      if (!info.has_value()) {
-        info = tg.SharedPendingLocked().Dequeue(t.signal_mask());
+      // get_signal: a stop or continue to report to the parent
+      // (SIGNAL_CLD_MASK), then a group stop to join.
+      ThreadGroup::JobControl& j = tg.JobControlLocked();
+      if (j.cld_notify != 0) {
+        cld_notify = j.cld_notify;
+        j.cld_notify = 0;
+      } else if (t.signals().stop_pending) {
+        join_stop = true;
+      } else {
+        info = t.signals().pending.Dequeue(t.signal_mask());
+        if (!info.has_value()) {
+          info = tg.SharedPendingLocked().Dequeue(t.signal_mask());
+        }
+        if (!info.has_value()) break;
+        // dequeue_signal: JOBCTL_STOP_DEQUEUED.
+        if (kStopSignals & SigBit(info->si_signo)) {
+          t.signals().stop_dequeued = true;
+        }
+        abi::KernelSigaction& a = tg.ActionLocked(info->si_signo);
+        act = a;
+        // SA_RESETHAND (SA_ONESHOT): the handler runs once.
+        if (a.handler != abi::kSigDfl && a.handler != abi::kSigIgn &&
+            (a.flags & SA_RESETHAND)) {
+          a.handler = abi::kSigDfl;
+        }
       }
-      if (!info.has_value()) break;
-      abi::KernelSigaction& a = tg.ActionLocked(info->si_signo);
-      act = a;
-      // SA_RESETHAND (SA_ONESHOT): the handler runs once.
-      if (a.handler != abi::kSigDfl && a.handler != abi::kSigIgn &&
-          (a.flags & SA_RESETHAND)) {
-        a.handler = abi::kSigDfl;
-      }
+    }
+    if (cld_notify != 0) {
+      // The stop signal of a stop in progress is no longer known here
+      // (SIGCONT cleared it): Linux reports group_exit_code, now 0.
+      NotifyParentCldStop(t, cld_notify, 0);
+      continue;
+    }
+    if (join_stop) {
+      (void)DoSignalStop(t, 0);
+      continue;
     }
     const int sig = info->si_signo;
     if (act.handler == abi::kSigIgn) continue;
@@ -146,20 +172,27 @@ void DeliverSignals(Task& t) {
       HandleSignal(t, *info, act);
       continue;
     }
-    switch (DefaultActionOf(sig)) {
+    const DefaultAction def = DefaultActionOf(sig);
+    if (def == DefaultAction::kIgnore || def == DefaultAction::kContinue) {
+      continue;
+    }
+    // init gets no default action it did not ask for (a signal it blocked
+    // when sent), except SIGKILL and SIGSTOP (which can only come from
+    // outside) and what the runtime sends.
+    if (tg.unkillable() && sig != SIGKILL && sig != SIGSTOP &&
+        !(info->si_code == SI_USER && info->si_pid == 0)) {
+      continue;
+    }
+    switch (def) {
       case DefaultAction::kIgnore:
       case DefaultAction::kContinue:
         continue;
-      case DefaultAction::kStop: {
-        static std::atomic<bool> warned{false};
-        if (!warned.exchange(true)) {
-          LogWarning(
-              "signal %d: job-control stop is not implemented; the process "
-              "goes on",
-              sig);
-        }
+      case DefaultAction::kStop:
+        // SIGTSTP, SIGTTIN and SIGTTOU are discarded for an orphaned
+        // process group (no shell to continue it).
+        if (sig != SIGSTOP && ProcessGroupOrphaned(t)) continue;
+        (void)DoSignalStop(t, sig);
         continue;
-      }
       case DefaultAction::kTerminate:
         tg.ExitGroup(ExitStatus::Killed(sig));
         return;

@@ -82,6 +82,15 @@ struct TaskSignals {
   SignalQueue pending;
   // Set once the task's run loop is ending: it takes no more group signals.
   bool exiting = false;
+  // Job control (Linux's task->jobctl bits): a group stop asks this task to
+  // stop (JOBCTL_STOP_PENDING; stop_consume: it counts in the group's
+  // group_stop_count), the task dequeued a stop signal it has not acted on
+  // yet (JOBCTL_STOP_DEQUEUED; SIGCONT cancels it), and the task is stopped
+  // (JOBCTL_STOPPED: it sleeps in DeliverSignals until SIGCONT or SIGKILL).
+  bool stop_pending = false;
+  bool stop_consume = false;
+  bool stop_dequeued = false;
+  bool stopped = false;
   // The mask before rt_sigtimedwait unblocked the waited signals (0
   // otherwise): such signals are not ignored at send time.
   SigSet real_blocked = 0;

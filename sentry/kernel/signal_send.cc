@@ -18,10 +18,13 @@ siginfo_t EmptyInfo(int sig) {
   return info;
 }
 
-// wants_signal: a thread that can take `sig` now.
+// wants_signal: a thread that can take `sig` now. A stopped thread takes
+// only SIGKILL: anything else (even a fatal signal) stays pending until
+// SIGCONT.
 bool WantsSignal(int sig, Task& t) {
   if (t.signals().exiting) return false;
   if (sig == SIGKILL) return true;
+  if (t.signals().stopped) return false;
   return (t.signal_mask() & SigBit(sig)) == 0;
 }
 
@@ -32,6 +35,44 @@ struct SendOutcome {
 
 // __send_signal_locked + complete_signal. `target` is the thread for a
 // thread-directed signal, null for a process-directed one.
+// prepare_signal for SIGCONT: every thread is woken and stops no more; a
+// stop that had completed (or was in progress) becomes a continue (or a
+// stop) to report, by the next thread through DeliverSignals.
+void ContinueLocked(ThreadGroup& tg)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(tg.signal_mu()) {
+  for (Task* t : tg.TasksLocked()) {
+    TaskSignals& s = t->signals();
+    s.stop_pending = s.stop_consume = s.stop_dequeued = false;
+    s.stopped = false;  // wakes it (DoSignalStop's Await)
+  }
+  ThreadGroup::JobControl& j = tg.JobControlLocked();
+  int why = 0;
+  if (j.stop_stopped) {
+    why = CLD_CONTINUED;
+  } else if (j.group_stop_count != 0) {
+    why = CLD_STOPPED;
+  }
+  if (why == 0) return;
+  // signal_set_stop_flags(why | SIGNAL_STOP_CONTINUED).
+  j.stop_stopped = false;
+  j.stop_continued = true;
+  j.cld_notify = why;
+  j.group_stop_count = 0;
+  j.group_exit_code = 0;
+  for (Task* t : tg.TasksLocked()) {
+    if (!t->signals().exiting) {
+      t->Interrupt();
+      break;
+    }
+  }
+}
+
+// Whether a signal came from outside the sandbox (the runtime's own
+// path: SI_USER with no sender). It is not subject to init's immunity.
+bool FromOutside(const siginfo_t& info) {
+  return info.si_code == SI_USER && info.si_pid == 0;
+}
+
 KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
                                 const siginfo_t& info)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(tg.signal_mu()) {
@@ -41,7 +82,7 @@ KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
   if (tg.exiting()) return out;
   const std::vector<Task*>& tasks = tg.TasksLocked();
   // prepare_signal: a stop signal discards pending SIGCONTs and SIGCONT
-  // discards pending stop signals.
+  // discards pending stop signals (and resumes a stopped process).
   SigSet flush = 0;
   if (kStopSignals & SigBit(sig)) flush = SigBit(SIGCONT);
   if (sig == SIGCONT) flush = kStopSignals;
@@ -49,15 +90,23 @@ KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
     tg.SharedPendingLocked().Flush(flush);
     for (Task* t : tasks) t->signals().pending.Flush(flush);
   }
+  if (sig == SIGCONT) ContinueLocked(tg);
   // sig_ignored: dropped unless the receiver blocks it (it may unblock it
-  // after changing the action).
+  // after changing the action). sig_task_ignored: init (SIGNAL_UNKILLABLE)
+  // drops every signal whose action is SIG_DFL, SIGKILL and SIGSTOP
+  // included, unless it comes from outside the sandbox.
   const abi::KernelSigaction& act = tg.ActionLocked(sig);
   Task* receiver =
       target != nullptr ? target : (tasks.empty() ? nullptr : tasks[0]);
-  if (sig != SIGKILL && ActionIgnores(sig, act) &&
-      (receiver == nullptr ||
-       !((receiver->signal_mask() | receiver->signals().real_blocked) &
-         SigBit(sig)))) {
+  const bool receiver_blocks =
+      receiver != nullptr &&
+      ((receiver->signal_mask() | receiver->signals().real_blocked) &
+       SigBit(sig)) != 0;
+  if (!receiver_blocks && tg.unkillable() && act.handler == abi::kSigDfl &&
+      !FromOutside(info)) {
+    return out;
+  }
+  if (sig != SIGKILL && ActionIgnores(sig, act) && !receiver_blocks) {
     return out;
   }
   SignalQueue& q =
@@ -168,6 +217,8 @@ void ForceSignal(Task& t, const siginfo_t& info) {
       if (act.handler == abi::kSigIgn) act.handler = abi::kSigDfl;
       t.set_signal_mask(t.signal_mask() & ~SigBit(sig));
     }
+    // force_sig_info_to_task: a fault init does not handle kills it.
+    if (act.handler == abi::kSigDfl) tg.set_unkillable(false);
     // A fault while the same fault is pending (coalesced) still kills:
     // the pending one is delivered first.
     t.signals().pending.Enqueue(info);
@@ -215,6 +266,25 @@ bool NotifyParentOfExit(ThreadGroup& child, ThreadGroup& parent,
   }
   if (out.fatal) parent.ExitGroup(ExitStatus::Killed(sig));
   return autoreap;
+}
+
+void NotifyParentCldStop(Task& t, int why, int stop_signo) {
+  std::shared_ptr<ThreadGroup> parent = t.thread_group().parent_ref();
+  if (parent == nullptr) return;  // init: its parent is outside
+  siginfo_t info = EmptyInfo(SIGCHLD);
+  info.si_code = why;
+  info.si_pid = t.tid();
+  info.si_uid = t.CredsRef()->ruid;
+  info.si_status = why == CLD_CONTINUED ? SIGCONT : (stop_signo & 0x7f);
+  {
+    absl::MutexLock l(&parent->signal_mu());
+    const abi::KernelSigaction& act = parent->ActionLocked(SIGCHLD);
+    if (act.handler != abi::kSigIgn && !(act.flags & SA_NOCLDSTOP)) {
+      // SIGCHLD never kills (its default is to ignore).
+      (void)SendLocked(*parent, nullptr, info);
+    }
+  }
+  parent->WakeChildWaiters();  // __wake_up_parent
 }
 
 SigSet BeginSigwait(Task& t, SigSet set) {
@@ -291,6 +361,25 @@ std::optional<siginfo_t> DequeueSignalIn(Task& t, SigSet set) {
 
 void SignalsOnTaskExit(Task& t) {
   ThreadGroup& tg = t.thread_group();
+  int notify_signo = 0;
+  {
+    absl::MutexLock l(&tg.signal_mu());
+    TaskSignals& s = t.signals();
+    // exit_signals: a thread asked to join a group stop counts as stopped
+    // (unless the whole group is exiting); the last one reports it.
+    if (s.stop_pending && !tg.exiting() && tg.TasksLocked().size() > 1) {
+      ThreadGroup::JobControl& j = tg.JobControlLocked();
+      if (s.stop_consume && j.group_stop_count > 0 &&
+          --j.group_stop_count == 0 && !j.stop_stopped) {
+        j.stop_stopped = true;
+        j.stop_continued = false;
+        j.cld_notify = 0;
+        notify_signo = j.group_exit_code;
+      }
+    }
+    s.stop_pending = s.stop_consume = s.stop_dequeued = false;
+  }
+  if (notify_signo != 0) NotifyParentCldStop(t, CLD_STOPPED, notify_signo);
   absl::MutexLock l(&tg.signal_mu());
   t.signals().exiting = true;
   // retarget_shared_pending: wake a thread for what this one would have

@@ -78,6 +78,41 @@ void Task::SetBlocker(Blocker* b) {
   }
 }
 
+std::shared_ptr<vfs::FdTable> Task::FdTableRefLocked() const {
+  absl::MutexLock l(&mu_);
+  return fds_;
+}
+
+std::shared_ptr<vfs::FsContext> Task::FsRefLocked() const {
+  absl::MutexLock l(&mu_);
+  return fs_;
+}
+
+std::shared_ptr<mm::MemoryManager> Task::MmRefLocked() const {
+  absl::MutexLock l(&mu_);
+  return mm_;
+}
+
+void Task::SwapFdTable(std::shared_ptr<vfs::FdTable> fds) {
+  {
+    absl::MutexLock l(&mu_);
+    fds_.swap(fds);
+  }
+  // `fds` (the old table) goes here, without mu_ (closing files may block).
+}
+
+void Task::SwapFs(std::shared_ptr<vfs::FsContext> fs) {
+  absl::MutexLock l(&mu_);
+  fs_.swap(fs);
+}
+
+void Task::SwapMm(std::shared_ptr<mm::MemoryManager> mm) {
+  {
+    absl::MutexLock l(&mu_);
+    mm_.swap(mm);
+  }
+}
+
 std::shared_ptr<const Credentials> Task::CredsRef() {
   absl::MutexLock l(&mu_);
   return creds_;

@@ -46,7 +46,8 @@ namespace sandbox::kernel {
 class Kernel;
 class ThreadGroup;
 
-class Task final : public vfs::UserMemory {
+class Task final : public vfs::UserMemory,
+                   public std::enable_shared_from_this<Task> {
  public:
   // Use Kernel::NewProcess (and later clone) to create tasks.
   Task(Kernel& kernel, std::shared_ptr<ThreadGroup> tg,
@@ -79,6 +80,14 @@ class Task final : public vfs::UserMemory {
   std::shared_ptr<vfs::FdTable> fd_table_ref() const { return fds_; }
   std::shared_ptr<vfs::FsContext> fs_ref() const { return fs_; }
   std::shared_ptr<mm::MemoryManager> mm_ref() const { return mm_; }
+  // The same from another thread (/proc): under mu_, which the task
+  // thread holds to replace or drop them (unshare, execve, exit); null
+  // once the task has exited.
+  std::shared_ptr<vfs::FdTable> FdTableRefLocked() const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<vfs::FsContext> FsRefLocked() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<mm::MemoryManager> MmRefLocked() const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Resources (task thread). ----
   vfs::FdTable& fd_table() const { return *fds_; }
@@ -88,16 +97,16 @@ class Task final : public vfs::UserMemory {
   vfs::FsContext& fs() const { return *fs_; }
   // close_range(CLOSE_RANGE_UNSHARE), unshare(CLONE_FILES): this task gets
   // a private copy of its FD table.
-  void UnshareFdTable() { fds_ = fds_->Fork(); }
+  void UnshareFdTable() { SwapFdTable(fds_->Fork()); }
   // clone without CLONE_FS (before the task runs), unshare(CLONE_FS): a
   // private copy of the root, cwd and umask.
-  void UnshareFs() { fs_ = fs_->Fork(); }
+  void UnshareFs() { SwapFs(fs_->Fork()); }
   // Valid until the task has exited (its run loop drops it).
   mm::MemoryManager& mm() const { return *mm_; }
   // execve: the task's new address space (task thread). The old one goes
   // when its last holder drops it.
   void set_mm(std::shared_ptr<mm::MemoryManager> mm) {
-    mm_ = std::move(mm);
+    SwapMm(std::move(mm));
     CompleteVforkDone();  // exec_mm_release
   }
   platform::CpuState& cpu() { return cpu_; }
@@ -196,6 +205,11 @@ class Task final : public vfs::UserMemory {
   Step HandleSyscall();
   Step HandleFault(const platform::SwitchResult& r);
   void DrainInterrupts();
+  // Replace a shared resource under mu_ (task thread); the old one is
+  // released after mu_.
+  void SwapFdTable(std::shared_ptr<vfs::FdTable> fds);
+  void SwapFs(std::shared_ptr<vfs::FsContext> fs);
+  void SwapMm(std::shared_ptr<mm::MemoryManager> mm);
 
   Kernel& kernel_;
   ThreadId tid_ = 0;
@@ -203,19 +217,20 @@ class Task final : public vfs::UserMemory {
   // Written by the task thread under mu_; read by it without mu_, by other
   // threads under mu_ (CredsRef).
   std::shared_ptr<const Credentials> creds_;
-  std::shared_ptr<vfs::FdTable> fds_;      // task thread
-  std::shared_ptr<vfs::FsContext> fs_;     // task thread
-  std::shared_ptr<mm::MemoryManager> mm_;  // task thread
-  platform::CpuState cpu_;                 // task thread
-  uint64_t signal_mask_ = 0;               // task thread
-  uint64_t clear_child_tid_ = 0;           // task thread
-  uint64_t robust_list_ = 0;               // task thread
-  bool exit_requested_ = false;            // task thread
-  std::string name_;                       // task thread
-  int pdeathsig_ = 0;                      // task thread
-  bool no_new_privs_ = false;              // task thread
-  AltStack alt_stack_;                     // task thread
-  int exit_code_ = 0;                      // task thread
+  // Task thread; written under mu_ (others read them under mu_).
+  std::shared_ptr<vfs::FdTable> fds_;
+  std::shared_ptr<vfs::FsContext> fs_;
+  std::shared_ptr<mm::MemoryManager> mm_;
+  platform::CpuState cpu_;        // task thread
+  uint64_t signal_mask_ = 0;      // task thread
+  uint64_t clear_child_tid_ = 0;  // task thread
+  uint64_t robust_list_ = 0;      // task thread
+  bool exit_requested_ = false;   // task thread
+  std::string name_;              // task thread
+  int pdeathsig_ = 0;             // task thread
+  bool no_new_privs_ = false;     // task thread
+  AltStack alt_stack_;            // task thread
+  int exit_code_ = 0;             // task thread
 
   // Task thread (set by the creator before the task runs).
   std::shared_ptr<VforkCompletion> vfork_done_;
@@ -227,7 +242,7 @@ class Task final : public vfs::UserMemory {
   int interrupt_fd_ = -1;
   std::atomic<bool> interrupt_pending_{false};
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   // Set while the run loop has a context (Interrupt kicks it).
   platform::Context* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   Blocker* blocker_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -91,10 +91,10 @@ void Task::Run() {
   }
   // Release what the task holds before the group is reported dead, so the
   // last description closes (and flushes) before the sandbox exits.
-  fds_.reset();
+  SwapFdTable(nullptr);
   // The last task of a process drops its address space here (the stub
   // process and the memory go), not when the sandbox ends.
-  mm_.reset();
+  SwapMm(nullptr);
   CompleteVforkDone();  // mm_release: a vfork parent goes on
   kernel_.TaskExited(this);
   tg_->TaskExited(this, exit_code_);

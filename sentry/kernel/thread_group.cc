@@ -17,7 +17,20 @@ ThreadGroup::ThreadGroup(Kernel& kernel, ThreadGroup* parent,
     : kernel_(kernel),
       parent_(parent),
       exe_path_(std::move(exe_path)),
-      limits_(limits) {}
+      limits_(limits) {
+  if (parent != nullptr) parent_weak_ = parent->weak_from_this();
+}
+
+std::shared_ptr<ThreadGroup> ThreadGroup::parent_ref() const {
+  absl::MutexLock l(&parent_mu_);
+  return parent_weak_.lock();
+}
+
+void ThreadGroup::set_parent(std::shared_ptr<ThreadGroup> p) {
+  absl::MutexLock l(&parent_mu_);
+  parent_.store(p.get(), std::memory_order_release);
+  parent_weak_ = p;
+}
 
 std::string ThreadGroup::exe_path() const {
   absl::MutexLock l(&mu_);
@@ -102,6 +115,16 @@ std::vector<Task*> ThreadGroup::Tasks() const {
   return tasks_;
 }
 
+std::vector<std::shared_ptr<Task>> ThreadGroup::TaskRefs() const {
+  std::vector<std::shared_ptr<Task>> out;
+  absl::MutexLock l(&mu_);
+  out.reserve(tasks_.size());
+  // A task in tasks_ has not finished its run loop: its host thread
+  // still holds it.
+  for (Task* t : tasks_) out.push_back(t->shared_from_this());
+  return out;
+}
+
 void ThreadGroup::ExitGroup(ExitStatus status) {
   absl::MutexLock l(&mu_);
   if (!exit_status_.has_value()) exit_status_ = status;
@@ -117,7 +140,7 @@ bool ThreadGroup::DeThread(Task& self) {
     if (tasks_.size() > 1) {
       // The leader's TID is ours from now on: its exit must not free it.
       if (self.tid() != leader)
-        kernel_.root_pid_namespace().Reassign(leader, &self);
+        kernel_.root_pid_namespace().Reassign(leader, self.shared_from_this());
       exec_survivor_.store(&self, std::memory_order_release);
       for (Task* t : tasks_) {
         if (t != &self) t->Interrupt();
@@ -135,8 +158,8 @@ bool ThreadGroup::DeThread(Task& self) {
     // Reassign was done above unless the leader had already exited (then
     // its TID was released and is free to take again).
     PidNamespace& ns = kernel_.root_pid_namespace();
-    ns.Reassign(leader, &self);
-    ns.Release(self.tid());
+    ns.Reassign(leader, self.shared_from_this());
+    ns.ReleaseIf(self.tid(), &self);
     self.set_tid(leader);
   }
   return !exiting();
@@ -148,7 +171,15 @@ void ThreadGroup::TaskExited(Task* task, int code) {
   {
     absl::MutexLock l(&mu_);
     tasks_.erase(std::remove(tasks_.begin(), tasks_.end(), task), tasks_.end());
-    if (!tasks_.empty()) return;
+    if (!tasks_.empty()) {
+      // forget_original_parent within the process: the exiting thread's
+      // children go to the first live thread (find_alive_thread).
+      const ThreadId heir = tasks_.front()->tid();
+      for (auto& c : children_) {
+        if (c->creator_tid() == task->tid()) c->set_creator_tid(heir);
+      }
+      return;
+    }
     if (!exit_status_.has_value()) exit_status_ = ExitStatus::Exited(code);
     exiting_.store(true, std::memory_order_release);
     dead_ = true;
@@ -159,41 +190,50 @@ void ThreadGroup::TaskExited(Task* task, int code) {
   // executable's mount is no longer pinned once wait returns.
   exe = vfs::VirtualDentry{};
   // Living or unreaped children go to init, which reaps them.
-  ThreadGroup* init = kernel_.init();
-  if (init != nullptr && init != this && !orphans.empty()) {
+  std::shared_ptr<ThreadGroup> init = kernel_.init_ref();
+  if (init != nullptr && init.get() != this && !orphans.empty()) {
+    const ThreadId init_tid = init->tgid();
     for (auto& c : orphans) {
-      c->parent_.store(init, std::memory_order_release);
-      init->AddChild(std::move(c));
+      c->set_parent(init);
+      c->set_creator_tid(init_tid);
+      // init never dies before the sandbox ends (its death kills all).
+      (void)init->AddChild(std::move(c));
     }
     init->NotifyChildDied();
   }
-  // Without our mu_: the parent's wait holds its mu_ and then ours.
-  if (ThreadGroup* p = parent(); p != nullptr) {
+  // Without our mu_: the parent's wait holds its mu_ and then ours. The
+  // parent is held: it may exit (and hand us to init) meanwhile, then our
+  // notice finds it dead and init, which has us, reaps us.
+  if (std::shared_ptr<ThreadGroup> p = parent_ref(); p != nullptr) {
     // The exit signal (SIGCHLD); a parent that ignores it reaps at once.
     ExitStatus st = *exit_status();
     if (NotifyParentOfExit(*this, *p, st, task->CredsRef()->ruid)) {
       p->ForgetChild(this);
     }
     p->NotifyChildDied();
-  } else {
+  } else if (parent() == nullptr) {
     ReleaseZombiePid();  // init: its parent, outside the sandbox, reaps it
   }
 }
 
 void ThreadGroup::ForgetChild(const ThreadGroup* child) {
+  std::shared_ptr<ThreadGroup> gone;
   {
     absl::MutexLock l(&mu_);
-    children_.erase(
-        std::remove_if(children_.begin(), children_.end(),
-                       [child](const auto& c) { return c.get() == child; }),
-        children_.end());
+    auto it = std::find_if(children_.begin(), children_.end(),
+                           [child](const auto& c) { return c.get() == child; });
+    if (it == children_.end()) return;  // handed to init meanwhile
+    gone = std::move(*it);
+    children_.erase(it);
   }
-  child->ReleaseZombiePid();  // auto-reaped: no zombie stays
+  gone->ReleaseZombiePid();  // auto-reaped: no zombie stays
 }
 
-void ThreadGroup::AddChild(std::shared_ptr<ThreadGroup> child) {
+bool ThreadGroup::AddChild(std::shared_ptr<ThreadGroup> child) {
   absl::MutexLock l(&mu_);
+  if (dead_) return false;
   children_.push_back(std::move(child));
+  return true;
 }
 
 void ThreadGroup::NotifyChildDied() {
@@ -216,8 +256,11 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter, ThreadId pid,
 void ThreadGroup::ReleaseZombiePid() const {
   PidNamespace& ns = kernel_.root_pid_namespace();
   const ThreadId id = tgid();
-  Task* t = ns.Lookup(id);
-  if (t != nullptr && &t->thread_group() == this) ns.Release(id);
+  std::shared_ptr<Task> t = ns.Lookup(id);
+  if (t != nullptr && &t->thread_group() == this) ns.ReleaseIf(id, t.get());
+  t.reset();
+  // The caller holds this group; it goes with the last reference.
+  kernel_.ForgetThreadGroup(this);
 }
 
 KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
@@ -225,7 +268,7 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
   // eligible_child: the PID or group matches; then __WALL takes every
   // child, else __WCLONE selects the children whose exit signal is not
   // SIGCHLD and its absence the others.
-  auto eligible = [&opts](ThreadGroup& c) {
+  auto eligible = [&opts, &waiter](ThreadGroup& c) {
     switch (opts.type) {
       case WaitOptions::Type::kAny:
         break;
@@ -236,6 +279,7 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
         if (c.pgid() != opts.id) return false;
         break;
     }
+    if (opts.nothread && c.creator_tid() != waiter.tid()) return false;
     if (opts.wall) return true;
     return (c.exit_signal() != SIGCHLD) == opts.wclone;
   };
@@ -244,6 +288,7 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
   KResult<Reaped> result = kECHILD;
   for (;;) {
     std::shared_ptr<ThreadGroup> reaped;
+    bool done = false;
     {
       absl::MutexLock l(&mu_);
       bool any = false;
@@ -257,12 +302,34 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
         // Linux's wait_consider_task, it leaves ECHILD standing).
         if (!c.dead_) {
           any = true;
-          continue;
+          // wait_task_stopped, then wait_task_continued: each event is
+          // reported once (unless WNOWAIT).
+          JobControl& j = c.jobctl_;
+          Reaped r{c.tgid(), ExitStatus{}};
+          if (opts.stopped && j.stop_stopped && j.group_exit_code != 0) {
+            r.cld = CLD_STOPPED;
+            r.stop_signo = j.group_exit_code;
+            if (!opts.nowait) j.group_exit_code = 0;
+          } else if (opts.continued && j.stop_continued) {
+            r.cld = CLD_CONTINUED;
+            if (!opts.nowait) j.stop_continued = false;
+          } else {
+            continue;
+          }
+          if (std::shared_ptr<Task> leader =
+                  kernel_.root_pid_namespace().Lookup(c.tgid());
+              leader != nullptr && &leader->thread_group() == &c) {
+            r.uid = leader->CredsRef()->ruid;
+          }
+          result = r;
+          found = true;
+          break;
         }
         if (!opts.exited) continue;
         any = true;
         Reaped r{c.tgid(), *c.exit_status_};
-        if (Task* leader = kernel_.root_pid_namespace().Lookup(c.tgid());
+        if (std::shared_ptr<Task> leader =
+                kernel_.root_pid_namespace().Lookup(c.tgid());
             leader != nullptr && &leader->thread_group() == &c) {
           r.uid = leader->CredsRef()->ruid;
         }
@@ -294,11 +361,15 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
               std::remove(child_waiters_.begin(), child_waiters_.end(), &w),
               child_waiters_.end());
         }
-        // Outside the locks above (PidNamespace::mu_ is a leaf anyway).
-        if (reaped != nullptr) reaped->ReleaseZombiePid();
-        if (registered) waiter.SetBlocker(nullptr);
-        return result;
+        done = true;
       }
+    }
+    if (done) {
+      // Without mu_: releasing the PID may free the child's leader and
+      // takes the kernel's lock (which comes before ours).
+      if (reaped != nullptr) reaped->ReleaseZombiePid();
+      if (registered) waiter.SetBlocker(nullptr);
+      return result;
     }
     // Registered with `event` cleared under mu_: a child's death after
     // the scan notifies us.
@@ -339,6 +410,11 @@ ExitStatus ThreadGroup::WaitDead() const {
   absl::MutexLock l(&mu_);
   mu_.Await(absl::Condition(&dead_));
   return *exit_status_;
+}
+
+bool ThreadGroup::dead() const {
+  absl::MutexLock l(&mu_);
+  return dead_;
 }
 
 std::optional<ExitStatus> ThreadGroup::exit_status() const {

@@ -47,7 +47,7 @@ struct ExitStatus {
   int ShellStatus() const { return signo != 0 ? 128 + signo : code & 0xff; }
 };
 
-class ThreadGroup {
+class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
  public:
   ThreadGroup(Kernel& kernel, ThreadGroup* parent, std::string exe_path,
               LimitSet limits);
@@ -106,7 +106,11 @@ class ThreadGroup {
   // Adds a task; the first becomes the leader (its TID is the TGID).
   void AddTask(Task* task);
   size_t TaskCount() const;
+  // The running tasks. Raw pointers: compare them, never use them once
+  // the lock is released (a task is freed after it exits); TaskRefs holds
+  // them.
   std::vector<Task*> Tasks() const;
+  std::vector<std::shared_ptr<Task>> TaskRefs() const;
 
   // Starts ending the whole group with `status` (exit_group, a fatal
   // signal): the first caller's status wins; every task is interrupted
@@ -135,21 +139,27 @@ class ThreadGroup {
   void TaskExited(Task* task, int code);
 
   // ---- Children (wait4). ----
-  // Records a child process (fork).
-  void AddChild(std::shared_ptr<ThreadGroup> child);
+  // Records a child process (fork). False if this process is already dead
+  // (its children were handed to init): the caller picks the new parent
+  // (CLONE_PARENT racing with the grandparent's exit).
+  bool AddChild(std::shared_ptr<ThreadGroup> child);
   // Which children a wait selects and what it does with them (Linux's
   // wait_opts).
   struct WaitOptions {
     enum class Type { kAny, kPid, kPgid };
     Type type = Type::kAny;
-    ThreadId id = 0;      // the PID (kPid) or process group (kPgid)
-    bool nohang = false;  // WNOHANG: 0 at once if none is ready
-    bool nowait = false;  // WNOWAIT: report, but leave the child waitable
-    bool exited = true;   // WEXITED: report dead children
-    bool wall = false;    // __WALL: every child
-    bool wclone = false;  // __WCLONE: only "clone" children (exit signal
-                          // other than SIGCHLD); without either flag, only
-                          // the others
+    ThreadId id = 0;         // the PID (kPid) or process group (kPgid)
+    bool nohang = false;     // WNOHANG: 0 at once if none is ready
+    bool nowait = false;     // WNOWAIT: report, but leave the child waitable
+    bool exited = true;      // WEXITED: report dead children
+    bool wall = false;       // __WALL: every child
+    bool wclone = false;     // __WCLONE: only "clone" children (exit signal
+                             // other than SIGCHLD); without either flag, only
+                             // the others
+    bool stopped = false;    // WSTOPPED/WUNTRACED: report a group stop
+    bool continued = false;  // WCONTINUED: report a continue after a stop
+    bool nothread = false;   // __WNOTHREAD: only the waiting thread's
+                             // children
   };
   // wait4(2) for `pid` (-1: any child; > 0: that child): reaps a dead
   // child and returns (its TGID, its status). 0 with WNOHANG if none is
@@ -159,6 +169,17 @@ class ThreadGroup {
     ThreadId tgid = 0;
     ExitStatus status;
     uint32_t uid = 0;  // the child's real UID (waitid's si_uid)
+    // What is reported: CLD_EXITED (status says how it ended; also
+    // CLD_KILLED/CLD_DUMPED), CLD_STOPPED (stop_signo) or CLD_CONTINUED.
+    int cld = CLD_EXITED;
+    int stop_signo = 0;
+    // wait4's status word: the exit status, 0x7f | sig << 8 for a stop,
+    // 0xffff for a continue.
+    int WaitStatus() const {
+      if (cld == CLD_STOPPED) return 0x7f | (stop_signo << 8);
+      if (cld == CLD_CONTINUED) return 0xffff;
+      return status.WaitStatus();
+    }
   };
   KResult<Reaped> WaitChild(Task& waiter, ThreadId pid, bool nohang);
   // do_wait: the first dead child `opts` selects (in fork order) is
@@ -223,6 +244,53 @@ class ThreadGroup {
   // `child` leaves the children list without a wait.
   void ForgetChild(const ThreadGroup* child);
 
+  // ---- Job control (signal_jobctl.cc; Linux's signal->flags,
+  // group_stop_count and group_exit_code), guarded by signal_mu(). ----
+  struct JobControl {
+    // Threads that still have to take part in the group stop in progress.
+    int group_stop_count = 0;
+    // The stop signal a wait(WSTOPPED) reports while stop_stopped (0 once
+    // reported without WNOWAIT).
+    int group_exit_code = 0;
+    bool stop_stopped = false;    // SIGNAL_STOP_STOPPED
+    bool stop_continued = false;  // SIGNAL_STOP_CONTINUED (for WCONTINUED)
+    // SIGNAL_CLD_STOPPED/SIGNAL_CLD_CONTINUED: CLD_STOPPED or
+    // CLD_CONTINUED, which the next thread through DeliverSignals reports
+    // to the parent (0: none).
+    int cld_notify = 0;
+  };
+  JobControl& JobControlLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return jobctl_;
+  }
+  // Linux's SIGNAL_UNKILLABLE: the sandbox's init. Signals whose action is
+  // SIG_DFL are dropped (SIGKILL and SIGSTOP too, unless they come from
+  // outside the sandbox); a fault with no handler clears it (force_sig).
+  bool unkillable() const {
+    return unkillable_.load(std::memory_order_relaxed);
+  }
+  void set_unkillable(bool v) {
+    unkillable_.store(v, std::memory_order_relaxed);
+  }
+  // The parent process, held (null for init): unlike parent(), safe to
+  // use while the parent may exit and be reaped concurrently.
+  std::shared_ptr<ThreadGroup> parent_ref() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The thread (TID) of the parent process that is this child's real
+  // parent (the one that forked it; when it exits, another thread of the
+  // parent process): __WNOTHREAD waits only for the caller's own.
+  ThreadId creator_tid() const {
+    return creator_tid_.load(std::memory_order_relaxed);
+  }
+  void set_creator_tid(ThreadId tid) {
+    creator_tid_.store(tid, std::memory_order_relaxed);
+  }
+  // Sets the parent (reparenting to init, CLONE_PARENT, tests).
+  void set_parent(std::shared_ptr<ThreadGroup> p);
+  // __wake_up_parent: a child stopped, continued or died; this process's
+  // waiters in wait4/waitid look again.
+  void WakeChildWaiters() { NotifyChildDied(); }
+  // Whether every task has exited (a zombie or reaped).
+  bool dead() const;
+
  private:
   Kernel& kernel_;
   std::atomic<ThreadGroup*> parent_;
@@ -247,6 +315,12 @@ class ThreadGroup {
   SignalQueue shared_pending_ ABSL_GUARDED_BY(mu_);
   size_t signal_target_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> exit_signal_{SIGCHLD};
+  JobControl jobctl_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> unkillable_{false};
+  std::atomic<ThreadId> creator_tid_{0};
+  // parent_ as a reference (parent_ref); guarded by parent_mu_ (a leaf).
+  mutable absl::Mutex parent_mu_;
+  std::weak_ptr<ThreadGroup> parent_weak_ ABSL_GUARDED_BY(parent_mu_);
 
   // A parent blocked in wait4. Notify (child death, interrupt) sets
   // `event`.

@@ -61,7 +61,8 @@ SyscallResult Capget(Task& t, UserAddr header, UserAddr data) {
   if (pid == 0 || pid == t.tid()) {
     creds = t.CredsRef();
   } else {
-    kernel::Task* target = t.kernel().root_pid_namespace().Lookup(pid);
+    std::shared_ptr<kernel::Task> target =
+        t.kernel().root_pid_namespace().Lookup(pid);
     if (target == nullptr) return kESRCH;
     creds = target->CredsRef();
   }

@@ -32,7 +32,7 @@ SyscallResult Gettid(Task& t) { return static_cast<uint64_t>(t.tid()); }
 
 // getppid(2): 0 for init, whose parent is outside the sandbox.
 SyscallResult Getppid(Task& t) {
-  kernel::ThreadGroup* parent = t.thread_group().parent();
+  std::shared_ptr<kernel::ThreadGroup> parent = t.thread_group().parent_ref();
   return static_cast<uint64_t>(parent != nullptr ? parent->tgid() : 0);
 }
 
@@ -250,9 +250,10 @@ absl::Mutex job_control_mu;
 
 // The process that `pid` names (any of its threads' TIDs, a zombie's
 // PID), as find_task_by_vpid + its thread group.
-kernel::ThreadGroup* FindProcess(Task& t, int32_t pid) {
-  kernel::Task* task = t.kernel().root_pid_namespace().Lookup(pid);
-  return task != nullptr ? &task->thread_group() : nullptr;
+std::shared_ptr<kernel::ThreadGroup> FindProcess(Task& t, int32_t pid) {
+  std::shared_ptr<kernel::Task> task =
+      t.kernel().root_pid_namespace().Lookup(pid);
+  return task != nullptr ? task->thread_group_ref() : nullptr;
 }
 
 // Whether some process (alive or a zombie) has process group `pgid` in
@@ -260,7 +261,7 @@ kernel::ThreadGroup* FindProcess(Task& t, int32_t pid) {
 bool GroupExists(Task& t, int32_t pgid, int32_t sid) {
   kernel::PidNamespace& ns = t.kernel().root_pid_namespace();
   for (kernel::ThreadId tid : ns.Tids()) {
-    kernel::Task* task = ns.Lookup(tid);
+    std::shared_ptr<kernel::Task> task = ns.Lookup(tid);
     if (task == nullptr) continue;
     kernel::ThreadGroup& tg = task->thread_group();
     if (tg.pgid() == pgid && (sid < 0 || tg.sid() == sid)) return true;
@@ -270,7 +271,7 @@ bool GroupExists(Task& t, int32_t pgid, int32_t sid) {
 
 // getpgid(2), getsid(2), getpgrp(2).
 KResult<uint64_t> GroupOf(Task& t, int32_t pid, bool session) {
-  kernel::ThreadGroup* tg = &t.thread_group();
+  std::shared_ptr<kernel::ThreadGroup> tg = t.thread_group_ref();
   if (pid != 0) {
     tg = pid > 0 ? FindProcess(t, pid) : nullptr;
     if (tg == nullptr) return kESRCH;
@@ -292,7 +293,7 @@ SyscallResult Setpgid(Task& t, int32_t pid, int32_t pgid) {
   if (pgid == 0) pgid = pid;
   if (pgid < 0) return kEINVAL;
   absl::MutexLock l(&job_control_mu);
-  kernel::Task* task =
+  std::shared_ptr<kernel::Task> task =
       pid > 0 ? t.kernel().root_pid_namespace().Lookup(pid) : nullptr;
   if (task == nullptr) return kESRCH;
   kernel::ThreadGroup& p = task->thread_group();
@@ -329,11 +330,15 @@ void WaitFlags(uint64_t options, kernel::ThreadGroup::WaitOptions* o) {
   o->exited = options & WEXITED;
   o->wall = options & __WALL;
   o->wclone = options & __WCLONE;
+  o->stopped = options & WSTOPPED;  // == WUNTRACED
+  o->continued = options & WCONTINUED;
+  o->nothread = options & __WNOTHREAD;
 }
 
-// wait4(2). __WNOTHREAD is accepted but every thread's children are
-// waited for (children are the process's here, not the creating
-// thread's); rusage is zeroed (no accounting).
+// wait4(2): exited and killed children; WUNTRACED reports a group stop
+// (status 0x7f | sig << 8) and WCONTINUED a continue (0xffff), each once.
+// __WNOTHREAD: only the children the calling thread created. rusage is
+// zeroed (no accounting).
 SyscallResult Wait4(Task& t, int32_t pid, UserPtr<int32_t> wstatus,
                     Flags options, UserPtr<struct rusage> rusage) {
   constexpr uint64_t kKnown =
@@ -355,7 +360,7 @@ SyscallResult Wait4(Task& t, int32_t pid, UserPtr<int32_t> wstatus,
   }
   TRY(kernel::ThreadGroup::Reaped r, t.thread_group().WaitChild(t, o));
   if (r.tgid == 0) return uint64_t{0};  // WNOHANG, none ready.
-  if (!wstatus.null()) TRY_VOID(wstatus.CopyOut(t, r.status.WaitStatus()));
+  if (!wstatus.null()) TRY_VOID(wstatus.CopyOut(t, r.WaitStatus()));
   if (!rusage.null()) TRY_VOID(rusage.CopyOut(t, (struct rusage){}));
   return static_cast<uint64_t>(r.tgid);
 }
@@ -400,7 +405,13 @@ SyscallResult Waitid(Task& t, int32_t which, int32_t id, UserAddr infop,
   // si_status at offsets 16, 20, 24.
   int32_t head[3] = {r.tgid != 0 ? SIGCHLD : 0, 0, 0};
   int32_t chld[3] = {r.tgid, static_cast<int32_t>(r.uid), 0};
-  if (r.tgid != 0) {
+  if (r.tgid != 0 && r.cld == CLD_STOPPED) {
+    head[2] = CLD_STOPPED;
+    chld[2] = r.stop_signo;
+  } else if (r.tgid != 0 && r.cld == CLD_CONTINUED) {
+    head[2] = CLD_CONTINUED;
+    chld[2] = SIGCONT;
+  } else if (r.tgid != 0) {
     if (r.status.signo == 0) {
       head[2] = CLD_EXITED;
       chld[2] = r.status.code;
@@ -471,13 +482,9 @@ void RegisterProcessSyscalls(SyscallTable& t) {
   t.Full<&Getsid>(nr::getsid);
   t.Full<&Setpgid>(nr::setpgid);
   t.Full<&Setsid>(nr::setsid);
-  t.Partial<&Wait4>(nr::wait4,
-                    "exited and killed children; no stop/continue reports "
-                    "(no job control stops), rusage zeroed, __WNOTHREAD "
-                    "waits for the whole process's children");
+  t.Partial<&Wait4>(nr::wait4, "rusage zeroed");
   t.Partial<&Waitid>(nr::waitid,
-                     "P_ALL, P_PID, P_PGID; exited and killed children; "
-                     "no stop/continue reports, rusage zeroed, P_PIDFD "
+                     "P_ALL, P_PID, P_PGID; rusage zeroed, P_PIDFD "
                      "EBADF (no pidfds)");
   t.Partial<&Getrusage>(nr::getrusage,
                         "system time of the Sentry thread; no guest user "

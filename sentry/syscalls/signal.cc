@@ -211,18 +211,18 @@ KResult<uint64_t> SendToProcess(Task& t, kernel::Task& member,
   return uint64_t{0};
 }
 
-// One live task of each process in the sandbox (its lowest TID).
-std::vector<kernel::Task*> AllProcesses(Task& t) {
+// One live task of each process in the sandbox (its lowest TID), held.
+std::vector<std::shared_ptr<kernel::Task>> AllProcesses(Task& t) {
   kernel::PidNamespace& ns = t.kernel().root_pid_namespace();
-  std::vector<kernel::Task*> out;
+  std::vector<std::shared_ptr<kernel::Task>> out;
   std::vector<const kernel::ThreadGroup*> seen;
   for (kernel::ThreadId tid : ns.Tids()) {
-    kernel::Task* k = ns.Lookup(tid);
+    std::shared_ptr<kernel::Task> k = ns.Lookup(tid);
     if (k == nullptr) continue;
     const kernel::ThreadGroup* g = &k->thread_group();
     if (std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
     seen.push_back(g);
-    out.push_back(k);
+    out.push_back(std::move(k));
   }
   return out;
 }
@@ -235,7 +235,7 @@ template <typename Match>
 KResult<uint64_t> SendToMany(Task& t, int32_t sig, Match match, bool all_mode) {
   bool any = false, any_ok = false;
   KResult<uint64_t> last = uint64_t{0};
-  for (kernel::Task* k : AllProcesses(t)) {
+  for (const std::shared_ptr<kernel::Task>& k : AllProcesses(t)) {
     if (!match(*k)) continue;
     any = true;
     KResult<uint64_t> r =
@@ -253,7 +253,7 @@ SyscallResult Kill(Task& t, int32_t pid, int32_t sig) {
   if (sig < 0 || sig > abi::kNumSignals) return kEINVAL;
   kernel::PidNamespace& ns = t.kernel().root_pid_namespace();
   if (pid > 0) {
-    kernel::Task* target = ns.Lookup(pid);
+    std::shared_ptr<kernel::Task> target = ns.Lookup(pid);
     if (target == nullptr) return kESRCH;
     return SendToProcess(t, *target, kernel::UserSignalInfo(sig, SI_USER, &t));
   }
@@ -277,7 +277,8 @@ SyscallResult Kill(Task& t, int32_t pid, int32_t sig) {
 // tgkill(2): a thread, checked to be in process `tgid`.
 SyscallResult Tgkill(Task& t, int32_t tgid, int32_t tid, int32_t sig) {
   if (tgid <= 0 || tid <= 0) return kEINVAL;
-  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tid);
+  std::shared_ptr<kernel::Task> target =
+      t.kernel().root_pid_namespace().Lookup(tid);
   if (target == nullptr || target->thread_group().tgid() != tgid) {
     return kESRCH;
   }
@@ -287,7 +288,8 @@ SyscallResult Tgkill(Task& t, int32_t tgid, int32_t tid, int32_t sig) {
 // tkill(2).
 SyscallResult Tkill(Task& t, int32_t tid, int32_t sig) {
   if (tid <= 0) return kEINVAL;
-  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tid);
+  std::shared_ptr<kernel::Task> target =
+      t.kernel().root_pid_namespace().Lookup(tid);
   if (target == nullptr) return kESRCH;
   return SendToThread(t, *target, kernel::UserSignalInfo(sig, SI_TKILL, &t));
 }
@@ -311,7 +313,8 @@ SyscallResult RtSigqueueinfo(Task& t, int32_t tgid, int32_t sig,
                              UserAddr uinfo) {
   TRY(siginfo_t info,
       QueuedInfo(t, uinfo, sig, tgid == t.thread_group().tgid()));
-  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tgid);
+  std::shared_ptr<kernel::Task> target =
+      t.kernel().root_pid_namespace().Lookup(tgid);
   if (target == nullptr) return kESRCH;
   return SendToProcess(t, *target, info);
 }
@@ -321,7 +324,8 @@ SyscallResult RtTgsigqueueinfo(Task& t, int32_t tgid, int32_t tid, int32_t sig,
                                UserAddr uinfo) {
   if (tgid <= 0 || tid <= 0) return kEINVAL;
   TRY(siginfo_t info, QueuedInfo(t, uinfo, sig, tid == t.tid()));
-  kernel::Task* target = t.kernel().root_pid_namespace().Lookup(tid);
+  std::shared_ptr<kernel::Task> target =
+      t.kernel().root_pid_namespace().Lookup(tid);
   if (target == nullptr || target->thread_group().tgid() != tgid) {
     return kESRCH;
   }
@@ -341,13 +345,11 @@ void RegisterSignalSyscalls(SyscallTable& t) {
   t.Full<&RtSigreturn>(nr::rt_sigreturn);
   t.Full<&RestartSyscall>(nr::restart_syscall);
   t.Full<&Sigaltstack>(nr::sigaltstack);
-  constexpr const char* kNoStop =
-      "stop signals do not stop (job control is missing); init is killable";
-  t.Partial<&Kill>(nr::kill, kNoStop);
-  t.Partial<&Tgkill>(nr::tgkill, kNoStop);
-  t.Partial<&Tkill>(nr::tkill, kNoStop);
-  t.Partial<&RtSigqueueinfo>(nr::rt_sigqueueinfo, kNoStop);
-  t.Partial<&RtTgsigqueueinfo>(nr::rt_tgsigqueueinfo, kNoStop);
+  t.Full<&Kill>(nr::kill);
+  t.Full<&Tgkill>(nr::tgkill);
+  t.Full<&Tkill>(nr::tkill);
+  t.Full<&RtSigqueueinfo>(nr::rt_sigqueueinfo);
+  t.Full<&RtTgsigqueueinfo>(nr::rt_tgsigqueueinfo);
 }
 
 }  // namespace sandbox::syscalls

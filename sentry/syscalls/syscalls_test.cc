@@ -546,6 +546,9 @@ TEST_F(SyscallsTest, MemfdMmapSealsMsyncMincore) {
 }
 
 TEST_F(SyscallsTest, KillSelf) {
+  // The test's task is the sandbox's init, which ignores fatal default
+  // actions (kernel/jobctl_test.cc): here it plays an ordinary process.
+  task_->thread_group().set_unkillable(false);
   EXPECT_EQ(Call(nr::kill, 2, SIGTERM).error(), kESRCH);
   EXPECT_EQ(Call(nr::kill, 1, 0).value(), 0u);
   EXPECT_EQ(Call(nr::kill, 1, 99).error(), kEINVAL);

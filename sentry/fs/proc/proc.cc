@@ -56,7 +56,7 @@ int NumCpus() {
 std::vector<ThreadId> Tgids(Kernel& k) {
   std::vector<ThreadId> out;
   for (ThreadId tid : k.root_pid_namespace().Tids()) {
-    Task* t = k.root_pid_namespace().Lookup(tid);
+    std::shared_ptr<Task> t = k.root_pid_namespace().Lookup(tid);
     if (t != nullptr && t->thread_group().tgid() == tid) out.push_back(tid);
   }
   return out;
@@ -193,7 +193,7 @@ std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
             absl::StrCat(tid) != name) {
           return kENOENT;
         }
-        Task* t = kp->root_pid_namespace().Lookup(tid);
+        std::shared_ptr<Task> t = kp->root_pid_namespace().Lookup(tid);
         if (t == nullptr || t->thread_group().tgid() != tid) return kENOENT;
         return NewTaskDir(*fsp, t, false);
       });

@@ -43,7 +43,17 @@ constexpr uint64_t kPage = 4096;
 // that exited and is not yet reaped (a zombie keeps its PID and its
 // /proc/PID until then).
 bool Alive(Task* t) {
-  return t->kernel().root_pid_namespace().Lookup(t->tid()) == t;
+  return t->kernel().root_pid_namespace().Names(t->tid(), t);
+}
+
+// The files of a /proc/PID directory hold their task weakly: once it is
+// reaped (its object freed), reads fail with ESRCH (proc_single_show's
+// get_pid_task) and links and lookups with ENOENT.
+KResult<std::shared_ptr<Task>> Held(const std::weak_ptr<Task>& w,
+                                    Errno gone = kESRCH) {
+  std::shared_ptr<Task> t = w.lock();
+  if (t == nullptr) return gone;
+  return t;
 }
 
 // Whether `t` holds its TID and its run loop has not ended: its mm, FD
@@ -60,18 +70,21 @@ bool Running(Task* t) {
 // The threads /proc/PID/task lists, by TID: the running ones, and the
 // leader while it is a zombie (it stays in Linux's thread list until the
 // process is reaped).
-std::vector<Task*> Threads(ThreadGroup& tg) {
-  std::vector<Task*> out;
-  for (Task* th : tg.Tasks()) {
-    if (Alive(th)) out.push_back(th);
+std::vector<std::shared_ptr<Task>> Threads(ThreadGroup& tg) {
+  std::vector<std::shared_ptr<Task>> out;
+  for (std::shared_ptr<Task>& th : tg.TaskRefs()) {
+    if (Alive(th.get())) out.push_back(std::move(th));
   }
-  Task* leader = tg.kernel().root_pid_namespace().Lookup(tg.tgid());
+  std::shared_ptr<Task> leader =
+      tg.kernel().root_pid_namespace().Lookup(tg.tgid());
   if (leader != nullptr && &leader->thread_group() == &tg &&
       std::find(out.begin(), out.end(), leader) == out.end()) {
-    out.push_back(leader);
+    out.push_back(std::move(leader));
   }
   std::sort(out.begin(), out.end(),
-            [](Task* a, Task* b) { return a->tid() < b->tid(); });
+            [](const std::shared_ptr<Task>& a, const std::shared_ptr<Task>& b) {
+              return a->tid() < b->tid();
+            });
   return out;
 }
 
@@ -79,8 +92,10 @@ std::vector<Task*> Threads(ThreadGroup& tg) {
 // and the leader while it is a zombie (it counts until it is reaped).
 size_t ThreadCount(ThreadGroup& tg) {
   size_t n = tg.TaskCount();
-  Task* leader = tg.kernel().root_pid_namespace().Lookup(tg.tgid());
-  if (leader != nullptr && &leader->thread_group() == &tg && !Running(leader)) {
+  std::shared_ptr<Task> leader =
+      tg.kernel().root_pid_namespace().Lookup(tg.tgid());
+  if (leader != nullptr && &leader->thread_group() == &tg &&
+      !Running(leader.get())) {
     ++n;
   }
   return n;
@@ -103,7 +118,7 @@ std::string Comm(Task* t) {
 // drops it before the TID is released).
 std::shared_ptr<mm::MemoryManager> Mm(Task* t) {
   if (!Running(t)) return nullptr;
-  return t->mm_ref();
+  return t->MmRefLocked();  // null if it exits meanwhile
 }
 
 char StateChar(Task* t) {
@@ -111,6 +126,7 @@ char StateChar(Task* t) {
   // so until reaped, even while other threads run). Not before: a task
   // still leaving after exit_group is not yet waitable.
   if (!Running(t)) return 'Z';
+  if (kernel::TaskStopped(*t)) return 'T';  // a group stop
   return t == Task::Current() ? 'R' : 'S';
 }
 
@@ -120,6 +136,8 @@ const char* StateName(char c) {
       return "R (running)";
     case 'Z':
       return "Z (zombie)";
+    case 'T':
+      return "T (stopped)";
     default:
       return "S (sleeping)";
   }
@@ -210,12 +228,13 @@ std::string StatusText(Task* t) {
   ThreadGroup& tg = t->thread_group();
   std::shared_ptr<const kernel::Credentials> creds = t->CredsRef();
   const kernel::Credentials& c = *creds;  // another task: a snapshot
-  ThreadGroup* parent = tg.parent();
+  std::shared_ptr<ThreadGroup> parent = tg.parent_ref();
   char state = StateChar(t);
   std::string out;
   absl::StrAppendFormat(&out, "Name:\t%s\n", Comm(t));
-  if (Running(t)) {
-    absl::StrAppendFormat(&out, "Umask:\t%04o\n", t->fs().umask());
+  if (std::shared_ptr<vfs::FsContext> fs = t->FsRefLocked();
+      Running(t) && fs != nullptr) {
+    absl::StrAppendFormat(&out, "Umask:\t%04o\n", fs->umask());
   }
   absl::StrAppendFormat(&out, "State:\t%s\n", StateName(state));
   absl::StrAppendFormat(&out, "Tgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\n",
@@ -295,7 +314,7 @@ std::string StatusText(Task* t) {
 // /proc/pid/stat (fs/proc/array.c do_task_stat): 52 fields.
 std::string StatText(Task* t) {
   ThreadGroup& tg = t->thread_group();
-  ThreadGroup* parent = tg.parent();
+  std::shared_ptr<ThreadGroup> parent = tg.parent_ref();
   MemFigures f;
   uint64_t brk = 0;
   mm::MemoryManager::ProcessImage img;
@@ -446,20 +465,25 @@ vfs::VirtualDentry ReaderRoot(const vfs::VirtualDentry& fallback) {
 
 vfs::VirtualDentry TaskRoot(Task* t) {
   if (!Running(t)) return {};
-  return t->fs().Root();
+  std::shared_ptr<vfs::FsContext> fs = t->FsRefLocked();
+  return fs != nullptr ? fs->Root() : vfs::VirtualDentry{};
 }
 
 KResult<std::string> LinkTarget(Task* t, bool cwd) {
   if (!Running(t)) return kENOENT;
-  vfs::VirtualDentry root = t->fs().Root();
+  std::shared_ptr<vfs::FsContext> fs = t->FsRefLocked();
+  if (fs == nullptr) return kENOENT;
+  vfs::VirtualDentry root = fs->Root();
   if (!root.ok()) return kENOENT;
-  return PathForReader(cwd ? t->fs().Cwd() : root, root);
+  return PathForReader(cwd ? fs->Cwd() : root, root);
 }
 
 // Where the magic links cwd and root jump.
 KResult<vfs::VirtualDentry> LinkLocation(Task* t, bool cwd) {
   if (!Running(t)) return kENOENT;
-  vfs::VirtualDentry vd = cwd ? t->fs().Cwd() : t->fs().Root();
+  std::shared_ptr<vfs::FsContext> fs = t->FsRefLocked();
+  if (fs == nullptr) return kENOENT;
+  vfs::VirtualDentry vd = cwd ? fs->Cwd() : fs->Root();
   if (!vd.ok()) return kENOENT;
   return vd;
 }
@@ -470,7 +494,7 @@ std::vector<int> OpenFds(Task* t) {
   if (!Running(t)) return fds;
   // Null while the task exits (its run loop drops the table before the
   // TID is released).
-  std::shared_ptr<vfs::FdTable> table = t->fd_table_ref();
+  std::shared_ptr<vfs::FdTable> table = t->FdTableRefLocked();
   if (table == nullptr) return fds;
   size_t want = table->Count();
   for (int fd = 0;
@@ -487,7 +511,7 @@ KResult<vfs::FileRef> FileOf(Task* t, std::string_view name, bool* cloexec) {
       fd < 0 || !Running(t))
     return kENOENT;
   if (absl::StrCat(fd) != name) return kENOENT;  // "01", "+1"
-  std::shared_ptr<vfs::FdTable> table = t->fd_table_ref();
+  std::shared_ptr<vfs::FdTable> table = t->FdTableRefLocked();
   if (table == nullptr) return kENOENT;  // exiting
   KResult<vfs::FileRef> f = table->Get(fd, cloexec);
   if (!f.ok() || *f == nullptr) return kENOENT;
@@ -540,14 +564,20 @@ std::vector<std::string> FdNames(Task* t) {
   return names;
 }
 
-std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs, Task* t,
-                                      bool info, uint32_t uid, uint32_t gid) {
+std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs,
+                                      std::weak_ptr<Task> w, bool info,
+                                      uint32_t uid, uint32_t gid) {
   auto dir = std::make_shared<kernfs::Dir>(fs, 0500, uid, gid);
   kernfs::Filesystem* fsp = &fs;
   dir->SetDynamic(
-      [t] { return FdNames(t); },
-      [fsp, t, info, uid,
+      [w] {
+        std::shared_ptr<Task> t = w.lock();
+        return t != nullptr ? FdNames(t.get()) : std::vector<std::string>{};
+      },
+      [fsp, w, info, uid,
        gid](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
+        TRY(std::shared_ptr<Task> held, Held(w, kENOENT));
+        Task* t = held.get();
         bool cloexec = false;
         TRY(vfs::FileRef f, FileOf(t, name, &cloexec));
         std::string n(name);
@@ -555,9 +585,10 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs, Task* t,
           return std::shared_ptr<vfs::Inode>(
               std::make_shared<kernfs::GeneratedFile>(
                   *fsp, 0400,
-                  [t, n]() -> KResult<std::string> {
+                  [w, n]() -> KResult<std::string> {
+                    TRY(std::shared_ptr<Task> t, Held(w));
                     bool cloexec = false;
-                    TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
+                    TRY(vfs::FileRef f, FileOf(t.get(), n, &cloexec));
                     return FdinfoText(f, cloexec);
                   },
                   uid, gid));
@@ -565,7 +596,9 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs, Task* t,
         uint32_t perm = (f->readable() ? 0500 : 0) | (f->writable() ? 0300 : 0);
         auto link = std::make_shared<kernfs::Symlink>(
             *fsp,
-            [t, n]() -> KResult<std::string> {
+            [w, n]() -> KResult<std::string> {
+              TRY(std::shared_ptr<Task> held, Held(w, kENOENT));
+              Task* t = held.get();
               bool cloexec = false;
               TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
               return FdLinkText(t, f);
@@ -576,9 +609,10 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs, Task* t,
         // gone: memfds, unlinked files); a pipe(2) end's location is its
         // pipefs inode, whose open reopens the pipe (fifo_open). Files
         // with no location (host stdio) cannot be reached: ENOENT.
-        link->SetJump([t, n]() -> KResult<vfs::VirtualDentry> {
+        link->SetJump([w, n]() -> KResult<vfs::VirtualDentry> {
+          TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
           bool cloexec = false;
-          TRY(vfs::FileRef f, FileOf(t, n, &cloexec));
+          TRY(vfs::FileRef f, FileOf(t.get(), n, &cloexec));
           if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get())) return vf->vd();
           if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get())) {
             return pf->location();
@@ -672,36 +706,61 @@ std::string MountinfoText(const vfs::VirtualDentry& root, bool mountinfo) {
   return out;
 }
 
-std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
+std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs,
+                                       std::shared_ptr<Task> task,
                                        bool thread_dir) {
-  std::shared_ptr<const kernel::Credentials> creds = t->CredsRef();
+  // Every file holds the task weakly (Held): the directory and its open
+  // files may outlive it.
+  const std::weak_ptr<Task> w = task;
+  std::shared_ptr<const kernel::Credentials> creds = task->CredsRef();
   const kernel::Credentials& c = *creds;  // another task: a snapshot
   uint32_t uid = c.euid, gid = c.egid;
   auto dir = std::make_shared<kernfs::Dir>(fs, 0555, uid, gid);
-  dir->Add("status", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("status", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return StatusText(t);
            }));
-  dir->Add("stat", File(fs, 0444, uid, gid,
-                        [t]() -> KResult<std::string> { return StatText(t); }));
-  dir->Add("statm", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("stat", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
+             return StatText(t);
+           }));
+  dir->Add("statm", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return StatmText(t);
            }));
-  dir->Add("cmdline", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("cmdline", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return CmdlineText(t);
            }));
-  dir->Add("environ", File(fs, 0400, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("environ", File(fs, 0400, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return EnvironText(t);
            }));
-  dir->Add("auxv", File(fs, 0400, uid, gid,
-                        [t]() -> KResult<std::string> { return AuxvText(t); }));
+  dir->Add("auxv", File(fs, 0400, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
+             return AuxvText(t);
+           }));
   auto comm = std::make_shared<kernfs::GeneratedFile>(
-      fs, 0644, [t]() -> KResult<std::string> { return Comm(t) + "\n"; }, uid,
-      gid);
+      fs, 0644,
+      [w]() -> KResult<std::string> {
+        TRY(std::shared_ptr<Task> held, Held(w));
+        Task* t = held.get();
+        return Comm(t) + "\n";
+      },
+      uid, gid);
   // comm_write: the first 15 bytes, as written (a newline included), for
   // the writer's own thread group only (EINVAL for others). The name is a
   // task-thread field, so only the writer's own task is renamed here; a
   // write to a sibling thread's comm is refused with EINVAL too.
-  comm->SetWriter([t](std::string_view data) -> KResult<size_t> {
+  comm->SetWriter([w](std::string_view data) -> KResult<size_t> {
+    TRY(std::shared_ptr<Task> held, Held(w));
+    Task* t = held.get();
     if (Task::Current() != t) return kEINVAL;
     std::string name(data.substr(0, 15));
     name = name.c_str();  // up to a NUL, as set_task_comm's strscpy
@@ -709,30 +768,42 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
     return data.size();
   });
   dir->Add("comm", comm);
-  dir->Add("maps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("maps", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              std::shared_ptr<mm::MemoryManager> m = Mm(t);
              std::string out;
              if (m == nullptr) return out;
              for (const mm::VmaInfo& v : m->Vmas()) out += FormatMapsLine(v);
              return out;
            }));
-  dir->Add("smaps", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("smaps", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return SmapsText(t);
            }));
-  dir->Add("limits", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("limits", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return FormatLimits(t->thread_group().limits());
            }));
-  dir->Add("mounts", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("mounts", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return MountinfoText(TaskRoot(t), false);
            }));
-  dir->Add("mountinfo", File(fs, 0444, uid, gid, [t]() -> KResult<std::string> {
+  dir->Add("mountinfo", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             Task* t = held.get();
              return MountinfoText(TaskRoot(t), true);
            }));
   // exe is a magic link (proc_exe_link): to the executable's location
   // (mm->exe_file), read as d_path (" (deleted)" once unlinked).
   auto exe = std::make_shared<kernfs::Symlink>(
       fs,
-      [t]() -> KResult<std::string> {
+      [w]() -> KResult<std::string> {
+        TRY(std::shared_ptr<Task> held, Held(w));
+        Task* t = held.get();
         if (!Alive(t)) return kENOENT;
         vfs::VirtualDentry vd = t->thread_group().exe_file();
         if (!vd.ok()) {
@@ -744,7 +815,9 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
         return PathForReader(vd, TaskRoot(t));
       },
       uid, gid);
-  exe->SetJump([t]() -> KResult<vfs::VirtualDentry> {
+  exe->SetJump([w]() -> KResult<vfs::VirtualDentry> {
+    TRY(std::shared_ptr<Task> held, Held(w, kENOENT));
+    Task* t = held.get();
     if (!Alive(t)) return kENOENT;
     vfs::VirtualDentry vd = t->thread_group().exe_file();
     if (!vd.ok()) return kENOENT;
@@ -753,29 +826,48 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs, Task* t,
   dir->Add("exe", std::move(exe));
   // cwd and root are magic links (proc_cwd_link, proc_root_link).
   auto cwd = std::make_shared<kernfs::Symlink>(
-      fs, [t] { return LinkTarget(t, true); }, uid, gid);
-  cwd->SetJump([t] { return LinkLocation(t, true); });
+      fs,
+      [w]() -> KResult<std::string> {
+        TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
+        return LinkTarget(t.get(), true);
+      },
+      uid, gid);
+  cwd->SetJump([w]() -> KResult<vfs::VirtualDentry> {
+    TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
+    return LinkLocation(t.get(), true);
+  });
   dir->Add("cwd", std::move(cwd));
   auto root = std::make_shared<kernfs::Symlink>(
-      fs, [t] { return LinkTarget(t, false); }, uid, gid);
-  root->SetJump([t] { return LinkLocation(t, false); });
+      fs,
+      [w]() -> KResult<std::string> {
+        TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
+        return LinkTarget(t.get(), false);
+      },
+      uid, gid);
+  root->SetJump([w]() -> KResult<vfs::VirtualDentry> {
+    TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
+    return LinkLocation(t.get(), false);
+  });
   dir->Add("root", std::move(root));
-  dir->Add("fd", NewFdDir(fs, t, false, uid, gid));
-  dir->Add("fdinfo", NewFdDir(fs, t, true, uid, gid));
+  dir->Add("fd", NewFdDir(fs, w, false, uid, gid));
+  dir->Add("fdinfo", NewFdDir(fs, w, true, uid, gid));
   if (!thread_dir) {
     auto tasks = std::make_shared<kernfs::Dir>(fs, 0555, uid, gid);
     kernfs::Filesystem* fsp = &fs;
     tasks->SetDynamic(
-        [t] {
+        [w] {
           std::vector<std::string> names;
-          for (Task* th : Threads(t->thread_group())) {
+          std::shared_ptr<Task> t = w.lock();
+          if (t == nullptr) return names;
+          for (const std::shared_ptr<Task>& th : Threads(t->thread_group())) {
             names.push_back(absl::StrCat(th->tid()));
           }
           return names;
         },
         [fsp,
-         t](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
-          for (Task* th : Threads(t->thread_group())) {
+         w](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
+          TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
+          for (const std::shared_ptr<Task>& th : Threads(t->thread_group())) {
             if (absl::StrCat(th->tid()) == name) {
               return NewTaskDir(*fsp, th, true);
             }

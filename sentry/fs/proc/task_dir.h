@@ -13,8 +13,11 @@ namespace sandbox::fs::proc {
 
 // The directory of `task` (a thread group leader for /proc/<pid>; any task
 // for task/<tid>, which has no task/ subdirectory).
+// The directory and its files hold the task weakly: once it is freed
+// (reaped), reads give ESRCH and lookups and links ENOENT.
 std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs,
-                                       kernel::Task* task, bool thread_dir);
+                                       std::shared_ptr<kernel::Task> task,
+                                       bool thread_dir);
 
 // Where the reader sees `vd`: its path from the reader's root (the
 // current task's, else `fallback_root`), " (deleted)" appended if removed.
