@@ -25,6 +25,7 @@
 #include "sentry/kernel/syscall_dispatcher.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/kernel/timer_service.h"
 
 namespace sandbox::kernel {
 
@@ -74,6 +75,8 @@ class Kernel {
   const KernelOptions& options() const { return options_; }
   PidNamespace& root_pid_namespace() { return root_pidns_; }
   FutexManager& futexes() { return futexes_; }
+  // The one timer thread (timer_service.h) every guest timer uses.
+  TimerService& timer_service() { return timer_service_; }
 
   // Creates a process with one task, not yet running. The first process
   // created is init.
@@ -147,6 +150,9 @@ class Kernel {
   // counts itself here until its last access to the kernel.
   size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> fatal_ ABSL_GUARDED_BY(mu_);
+  // Last: destroyed (its thread joined) before the thread groups whose
+  // timers its entries reference.
+  TimerService timer_service_;
 };
 
 }  // namespace sandbox::kernel

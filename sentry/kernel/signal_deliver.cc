@@ -143,6 +143,7 @@ void DeliverSignals(Task& t) {
           info = tg.SharedPendingLocked().Dequeue(t.signal_mask());
         }
         if (!info.has_value()) break;
+        tg.timers().OnDequeueLocked(t, *info);  // timers.h: re-arm, overrun
         // dequeue_signal: JOBCTL_STOP_DEQUEUED.
         if (kStopSignals & SigBit(info->si_signo)) {
           t.signals().stop_dequeued = true;

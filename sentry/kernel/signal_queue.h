@@ -68,6 +68,25 @@ class SignalQueue {
   void Flush(SigSet set);
   // Number of queued siginfo records (RLIMIT_SIGPENDING accounting).
   size_t size() const { return queue_.size(); }
+  // Whether a queued siginfo satisfies `pred` (timers.cc: is a timer's
+  // signal still queued).
+  template <typename Pred>
+  bool AnyQueued(Pred pred) const {
+    for (const siginfo_t& i : queue_) {
+      if (pred(i)) return true;
+    }
+    return false;
+  }
+  // Drops every queued siginfo satisfying `pred` (execve's
+  // flush_itimer_signals: the deleted POSIX timers' signals).
+  template <typename Pred>
+  void RemoveIf(Pred pred) {
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      it = pred(*it) ? queue_.erase(it) : it + 1;
+    }
+    pending_ = 0;
+    for (const siginfo_t& i : queue_) pending_ |= SigBit(i.si_signo);
+  }
 
  private:
   SigSet pending_ = 0;

@@ -248,7 +248,10 @@ bool NotifyParentOfExit(ThreadGroup& child, ThreadGroup& parent,
     info.si_code = status.core ? CLD_DUMPED : CLD_KILLED;
     info.si_status = status.signo;
   }
-  // No CPU accounting per process yet: si_utime and si_stime are 0.
+  // do_notify_parent: the process's CPU times in clock ticks.
+  const CpuSample times = SampleProcess(child, nullptr);
+  info.si_utime = NsToClockT(times.user_ns);
+  info.si_stime = NsToClockT(times.sys_ns);
   bool autoreap = false;
   SendOutcome out;
   {
@@ -356,6 +359,7 @@ std::optional<siginfo_t> DequeueSignalIn(Task& t, SigSet set) {
   absl::MutexLock l(&tg.signal_mu());
   std::optional<siginfo_t> info = t.signals().pending.Dequeue(~set);
   if (!info.has_value()) info = tg.SharedPendingLocked().Dequeue(~set);
+  if (info.has_value()) tg.timers().OnDequeueLocked(t, *info);  // timers.h
   return info;
 }
 

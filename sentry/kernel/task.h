@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "platform/platform.h"
 #include "sentry/base/result.h"
+#include "sentry/kernel/cpu_clock.h"
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/pid_namespace.h"
@@ -177,6 +178,10 @@ class Task final : public vfs::UserMemory,
     }
   }
 
+  // ---- CPU time (cpu_clock.h; the run loop charges it). ----
+  TaskCpuClock& cpu_clock() { return cpu_clock_; }
+  const TaskCpuClock& cpu_clock() const { return cpu_clock_; }
+
   // ---- Lifecycle. ----
   // exit(2): this thread leaves its run loop when the syscall returns.
   void ExitThread(int code) {
@@ -236,6 +241,7 @@ class Task final : public vfs::UserMemory,
   std::shared_ptr<VforkCompletion> vfork_done_;
 
   TaskSignals signals_;
+  TaskCpuClock cpu_clock_;
 
   // An eventfd that is readable while an interrupt is pending; blocking host
   // waits poll it. Immutable.

@@ -18,6 +18,7 @@ Task* Task::Current() { return current_task; }
 
 void Task::Run() {
   current_task = this;
+  cpu_clock_.Start();  // cpu_clock.h: system time from here
   std::unique_ptr<platform::Context> context;
   if (kernel_.platform() == nullptr) {
     kernel_.Fatal("no platform to run guest code on");
@@ -48,7 +49,10 @@ void Task::Run() {
       if (tg_->exiting()) break;
     }
 
+    cpu_clock_.EnterUser(tg_->cpu_times());
     platform::SwitchResult r = context->Switch(mm_->address_space(), cpu_);
+    cpu_clock_.LeaveUser(tg_->cpu_times());
+    tg_->timers().MaybeCheckCpu(*this);  // ITIMER_VIRTUAL/PROF, CPU timers
     Step step = Step::kContinue;
     switch (r.reason) {
       case platform::SwitchReason::kSyscall:
@@ -80,6 +84,8 @@ void Task::Run() {
     context_ = nullptr;
   }
   context.reset();
+  // The task's CPU times join its process's before the parent can reap it.
+  RetireTaskCpu(*this, mm_ != nullptr ? mm_->BackedBytes() / 1024 : 0);
   SignalsOnTaskExit(*this);
   // CLONE_CHILD_CLEARTID / set_tid_address: zero the word and wake one
   // futex waiter (pthread_join). Errors are ignored, as Linux does.
@@ -98,6 +104,7 @@ void Task::Run() {
   CompleteVforkDone();  // mm_release: a vfork parent goes on
   kernel_.TaskExited(this);
   tg_->TaskExited(this, exit_code_);
+  if (tg_->TaskCount() == 0) tg_->timers().Shutdown();  // exit_itimers
 }
 
 Task::Step Task::HandleSyscall() {

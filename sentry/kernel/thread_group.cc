@@ -333,7 +333,9 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
             leader != nullptr && &leader->thread_group() == &c) {
           r.uid = leader->CredsRef()->ruid;
         }
+        r.usage = ChildUsageLocked(c);  // both signal locks are held
         if (!opts.nowait) {
+          AddChildUsageLocked(*this, r.usage);
           reaped = std::move(*it);
           children_.erase(it);
         }

@@ -18,10 +18,12 @@
 #include "absl/synchronization/mutex.h"
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
+#include "sentry/kernel/cpu_clock.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/pid_namespace.h"
 #include "sentry/kernel/signal_queue.h"
+#include "sentry/kernel/timers.h"
 #include "sentry/vfs/mount.h"
 
 namespace sandbox::kernel {
@@ -169,6 +171,7 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
     ThreadId tgid = 0;
     ExitStatus status;
     uint32_t uid = 0;  // the child's real UID (waitid's si_uid)
+    ChildUsage usage;  // its and its children's times (wait4's rusage)
     // What is reported: CLD_EXITED (status says how it ended; also
     // CLD_KILLED/CLD_DUMPED), CLD_STOPPED (stop_signo) or CLD_CONTINUED.
     int cld = CLD_EXITED;
@@ -240,6 +243,11 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   void set_exit_signal(int sig) {
     exit_signal_.store(sig, std::memory_order_relaxed);
   }
+  // CPU times (cpu_clock.h: `exited` and `children` under signal_mu())
+  // and the interval and POSIX timers (timers.h).
+  ProcessCpuTimes& cpu_times() { return cpu_times_; }
+  ProcessTimers& timers() { return timers_; }
+
   // Auto-reap (the parent ignores SIGCHLD or set SA_NOCLDWAIT): the dead
   // `child` leaves the children list without a wait.
   void ForgetChild(const ThreadGroup* child);
@@ -315,6 +323,8 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   SignalQueue shared_pending_ ABSL_GUARDED_BY(mu_);
   size_t signal_target_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> exit_signal_{SIGCHLD};
+  ProcessCpuTimes cpu_times_;
+  ProcessTimers timers_{*this};
   JobControl jobctl_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> unkillable_{false};
   std::atomic<ThreadId> creator_tid_{0};

@@ -468,6 +468,14 @@ void ProcessTimers::DeletePosixTimers() {
   UpdateCpuEarliestLocked();
 }
 
+void ProcessTimers::OnExec(Task& t) {
+  DeletePosixTimers();
+  absl::MutexLock l(&tg_.signal_mu());
+  auto from_timer = [](const siginfo_t& i) { return i.si_code == SI_TIMER; };
+  tg_.SharedPendingLocked().RemoveIf(from_timer);
+  t.signals().pending.RemoveIf(from_timer);
+}
+
 void ProcessTimers::Shutdown() {
   absl::MutexLock l(&mu_);
   dead_ = true;

@@ -110,6 +110,9 @@ class ProcessTimers {
   KResult<void> Delete(int id);
   // execve: every POSIX timer goes (exit_itimers).
   void DeletePosixTimers();
+  // execve after de_thread (`t` is alone): the POSIX timers go and their
+  // queued signals with them (flush_itimer_signals); interval timers stay.
+  void OnExec(Task& t);
   // The process is dead: every timer stops.
   void Shutdown();
   // /proc/PID/timers.

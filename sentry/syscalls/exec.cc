@@ -238,6 +238,7 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
   // 8. The commit. de_thread first: it fails only if the process is being
   // killed anyway (then nothing changes and the run loop ends the task).
   if (!t.thread_group().DeThread(t)) return kEINTR;
+  t.thread_group().timers().OnExec(t);  // exit_itimers, flush_itimer_signals
   const std::string comm = NewComm(filename, fd_path, *loaded->file);
   // would_dump(): an unreadable executable makes the process non-dumpable.
   const bool readable =

@@ -30,6 +30,26 @@ absl::Time FromClock(int clock, absl::Duration abs) {
   return absl::Now() + left;
 }
 
+// A timed wait that a signal interrupted: as Linux's futex_wait, it
+// returns ERESTART_RESTARTBLOCK, so a handler makes it EINTR (whatever
+// SA_RESTART says) and anything else (a stop, a signal without a handler)
+// resumes it through restart_syscall(2) (futex_wait_restart) to the same
+// absolute deadline, not a fresh timeout.
+Errno TimedWaitRestartBlock(Task& t, uint64_t addr, uint32_t val,
+                            uint32_t bitset, absl::Time deadline) {
+  t.signals().restart_fn = [addr, val, bitset,
+                            deadline](Task& t) -> KResult<uint64_t> {
+    KResult<void> r =
+        t.kernel().futexes().Wait(t, addr, val, bitset, deadline);
+    if (r.ok()) return uint64_t{0};
+    if (r.error() == kERestartSys) {
+      return TimedWaitRestartBlock(t, addr, val, bitset, deadline);
+    }
+    return r.error();
+  };
+  return kERestartRestartBlock;
+}
+
 // futex(2).
 SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
                     UserAddr utime, UserAddr uaddr2, uint32_t val3) {
@@ -51,8 +71,13 @@ SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
                 : FromClock(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, d);
       }
       uint32_t bitset = cmd == FUTEX_WAIT ? FUTEX_BITSET_MATCH_ANY : val3;
-      TRY_VOID(f.Wait(t, uaddr.addr, val, bitset, deadline));
-      return uint64_t{0};
+      KResult<void> r = f.Wait(t, uaddr.addr, val, bitset, deadline);
+      if (r.ok()) return uint64_t{0};
+      // Without a timeout, ERESTARTSYS: SA_RESTART restarts the wait.
+      if (r.error() == kERestartSys && deadline.has_value()) {
+        return TimedWaitRestartBlock(t, uaddr.addr, val, bitset, *deadline);
+      }
+      return r.error();
     }
     case FUTEX_WAKE:
     case FUTEX_WAKE_BITSET: {

@@ -361,7 +361,10 @@ SyscallResult Wait4(Task& t, int32_t pid, UserPtr<int32_t> wstatus,
   TRY(kernel::ThreadGroup::Reaped r, t.thread_group().WaitChild(t, o));
   if (r.tgid == 0) return uint64_t{0};  // WNOHANG, none ready.
   if (!wstatus.null()) TRY_VOID(wstatus.CopyOut(t, r.WaitStatus()));
-  if (!rusage.null()) TRY_VOID(rusage.CopyOut(t, (struct rusage){}));
+  if (!rusage.null()) {
+    TRY_VOID(rusage.CopyOut(
+        t, kernel::MakeRusage(r.usage.times, r.usage.maxrss_kb)));
+  }
   return static_cast<uint64_t>(r.tgid);
 }
 
@@ -398,7 +401,8 @@ SyscallResult Waitid(Task& t, int32_t which, int32_t id, UserAddr infop,
   }
   TRY(kernel::ThreadGroup::Reaped r, t.thread_group().WaitChild(t, o));
   if (r.tgid != 0 && !rusage.null()) {
-    TRY_VOID(rusage.CopyOut(t, (struct rusage){}));
+    TRY_VOID(rusage.CopyOut(
+        t, kernel::MakeRusage(r.usage.times, r.usage.maxrss_kb)));
   }
   if (infop.addr == 0) return uint64_t{0};
   // si_signo, si_errno, si_code, then the _sigchld fields si_pid, si_uid,
@@ -425,21 +429,12 @@ SyscallResult Waitid(Task& t, int32_t which, int32_t id, UserAddr infop,
   return uint64_t{0};
 }
 
-// getrusage(2): CPU times are the Sentry thread's (it serves the guest's
-// syscalls; guest user time is not yet accounted).
+// getrusage(2): the times and max RSS of sentry/kernel/cpu_clock.h.
 SyscallResult Getrusage(Task& t, int32_t who, UserPtr<struct rusage> usage) {
   if (who != RUSAGE_SELF && who != RUSAGE_CHILDREN && who != RUSAGE_THREAD) {
     return kEINVAL;
   }
-  struct rusage ru = {};
-  if (who != RUSAGE_CHILDREN) {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    ru.ru_stime.tv_sec = ts.tv_sec;
-    ru.ru_stime.tv_usec = ts.tv_nsec / 1000;
-    ru.ru_maxrss = static_cast<long>(t.mm().BackedBytes() / 1024);
-  }
-  TRY_VOID(usage.CopyOut(t, ru));
+  TRY_VOID(usage.CopyOut(t, kernel::RusageOf(t, who)));
   return uint64_t{0};
 }
 
@@ -487,8 +482,8 @@ void RegisterProcessSyscalls(SyscallTable& t) {
                      "P_ALL, P_PID, P_PGID; rusage zeroed, P_PIDFD "
                      "EBADF (no pidfds)");
   t.Partial<&Getrusage>(nr::getrusage,
-                        "system time of the Sentry thread; no guest user "
-                        "time, no children");
+                        "times and ru_maxrss; page faults, context switches "
+                        "and block I/O counts 0");
 }
 
 }  // namespace sandbox::syscalls

@@ -23,6 +23,9 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterIdentitySyscalls(*t);
   RegisterMountSyscalls(*t);
   RegisterTimeSyscalls(*t);
+  RegisterItimerSyscalls(*t);
+  RegisterTimerSyscalls(*t);
+  RegisterRusageSyscalls(*t);
   RegisterSignalSyscalls(*t);
   RegisterRandomSyscalls(*t);
   RegisterFutexSyscalls(*t);
