@@ -347,5 +347,52 @@ TEST(PipeFileTest, FifoWriterWaitIsInterruptible) {
   close(efd);
 }
 
+struct RecordingEntry : vfs::WaitEntry {
+  void Callback(uint32_t events) override { seen |= events; }
+  uint32_t seen = 0;
+};
+
+// pipe_poll, and the notifications that readiness changes send.
+TEST_F(PipeTest, ReadinessAndNotifications) {
+  constexpr uint32_t kAll = vfs::kAllEvents;
+  EXPECT_EQ(p.Readiness(true, false, 0, kAll), 0u);
+  EXPECT_EQ(p.Readiness(false, true, 0, kAll),
+            vfs::kPollOut | vfs::kPollWrNorm);
+  RecordingEntry in, out;
+  p.EventRegister(&in, vfs::kPollIn | vfs::kPollHup);
+  p.EventRegister(&out, vfs::kPollOut | vfs::kPollErr);
+  ASSERT_OK(p.Write(-1, Bytes("ab"), true, false));
+  EXPECT_EQ(in.seen, vfs::kPollIn);
+  EXPECT_EQ(out.seen, 0u);
+  EXPECT_EQ(p.Readiness(true, false, 0, kAll), vfs::kPollIn | vfs::kPollRdNorm);
+  EXPECT_EQ(ReadNow(p, 1), "a");
+  EXPECT_EQ(out.seen, vfs::kPollOut);
+  p.RemoveWriter();
+  EXPECT_TRUE(in.seen & vfs::kPollHup);
+  EXPECT_EQ(p.Readiness(true, false, 0, kAll),
+            vfs::kPollIn | vfs::kPollRdNorm | vfs::kPollHup);
+  p.RemoveReader();
+  EXPECT_TRUE(out.seen & vfs::kPollErr);
+  EXPECT_EQ(
+      p.Readiness(false, true, 0, kAll & ~vfs::kPollOut & ~vfs::kPollWrNorm),
+      vfs::kPollErr);
+  in.Unregister();
+  out.Unregister();
+}
+
+// A FIFO reader opened O_NONBLOCK before any writer sees no POLLHUP until
+// a writer has come and gone (f_version).
+TEST(PipeFileTest, FifoPollVersion) {
+  Pipe p;
+  auto rd = p.OpenFifoEnd(O_RDONLY | O_NONBLOCK);
+  ASSERT_OK(rd);
+  const uint64_t v = rd.value().poll_version;
+  EXPECT_EQ(p.Readiness(true, false, v, vfs::kAllEvents), 0u);
+  auto wr = p.OpenFifoEnd(O_WRONLY);
+  ASSERT_OK(wr);
+  p.RemoveWriter();
+  EXPECT_EQ(p.Readiness(true, false, v, vfs::kAllEvents), vfs::kPollHup);
+}
+
 }  // namespace
 }  // namespace sandbox::fs::pipe
