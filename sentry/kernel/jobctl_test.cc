@@ -136,6 +136,30 @@ TEST_F(JobControlTest, SigkillEndsAStoppedTask) {
   EXPECT_EQ(st->signo, SIGKILL);
 }
 
+// wants_signal: a stopped thread takes only SIGKILL; a fatal signal waits
+// for SIGCONT, then ends the process.
+TEST_F(JobControlTest, FatalSignalWaitsForSigcontWhileStopped) {
+  Task* child = NewChild();
+  ASSERT_NE(child, nullptr);
+  ThreadGroup& tg = child->thread_group();
+  ASSERT_TRUE(
+      SendSignalToGroup(tg, UserSignalInfo(SIGSTOP, SI_USER, init_)).ok());
+  std::thread runner([&] { DeliverSignals(*child); });
+  while (!TaskStopped(*child)) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(
+      SendSignalToGroup(tg, UserSignalInfo(SIGTERM, SI_USER, init_)).ok());
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_FALSE(tg.exiting());
+  EXPECT_TRUE(TaskStopped(*child));
+  ASSERT_TRUE(
+      SendSignalToGroup(tg, UserSignalInfo(SIGCONT, SI_USER, init_)).ok());
+  runner.join();
+  EXPECT_TRUE(tg.exiting());
+  EndTask(child, 0);
+  ASSERT_TRUE(tg.exit_status().has_value());
+  EXPECT_EQ(tg.exit_status()->signo, SIGTERM);
+}
+
 TEST_F(JobControlTest, SaNocldstopSuppressesTheNotice) {
   abi::KernelSigaction act = {};
   act.handler = 0x1000;

@@ -482,16 +482,28 @@ void ReadProcOf(pid_t pid) {
 }
 
 TEST(JobControlTest, ProcReadsRaceShortLivedChildren) {
-  std::atomic<pid_t> latest{0};
-  std::atomic<bool> done{false};
-  // A file of a task opened before the task goes: reads then fail (ESRCH
-  // on Linux), they never crash.
-  std::thread reader([&] {
-    while (!done.load()) {
-      pid_t p = latest.load();
+  // The reader is a sibling process (not a thread: the forks below are of
+  // a single-threaded process) reading the /proc files of the latest child
+  // while it exits and is reaped.
+  struct Race {
+    std::atomic<pid_t> latest{0};
+    std::atomic<bool> done{false};
+  };
+  void* mem = mmap(nullptr, sizeof(Race), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  Race* race = new (mem) Race();
+  pid_t reader = fork();
+  if (reader == 0) {
+    while (!race->done.load()) {
+      pid_t p = race->latest.load();
       if (p > 0) ReadProcOf(p);
     }
-  });
+    _exit(0);
+  }
+  ASSERT_THAT(reader, SyscallSucceeds());
+  // A file of a task opened before the task goes: reads then fail with
+  // ESRCH (proc_single_show), they never crash.
   int held_fd = -1;
   for (int i = 0; i < 300; ++i) {
     pid_t pid = fork();
@@ -503,7 +515,7 @@ TEST(JobControlTest, ProcReadsRaceShortLivedChildren) {
       _exit(i & 0x7f);
     }
     ASSERT_THAT(pid, SyscallSucceeds());
-    latest.store(pid);
+    race->latest.store(pid);
     if (i == 0) {
       held_fd =
           open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY);
@@ -512,8 +524,10 @@ TEST(JobControlTest, ProcReadsRaceShortLivedChildren) {
     ASSERT_THAT(waitpid(pid, &status, 0), SyscallSucceedsWithValue(pid));
     EXPECT_THAT(status, ExitedWithCode(i & 0x7f));
   }
-  done.store(true);
-  reader.join();
+  race->done.store(true);
+  int status = 0;
+  ASSERT_THAT(waitpid(reader, &status, 0), SyscallSucceedsWithValue(reader));
+  EXPECT_THAT(status, ExitedWithCode(0));
   if (held_fd >= 0) {
     char buf[512];
     EXPECT_THAT(read(held_fd, buf, sizeof(buf)), SyscallFailsWithErrno(ESRCH));
