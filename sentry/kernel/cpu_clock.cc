@@ -80,7 +80,8 @@ CpuSample TaskCpuClock::Sample() const {
     std::atomic_thread_fence(std::memory_order_acquire);
     const uint32_t s2 = seq_.load(std::memory_order_relaxed);
     if ((s1 & 1) != 0 || s1 != s2) continue;
-    if (since != 0) out.user_ns += std::max<int64_t>(0, AcctMonotonicNs() - since);
+    if (since != 0)
+      out.user_ns += std::max<int64_t>(0, AcctMonotonicNs() - since);
     return out;
   }
 }
@@ -138,6 +139,17 @@ void AddChildUsageLocked(ThreadGroup& parent, const ChildUsage& u) {
   p.children.user_ns += u.times.user_ns;
   p.children.sys_ns += u.times.sys_ns;
   p.child_maxrss_kb = std::max(p.child_maxrss_kb, u.maxrss_kb);
+}
+
+StatTimes ProcStatTimes(Task& t, bool whole) {
+  ThreadGroup& tg = t.thread_group();
+  const Task* self = Task::Current();
+  absl::MutexLock l(&tg.signal_mu());
+  const CpuSample s =
+      whole ? SampleProcessLocked(tg, self) : SampleTask(t, self);
+  const CpuSample& c = tg.cpu_times().children;
+  return StatTimes{NsToClockT(s.user_ns), NsToClockT(s.sys_ns),
+                   NsToClockT(c.user_ns), NsToClockT(c.sys_ns)};
 }
 
 struct rusage MakeRusage(const CpuSample& s, int64_t maxrss_kb) {

@@ -48,8 +48,8 @@ struct ProcessCpuTimes {
   std::atomic<int64_t> charged_ns{0};  // every task's, live or exited
   std::atomic<int64_t> charged_user_ns{0};
   // Under the thread group's signal_mu().
-  CpuSample exited;     // tasks that have exited
-  CpuSample children;   // reaped children (each with its own children)
+  CpuSample exited;             // tasks that have exited
+  CpuSample children;           // reaped children (each with its own children)
   int64_t maxrss_kb = 0;        // the largest RSS seen at a task's exit
   int64_t child_maxrss_kb = 0;  // the largest of the reaped children's
 };
@@ -110,6 +110,13 @@ ChildUsage ChildUsageLocked(ThreadGroup& child);
 // wait reaps a child: its usage goes to `parent`'s children (Linux's
 // wait_task_zombie). Under the parent's signal_mu().
 void AddChildUsageLocked(ThreadGroup& parent, const ChildUsage& u);
+
+// /proc/PID/stat's utime, stime, cutime, cstime in clock ticks: the
+// process's (`whole`) or the thread's own times, the reaped children's.
+struct StatTimes {
+  int64_t utime = 0, stime = 0, cutime = 0, cstime = 0;
+};
+StatTimes ProcStatTimes(Task& t, bool whole);
 
 // getrusage(2) for RUSAGE_SELF, RUSAGE_CHILDREN or RUSAGE_THREAD of the
 // calling task. Fields beyond the times and ru_maxrss are 0.

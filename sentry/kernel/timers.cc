@@ -271,11 +271,10 @@ void ProcessTimers::CheckCpu(const Task* self) {
     }
     for (auto& [id, p] : posix_) {
       if (!p.cpu || !p.armed || p.ev.notify == SIGEV_NONE) continue;
-      const int64_t now =
-          p.cpu_clock.task != nullptr
-              ? ClockValue(SampleTask(*p.cpu_clock.task, self),
-                           p.cpu_clock.which)
-              : ClockValue(proc, p.cpu_clock.which);
+      const int64_t now = p.cpu_clock.task != nullptr
+                              ? ClockValue(SampleTask(*p.cpu_clock.task, self),
+                                           p.cpu_clock.which)
+                              : ClockValue(proc, p.cpu_clock.which);
       if (now < p.expiry) continue;
       if (p.interval == 0) p.armed = false;  // one-shot: expiry goes
       if (p.sig_pending) {
@@ -315,8 +314,8 @@ KResult<int> ProcessTimers::Create(Task& t, int clock, const Event& ev) {
   const uint64_t limit = tg_.GetLimit(RLIMIT_SIGPENDING).rlim_cur;
   if (p.cpu && p.cpu_clock.task != nullptr && p.cpu_clock.hold == nullptr) {
     // A thread clock's timer keeps the thread's Task (not the thread).
-    p.cpu_clock.hold = Hold(tg_.kernel().root_pid_namespace().Lookup(
-        p.cpu_clock.tid));
+    p.cpu_clock.hold =
+        Hold(tg_.kernel().root_pid_namespace().Lookup(p.cpu_clock.tid));
   }
   absl::MutexLock l(&mu_);
   BindLocked(t);
@@ -503,14 +502,13 @@ std::string ProcessTimers::ProcText() {
     const char* kind = (n & ~SIGEV_THREAD_ID) == SIGEV_NONE     ? "none"
                        : (n & ~SIGEV_THREAD_ID) == SIGEV_THREAD ? "thread"
                                                                 : "signal";
-    const int signo = n == SIGEV_NONE ? SIGALRM : p->ev.signo;
-    absl::StrAppendFormat(&out,
-                          "ID: %d\nsignal: %d/%016x\nnotify: %s/%s.%d\n"
-                          "ClockID: %d\n",
-                          p->id, signo, p->ev.value, kind,
-                          (n & SIGEV_THREAD_ID) ? "tid" : "pid",
-                          (n & SIGEV_THREAD_ID) ? p->ev.tid : tg_.tgid(),
-                          p->clock);
+    const int signo = p->ev.signo;  // the event's, whatever the notify
+    absl::StrAppendFormat(
+        &out,
+        "ID: %d\nsignal: %d/%016x\nnotify: %s/%s.%d\n"
+        "ClockID: %d\n",
+        p->id, signo, p->ev.value, kind, (n & SIGEV_THREAD_ID) ? "tid" : "pid",
+        (n & SIGEV_THREAD_ID) ? p->ev.tid : tg_.tgid(), p->clock);
   }
   return out;
 }
@@ -541,8 +539,8 @@ void ProcessTimers::FireWall(int id, uint64_t gen) {
   SendTimerSignal(id, gen, info, tid);
 }
 
-void ProcessTimers::SendTimerSignal(int id, uint64_t gen,
-                                    const siginfo_t& info, ThreadId tid) {
+void ProcessTimers::SendTimerSignal(int id, uint64_t gen, const siginfo_t& info,
+                                    ThreadId tid) {
   Task* target = nullptr;
   auto held = tg_.kernel().root_pid_namespace().Lookup(tid);
   if (tid != 0 && held) {
@@ -561,10 +559,9 @@ void ProcessTimers::SendTimerSignal(int id, uint64_t gen,
   auto is_ours = [id](const siginfo_t& i) {
     return i.si_code == SI_TIMER && i.si_timerid == id;
   };
-  const bool queued =
-      tid == 0 ? tg_.SharedPendingLocked().AnyQueued(is_ours)
-               : (target != nullptr &&
-                  target->signals().pending.AnyQueued(is_ours));
+  const bool queued = tid == 0 ? tg_.SharedPendingLocked().AnyQueued(is_ours)
+                               : (target != nullptr &&
+                                  target->signals().pending.AnyQueued(is_ours));
   absl::MutexLock l(&mu_);
   auto it = posix_.find(id);
   if (queued || it == posix_.end()) return;

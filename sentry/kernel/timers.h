@@ -63,7 +63,7 @@ struct CpuClockRef {
   ThreadGroup* tg = nullptr;
   Task* task = nullptr;  // a thread clock
   int which = kCpuClockSched;
-  ThreadId tid = 0;      // the thread's TID (a timer re-checks it names task)
+  ThreadId tid = 0;  // the thread's TID (a timer re-checks it names task)
   // Keeps the looked-up task (and so its process) alive while held.
   std::shared_ptr<void> hold;
 };

@@ -39,8 +39,7 @@ Errno TimedWaitRestartBlock(Task& t, uint64_t addr, uint32_t val,
                             uint32_t bitset, absl::Time deadline) {
   t.signals().restart_fn = [addr, val, bitset,
                             deadline](Task& t) -> KResult<uint64_t> {
-    KResult<void> r =
-        t.kernel().futexes().Wait(t, addr, val, bitset, deadline);
+    KResult<void> r = t.kernel().futexes().Wait(t, addr, val, bitset, deadline);
     if (r.ok()) return uint64_t{0};
     if (r.error() == kERestartSys) {
       return TimedWaitRestartBlock(t, addr, val, bitset, deadline);

@@ -477,9 +477,10 @@ void RegisterProcessSyscalls(SyscallTable& t) {
   t.Full<&Getsid>(nr::getsid);
   t.Full<&Setpgid>(nr::setpgid);
   t.Full<&Setsid>(nr::setsid);
-  t.Partial<&Wait4>(nr::wait4, "rusage zeroed");
+  t.Partial<&Wait4>(nr::wait4, "rusage zeroed for stop/continue reports");
   t.Partial<&Waitid>(nr::waitid,
-                     "P_ALL, P_PID, P_PGID; rusage zeroed, P_PIDFD "
+                     "P_ALL, P_PID, P_PGID; rusage zeroed for stop/continue "
+                     "reports, P_PIDFD "
                      "EBADF (no pidfds)");
   t.Partial<&Getrusage>(nr::getrusage,
                         "times and ru_maxrss; page faults, context switches "

@@ -65,8 +65,7 @@ SyscallResult ClockGettime(Task& t, int32_t clock, UserPtr<abi::Timespec> tp) {
   }
   if (!ValidClock(clock)) return kEINVAL;
   timespec ts;
-  if (!vdso::ClockGettime(clock, &ts) &&
-      clock_gettime(clock, &ts) != 0) {
+  if (!vdso::ClockGettime(clock, &ts) && clock_gettime(clock, &ts) != 0) {
     return Errno(errno);
   }
   TRY_VOID(tp.CopyOut(t, abi::Timespec{ts.tv_sec, ts.tv_nsec}));

@@ -45,9 +45,8 @@ int64_t TimespecNs(const abi::Timespec& ts) {
 }
 
 Itimerspec ToItimerspec(const Spec& s) {
-  return Itimerspec{
-      {s.interval_ns / 1000000000, s.interval_ns % 1000000000},
-      {s.value_ns / 1000000000, s.value_ns % 1000000000}};
+  return Itimerspec{{s.interval_ns / 1000000000, s.interval_ns % 1000000000},
+                    {s.value_ns / 1000000000, s.value_ns % 1000000000}};
 }
 
 // clockid_to_kclock and its timer_create: 0 if timers work on the clock,

@@ -312,7 +312,7 @@ std::string StatusText(Task* t) {
 }
 
 // /proc/pid/stat (fs/proc/array.c do_task_stat): 52 fields.
-std::string StatText(Task* t) {
+std::string StatText(Task* t, bool whole) {
   ThreadGroup& tg = t->thread_group();
   std::shared_ptr<ThreadGroup> parent = tg.parent_ref();
   MemFigures f;
@@ -326,8 +326,10 @@ std::string StatText(Task* t) {
   uint64_t ign, cgt;
   SignalMasks(tg, &ign, &cgt);
   abi::Rlimit64 rss = tg.GetLimit(RLIMIT_RSS);
+  const kernel::StatTimes times = kernel::ProcStatTimes(*t, whole);
   // Fields 1-9: pid comm state ppid pgrp session tty_nr tpgid flags
-  // (PF_FORKNOEXEC|PF_RANDOMIZE); 10-17 faults and times (no accounting);
+  // (PF_FORKNOEXEC|PF_RANDOMIZE); 10-13 faults (not counted); 14-17 utime
+  // stime cutime cstime (the process's, or the thread's in task/TID);
   // 18-25: priority nice num_threads itrealvalue starttime vsize rss rsslim;
   // 26-30 startcode endcode startstack kstkesp kstkeip (the last two 0:
   // Linux shows them only for a dying task); 31-34 signal blocked
@@ -336,9 +338,11 @@ std::string StatText(Task* t) {
   // cguest_time start_data end_data; 47-52 start_brk arg_start arg_end
   // env_start env_end exit_code.
   std::string out = absl::StrFormat(
-      "%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 %u 0 0 %u %u %u ",
+      "%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 %d %d %d %d 20 0 %u 0 0 %u %u "
+      "%u ",
       t->tid(), Comm(t), StateChar(t), parent ? parent->tgid() : 0, tg.pgid(),
-      tg.sid(), ThreadCount(tg), f.size, f.rss / kPage, rss.rlim_cur);
+      tg.sid(), times.utime, times.stime, times.cutime, times.cstime,
+      ThreadCount(tg), f.size, f.rss / kPage, rss.rlim_cur);
   absl::StrAppendFormat(&out, "%u %u %u 0 0 0 %u %u %u 0 0 0 ", img.start_code,
                         img.end_code, img.start_stack, t->signal_mask(), ign,
                         cgt);
@@ -721,11 +725,19 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs,
              Task* t = held.get();
              return StatusText(t);
            }));
-  dir->Add("stat", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
-             TRY(std::shared_ptr<Task> held, Held(w));
-             Task* t = held.get();
-             return StatText(t);
-           }));
+  dir->Add("stat", File(fs, 0444, uid, gid,
+                        [w, thread_dir]() -> KResult<std::string> {
+                          TRY(std::shared_ptr<Task> held, Held(w));
+                          return StatText(held.get(), !thread_dir);
+                        }));
+  if (!thread_dir) {
+    // The process's POSIX timers (kernel/timers.h).
+    dir->Add("timers",
+             File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+               TRY(std::shared_ptr<Task> held, Held(w));
+               return held->thread_group().timers().ProcText();
+             }));
+  }
   dir->Add("statm", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
              TRY(std::shared_ptr<Task> held, Held(w));
              Task* t = held.get();
