@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace sandbox::kernel {
@@ -94,8 +95,10 @@ void TimerService::Loop() {
     if (!next.has_value()) {
       cv_.wait(l);
     } else {
-      // steady_clock is CLOCK_MONOTONIC, the queue's time base.
-      const int64_t left = *next - Now();
+      // steady_clock is CLOCK_MONOTONIC, the queue's time base. At most an
+      // hour at a time: a far deadline ("never") must not overflow the
+      // library's now + duration.
+      const int64_t left = std::min<int64_t>(*next - Now(), 3600000000000LL);
       if (left > 0) cv_.wait_for(l, std::chrono::nanoseconds(left));
     }
   }

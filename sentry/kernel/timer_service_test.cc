@@ -92,5 +92,16 @@ TEST(TimerServiceTest, CallbackMayRescheduleItself) {
   EXPECT_EQ(n.load(), 5);
 }
 
+TEST(TimerServiceTest, FarDeadlineNeitherRunsNorBlocksANearerOne) {
+  TimerService s;
+  std::atomic<bool> far_ran{false};
+  absl::Notification near;
+  s.Schedule(INT64_MAX, [&] { far_ran = true; });
+  s.Schedule(TimerService::Now() + 5'000'000, [&] { near.Notify(); });
+  ASSERT_TRUE(near.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_FALSE(far_ran);
+  EXPECT_EQ(s.Pending(), 1u);
+}
+
 }  // namespace
 }  // namespace sandbox::kernel

@@ -39,6 +39,11 @@ int64_t Forward(int64_t* expiry, int64_t now, int64_t interval) {
 std::shared_ptr<void> Hold(const std::shared_ptr<Task>& t) { return t; }
 [[maybe_unused]] std::shared_ptr<void> Hold(Task*) { return nullptr; }
 
+// a + b for b >= 0, saturating at INT64_MAX (KTIME_MAX: "never").
+int64_t SatAdd(int64_t a, int64_t b) {
+  return b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
 int ClampOverrun(int64_t v) {
   return static_cast<int>(std::clamp<int64_t>(v, 0, INT32_MAX));
 }
@@ -173,7 +178,7 @@ ProcessTimers::Spec ProcessTimers::SetItimer(Task& t, int which,
     ++real_gen_;
     if (next.value_ns != 0 && !dead_) {
       real_incr_ = next.interval_ns;
-      real_expiry_ = TimerService::Now() + next.value_ns;
+      real_expiry_ = SatAdd(TimerService::Now(), next.value_ns);
       ArmRealLocked();
     } else {
       real_incr_ = 0;
@@ -193,7 +198,8 @@ ProcessTimers::Spec ProcessTimers::SetItimer(Task& t, int which,
     }
     // set_cpu_itimer: a new value is rounded up by a tick, then made
     // absolute on the process's clock.
-    it.expires = next.value_ns > 0 ? now + next.value_ns + kTickNs : 0;
+    it.expires =
+        next.value_ns > 0 ? SatAdd(SatAdd(now, next.value_ns), kTickNs) : 0;
     it.incr = next.interval_ns;
     UpdateCpuEarliestLocked();
     SchedulePollLocked();
@@ -232,16 +238,17 @@ void ProcessTimers::SchedulePollLocked() {
   const int64_t left =
       earliest - tg_.cpu_times().charged_ns.load(std::memory_order_relaxed);
   const int64_t delay = std::max(kTickNs, left / ncpu);
-  poll_id_ = service().Schedule(TimerService::Now() + delay, [w = self_] {
-    std::shared_ptr<ThreadGroup> tg = w.lock();
-    if (tg == nullptr) return;
-    ProcessTimers& self = tg->timers();
-    {
-      absl::MutexLock l(&self.mu_);
-      self.poll_id_ = 0;
-    }
-    self.CheckCpu(nullptr);
-  });
+  poll_id_ =
+      service().Schedule(SatAdd(TimerService::Now(), delay), [w = self_] {
+        std::shared_ptr<ThreadGroup> tg = w.lock();
+        if (tg == nullptr) return;
+        ProcessTimers& self = tg->timers();
+        {
+          absl::MutexLock l(&self.mu_);
+          self.poll_id_ = 0;
+        }
+        self.CheckCpu(nullptr);
+      });
 }
 
 void ProcessTimers::MaybeCheckCpu(Task& t) {
@@ -389,7 +396,7 @@ void ProcessTimers::DisarmLocked(PosixTimer& p) {
 void ProcessTimers::ArmWallLocked(PosixTimer& p) {
   if (p.ev.notify == SIGEV_NONE || dead_) return;
   const int64_t left = p.expiry - WallNow(p.clock);
-  const int64_t mono = TimerService::Now() + std::max<int64_t>(0, left);
+  const int64_t mono = SatAdd(TimerService::Now(), std::max<int64_t>(0, left));
   const int id = p.id;
   const uint64_t gen = p.gen;
   p.service_id = service().Schedule(mono, [w = self_, id, gen] {
@@ -419,7 +426,7 @@ KResult<ProcessTimers::Spec> ProcessTimers::Settime(Task& t, int id,
       return old;
     }
     const int64_t now = TimerNowLocked(p, cpu_now);
-    p.expiry = absolute ? next.value_ns : now + next.value_ns;
+    p.expiry = absolute ? next.value_ns : SatAdd(now, next.value_ns);
     if (p.expiry <= 0) p.expiry = 1;  // an absolute 0 is not "disarmed"
     p.armed = true;
     if (p.cpu) {
@@ -574,7 +581,7 @@ void ProcessTimers::SendTimerSignal(int id, uint64_t gen, const siginfo_t& info,
     return;
   }
   const int64_t now = p.cpu ? CpuNowSignalLocked(p, nullptr) : WallNow(p.clock);
-  const int64_t floor = now + std::max(p.interval, kTickNs) - p.interval;
+  const int64_t floor = SatAdd(now, std::max(p.interval, kTickNs) - p.interval);
   p.overrun += Forward(&p.expiry, floor, p.interval);
   if (p.cpu) {
     UpdateCpuEarliestLocked();
