@@ -134,7 +134,13 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
   while (!ptg->AddChild(tg)) {
     // The parent died after we read it: its children (soon) belong to
     // init, and so does this one. Its TaskExited reparents our creator
-    // right after marking itself dead; wait for that.
+    // right after marking itself dead; wait for that. If the creator is
+    // being killed meanwhile (init's death kills all), give up as
+    // copy_process does with a fatal signal pending.
+    if (ctg.exiting()) {
+      root_pidns_.ReleaseIf(tid, task.get());
+      return kERestartNoIntr;
+    }
     std::shared_ptr<ThreadGroup> next = ctg.parent_ref();
     if (next == ptg || next == nullptr) {
       absl::SleepFor(absl::Microseconds(50));
