@@ -43,6 +43,12 @@ struct CpuState {
   // Set by the Sentry when it changes `fp` (signal delivery, sigreturn,
   // execve), so the platform knows to load it.
   bool fp_changed = false;
+  // Set by Switch when it left the guest's current FP image with the
+  // platform instead of copying it into `fp` (most syscalls never look at
+  // it, and the copy is ~2.4 KB written on another CPU): code that reads
+  // `fp` between two Switches first calls Context::SyncFp. Writing `fp`
+  // (with fp_changed) needs no sync.
+  bool fp_stale = false;
 };
 
 // Memory access that caused a fault.
@@ -112,6 +118,10 @@ class Context {
 
   // Clears a pending interrupt that no Switch has consumed yet.
   virtual void ClearInterrupt() = 0;
+
+  // Fills state.fp with the guest's FP image if the last Switch left it
+  // stale (CpuState::fp_stale). The Context's own thread, between Switches.
+  virtual void SyncFp(CpuState& state) { state.fp_stale = false; }
 };
 
 class Platform {

@@ -368,6 +368,7 @@ class SystrapContext final : public Context {
   SwitchResult Switch(AddressSpace& as, CpuState& state) override;
   void Interrupt() override;
   void ClearInterrupt() override { interrupt_.store(false); }
+  void SyncFp(CpuState& state) override;
 
  private:
   void Unbind();
@@ -894,6 +895,23 @@ void SystrapContext::Unbind() {
   stub_.reset();
 }
 
+void SystrapContext::SyncFp(CpuState& state) {
+  if (!state.fp_stale) return;
+  state.fp_stale = false;
+  // The image is in the slot of the thread that ran the last Switch: the
+  // stub copied the one the kernel saved at the trap, or it is the one the
+  // Sentry loaded. Guest-writable memory: the length is clamped and the
+  // image is sanitised again before any load.
+  if (thread_ == nullptr || thread_->fp_owner != this) return;
+  const size_t xsize = plat_->FpStateSize();
+  stub_slot* s = thread_->slot;
+  uint32_t len = Load(&s->xsave_len);
+  if (len > xsize) len = static_cast<uint32_t>(xsize);
+  state.fp.resize(xsize);
+  memcpy(state.fp.data(), s->xsave, len);
+  if (len < xsize) memset(state.fp.data() + len, 0, xsize - len);
+}
+
 SwitchResult SystrapContext::Dead() {
   Unbind();
   SwitchResult r;
@@ -1008,6 +1026,7 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
     return r;
   }
   if (stub_ != sas.stub()) {
+    SyncFp(state);  // the image is in the old thread's slot
     Unbind();
     auto t = sas.stub()->AcquireThread();
     if (!t.ok()) return Dead();
@@ -1134,13 +1153,10 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
       state.regs.rip += 2;
       continue;
     }
-    // The FPU state comes back on interrupts too: the Sentry may build a
-    // signal frame from it.
-    uint32_t len = Load(&s->xsave_len);
-    if (len > xsize) len = xsize;
-    state.fp.resize(xsize);
-    memcpy(state.fp.data(), s->xsave, len);
-    if (len < xsize) memset(state.fp.data() + len, 0, xsize - len);
+    // The FPU image stays in the slot until the Sentry asks (SyncFp):
+    // signal delivery, clone. Until the next Switch the stub waits, so the
+    // slot holds it; a KEEP then resumes with it.
+    state.fp_stale = true;
     if (ev == STUB_EV_INTERRUPT) {
       if (interrupt_.exchange(false)) {
         result.reason = SwitchReason::kInterrupted;

@@ -110,7 +110,13 @@ class Task final : public vfs::UserMemory,
     SwapMm(std::move(mm));
     CompleteVforkDone();  // exec_mm_release
   }
-  platform::CpuState& cpu() { return cpu_; }
+  // The task's registers and FP state. Task thread. The FP image comes back
+  // from the platform first when the last Switch left it there
+  // (CpuState::fp_stale): every reader of `fp` goes through here.
+  platform::CpuState& cpu() {
+    if (cpu_.fp_stale) SyncFp();
+    return cpu_;
+  }
 
   // ---- Guest memory (task thread). ----
   // Partial copies as MemoryManager::CopyIn/CopyOut.
@@ -227,6 +233,10 @@ class Task final : public vfs::UserMemory,
   std::shared_ptr<vfs::FsContext> fs_;
   std::shared_ptr<mm::MemoryManager> mm_;
   platform::CpuState cpu_;        // task thread
+  // The platform context of the run loop (task thread only; context_ is the
+  // same pointer for other threads, under mu_).
+  platform::Context* run_context_ = nullptr;
+  void SyncFp();
   uint64_t signal_mask_ = 0;      // task thread
   uint64_t clear_child_tid_ = 0;  // task thread
   uint64_t robust_list_ = 0;      // task thread

@@ -29,6 +29,7 @@ void Task::Run() {
                     c.status().ToString());
     } else {
       context = std::move(c).value();
+      run_context_ = context.get();
       absl::MutexLock l(&mu_);
       context_ = context.get();
     }
@@ -79,6 +80,8 @@ void Task::Run() {
     if (step == Step::kExit) break;
   }
 
+  SyncFp();  // the image must not outlive the context it is in
+  run_context_ = nullptr;
   {
     absl::MutexLock l(&mu_);
     context_ = nullptr;
@@ -105,6 +108,14 @@ void Task::Run() {
   kernel_.TaskExited(this);
   tg_->TaskExited(this, exit_code_);
   if (tg_->TaskCount() == 0) tg_->timers().Shutdown();  // exit_itimers
+}
+
+void Task::SyncFp() {
+  if (run_context_ != nullptr) {
+    run_context_->SyncFp(cpu_);
+  } else {
+    cpu_.fp_stale = false;
+  }
 }
 
 Task::Step Task::HandleSyscall() {
