@@ -23,11 +23,38 @@ int64_t AcctMonotonicNs() {
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-void TaskCpuClock::Start() { sys_mark_ = HostThreadCpuNs(); }
+void TaskCpuClock::Start() {
+  cpu_mark_ = HostThreadCpuNs();
+  sys_since_ = AcctMonotonicNs();
+  wall_since_cpu_mark_ = 0;
+}
 
-void TaskCpuClock::ChargeSys(ProcessCpuTimes& p, int64_t now_cpu) {
-  const int64_t d = std::max<int64_t>(0, now_cpu - sys_mark_);
-  sys_mark_ = now_cpu;
+// System time without a host call per round trip: reading the thread's CPU
+// clock is a real syscall (2.5 us here, twice per Switch would double the
+// trap's cost). A Sentry interval shorter than kShortSysNs is charged at its
+// wall time (the thread did not sleep long in it). A longer one may have
+// blocked: it is charged from the host thread's CPU clock, the CPU used
+// since the previous reading less what was charged by wall time meanwhile,
+// at most the interval itself. (That difference also holds the Sentry's
+// spinning in Switch since the reading: an overestimate bounded by the
+// interval.)
+int64_t TaskCpuClock::SysSince(int64_t now) {
+  const int64_t w = std::max<int64_t>(0, now - sys_since_);
+  if (w < kShortSysNs) {
+    wall_since_cpu_mark_ += w;
+    return w;
+  }
+  const int64_t cpu = HostThreadCpuNs();
+  const int64_t d =
+      std::clamp<int64_t>(cpu - cpu_mark_ - wall_since_cpu_mark_, 0, w);
+  cpu_mark_ = cpu;
+  wall_since_cpu_mark_ = 0;
+  return d;
+}
+
+void TaskCpuClock::ChargeSys(ProcessCpuTimes& p, int64_t now) {
+  const int64_t d = SysSince(now);
+  sys_since_ = now;
   sys_ns_.store(sys_ns_.load(std::memory_order_relaxed) + d,
                 std::memory_order_relaxed);
   p.charged_ns.fetch_add(d, std::memory_order_relaxed);
@@ -36,12 +63,12 @@ void TaskCpuClock::ChargeSys(ProcessCpuTimes& p, int64_t now_cpu) {
 // The sequence count brackets every change of the three fields (the task
 // thread is the only writer).
 void TaskCpuClock::EnterUser(ProcessCpuTimes& p) {
-  const int64_t cpu = HostThreadCpuNs();
+  const int64_t now = AcctMonotonicNs();
   const uint32_t s = seq_.load(std::memory_order_relaxed);
   seq_.store(s + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  ChargeSys(p, cpu);
-  user_since_.store(AcctMonotonicNs(), std::memory_order_relaxed);
+  ChargeSys(p, now);
+  user_since_.store(now, std::memory_order_relaxed);
   seq_.store(s + 2, std::memory_order_release);
 }
 
@@ -59,15 +86,15 @@ void TaskCpuClock::LeaveUser(ProcessCpuTimes& p) {
   p.charged_ns.fetch_add(d, std::memory_order_relaxed);
   p.charged_user_ns.fetch_add(d, std::memory_order_relaxed);
   // The Sentry's own work starts now.
-  sys_mark_ = HostThreadCpuNs();
+  sys_since_ = now;
 }
 
 void TaskCpuClock::Stop(ProcessCpuTimes& p) {
-  const int64_t cpu = HostThreadCpuNs();
+  const int64_t now = AcctMonotonicNs();
   const uint32_t s = seq_.load(std::memory_order_relaxed);
   seq_.store(s + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  ChargeSys(p, cpu);
+  ChargeSys(p, now);
   seq_.store(s + 2, std::memory_order_release);
 }
 
@@ -88,7 +115,16 @@ CpuSample TaskCpuClock::Sample() const {
 
 CpuSample TaskCpuClock::SampleSelf() const {
   CpuSample out = Sample();
-  out.sys_ns += std::max<int64_t>(0, HostThreadCpuNs() - sys_mark_);
+  // The Sentry interval in progress, by SysSince's rules without charging
+  // it: a thread asleep in it (clock_nanosleep on a CPU clock) must not
+  // count its sleep.
+  const int64_t w = std::max<int64_t>(0, AcctMonotonicNs() - sys_since_);
+  if (w < kShortSysNs) {
+    out.sys_ns += w;
+  } else {
+    out.sys_ns += std::clamp<int64_t>(
+        HostThreadCpuNs() - cpu_mark_ - wall_since_cpu_mark_, 0, w);
+  }
   return out;
 }
 

@@ -76,13 +76,20 @@ class TaskCpuClock {
   bool retired = false;
 
  private:
-  void ChargeSys(ProcessCpuTimes& p, int64_t now_cpu);
+  // A Sentry interval shorter than this is charged at its wall time.
+  static constexpr int64_t kShortSysNs = 200 * 1000;
+  // System time of the Sentry interval that ends at `now` (CLOCK_MONOTONIC).
+  int64_t SysSince(int64_t now);
+  void ChargeSys(ProcessCpuTimes& p, int64_t now);
 
   std::atomic<uint32_t> seq_{0};  // odd while the task thread writes
   std::atomic<int64_t> user_ns_{0};
   std::atomic<int64_t> sys_ns_{0};
   std::atomic<int64_t> user_since_{0};  // CLOCK_MONOTONIC ns; 0: not in guest
-  int64_t sys_mark_ = 0;  // task thread: host thread CPU at the last charge
+  // Task thread only.
+  int64_t sys_since_ = 0;  // CLOCK_MONOTONIC ns: the Sentry interval began
+  int64_t cpu_mark_ = 0;   // host thread CPU at the last reading
+  int64_t wall_since_cpu_mark_ = 0;  // charged at wall time since then
 };
 
 // The host thread's CPU time and CLOCK_MONOTONIC, in ns.
