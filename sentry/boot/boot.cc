@@ -290,6 +290,16 @@ int BootMain(int argc, char** argv) {
     kernel::WriteDebug(mm::StatsSummary());
   }
   std::optional<std::string> fatal = k->fatal_error();
+  // What still refers to the root's dentries and files goes before the kernel
+  // and the platform: a last reference dropped after plat.reset() would free a
+  // file's pages into a memory file that is gone (the Sentry segfaulted at
+  // every exit, after the status was written).
+  base.root = {};
+  base.start = {};
+  exec_base.root = {};
+  exec_base.start = {};
+  found->file.reset();
+  lr->file.reset();
   k.reset();
   mntns.reset();  // Its files' pages live in the platform's memory file.
   Phase(start, "kernel destroyed");
