@@ -100,6 +100,35 @@ bool DropCapabilities(bool keep_permitted) {
   return syscall(SYS_capset, &header, data) == 0;
 }
 
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::string out;
+  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::string ProcStatusState(pid_t pid) {
+  std::string s = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/status");
+  size_t at = s.find("\nState:\t");
+  if (at == std::string::npos) return "";
+  size_t end = s.find('\n', at + 1);
+  return s.substr(at + 8, end - at - 8);
+}
+
+char ProcStatState(pid_t pid) {
+  std::string s = ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = s.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= s.size()) return '?';
+  return s[paren + 2];
+}
+
 bool ReadByteWithin10s(int fd) {
   if (fcntl(fd, F_SETFL, O_NONBLOCK) != 0) return false;
   for (int i = 0; i < 1000; ++i) {

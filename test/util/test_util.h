@@ -110,6 +110,17 @@ int InForkedChild(const std::function<void()>& fn);
 // (async-signal-safe; works without poll(2)).
 bool ReadByteWithin10s(int fd);
 
+// The contents of `path`, or "" if it cannot be opened (say, the /proc
+// file of a process that is gone).
+std::string ReadFileOrEmpty(const std::string& path);
+
+// The State: line of /proc/PID/status ("T (stopped)", "Z (zombie)"), or ""
+// if the file is gone.
+std::string ProcStatusState(pid_t pid);
+
+// /proc/PID/stat's third field (the state letter), or '?'.
+char ProcStatState(pid_t pid);
+
 // Owns a file descriptor; closes it when destroyed.
 class FileDescriptor {
  public:

@@ -18,8 +18,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,29 +59,6 @@ bool CounterMoves(std::atomic<uint64_t>& c) {
     usleep(10000);
   }
   return false;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return "";
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string StatusState(pid_t pid) {
-  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/status");
-  size_t at = s.find("\nState:\t");
-  if (at == std::string::npos) return "";
-  size_t end = s.find('\n', at + 1);
-  return s.substr(at + 8, end - at - 8);
-}
-
-char StatState(pid_t pid) {
-  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = s.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= s.size()) return '?';
-  return s[paren + 2];
 }
 
 void KillAndReap(pid_t pid) {
@@ -143,8 +118,8 @@ TEST(JobControlTest, StoppedChildDoesNotRunAndProcShowsT) {
   usleep(200000);
   EXPECT_EQ(s->counter.load(), a);
   EXPECT_EQ(s->thread_counter.load(), b);
-  EXPECT_EQ(StatusState(pid), "T (stopped)");
-  EXPECT_EQ(StatState(pid), 'T');
+  EXPECT_EQ(ProcStatusState(pid), "T (stopped)");
+  EXPECT_EQ(ProcStatState(pid), 'T');
   ASSERT_THAT(kill(pid, SIGCONT), SyscallSucceeds());
   EXPECT_TRUE(CounterMoves(s->counter));
   EXPECT_TRUE(CounterMoves(s->thread_counter));
@@ -350,7 +325,7 @@ TEST(JobControlTest, TerminatingSignalEndsAStoppedChildOnceContinued) {
   ASSERT_THAT(kill(pid, SIGTERM), SyscallSucceeds());
   usleep(100000);
   EXPECT_THAT(waitpid(pid, &status, WNOHANG), SyscallSucceedsWithValue(0));
-  EXPECT_EQ(StatusState(pid), "T (stopped)");
+  EXPECT_EQ(ProcStatusState(pid), "T (stopped)");
   ASSERT_THAT(kill(pid, SIGCONT), SyscallSucceeds());
   ASSERT_THAT(waitpid(pid, &status, 0), SyscallSucceedsWithValue(pid));
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;

@@ -19,8 +19,6 @@
 #include <unistd.h>
 
 #include <climits>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -79,35 +77,10 @@ class BlockedChild {
   bool reaped_ = false;
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return "";
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The State: line of /proc/PID/status ("" if the file is gone).
-std::string StatusState(pid_t pid) {
-  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/status");
-  size_t at = s.find("\nState:\t");
-  if (at == std::string::npos) return "";
-  size_t end = s.find('\n', at + 1);
-  return s.substr(at + 8, end - at - 8);
-}
-
-// /proc/PID/stat's third field.
-char StatState(pid_t pid) {
-  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = s.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= s.size()) return '?';
-  return s[paren + 2];
-}
-
 // Waits (at most 10 s) until `pid` is a zombie.
 bool AwaitZombie(pid_t pid) {
   for (int i = 0; i < 1000; ++i) {
-    if (StatusState(pid) == "Z (zombie)") return true;
+    if (ProcStatusState(pid) == "Z (zombie)") return true;
     usleep(10000);
   }
   return false;
@@ -125,14 +98,14 @@ pid_t DeadChild(int code) {
 TEST(ZombieTest, ProcShowsTheZombieUntilItIsReaped) {
   pid_t pid = DeadChild(3);
   ASSERT_THAT(pid, SyscallSucceeds());
-  ASSERT_TRUE(AwaitZombie(pid)) << "state: " << StatusState(pid);
-  EXPECT_EQ(StatState(pid), 'Z');
+  ASSERT_TRUE(AwaitZombie(pid)) << "state: " << ProcStatusState(pid);
+  EXPECT_EQ(ProcStatState(pid), 'Z');
   std::string dir = "/proc/" + std::to_string(pid);
   struct stat st;
   EXPECT_THAT(stat(dir.c_str(), &st), SyscallSucceeds());
   // The zombie is listed, keeps its PID and its group.
   EXPECT_THAT(getpgid(pid), SyscallSucceedsWithValue(getpgrp()));
-  std::string status = ReadFile(dir + "/status");
+  std::string status = ReadFileOrEmpty(dir + "/status");
   EXPECT_NE(status.find("\nPPid:\t" + std::to_string(getpid()) + "\n"),
             std::string::npos)
       << status;
@@ -170,8 +143,9 @@ TEST(ZombieTest, LeaderThatExitedFirstStaysUntilTheProcessIsReaped) {
     syscall(SYS_exit, 3);
   }
   ASSERT_THAT(pid, SyscallSucceeds());
-  ASSERT_TRUE(AwaitZombie(pid)) << "state: " << StatusState(pid);
-  std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  ASSERT_TRUE(AwaitZombie(pid)) << "state: " << ProcStatusState(pid);
+  std::string status =
+      ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/status");
   EXPECT_NE(status.find("\nThreads:\t2\n"), std::string::npos) << status;
   // task/ lists both, the zombie leader included.
   std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
@@ -187,7 +161,7 @@ TEST(ZombieTest, LeaderThatExitedFirstStaysUntilTheProcessIsReaped) {
   }
   EXPECT_EQ(entries, 2);
   EXPECT_TRUE(leader);
-  EXPECT_EQ(StatusState(pid), "Z (zombie)");
+  EXPECT_EQ(ProcStatusState(pid), "Z (zombie)");
   EXPECT_THAT(getpgid(pid), SyscallSucceedsWithValue(getpgrp()));
   EXPECT_THAT(waitpid(pid, nullptr, WNOHANG), SyscallSucceedsWithValue(0));
   ASSERT_THAT(write(go[1], "g", 1), SyscallSucceedsWithValue(1));
@@ -201,9 +175,9 @@ TEST(ZombieTest, LeaderThatExitedFirstStaysUntilTheProcessIsReaped) {
 TEST(ZombieTest, RunningChildIsNotAZombie) {
   BlockedChild c;
   ASSERT_GT(c.pid(), 0);
-  std::string state = StatusState(c.pid());
+  std::string state = ProcStatusState(c.pid());
   EXPECT_THAT(state, ::testing::AnyOf("S (sleeping)", "R (running)"));
-  EXPECT_NE(StatState(c.pid()), 'Z');
+  EXPECT_NE(ProcStatState(c.pid()), 'Z');
 }
 
 // ---- wait4. ----
