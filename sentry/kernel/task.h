@@ -232,7 +232,7 @@ class Task final : public vfs::UserMemory,
   std::shared_ptr<vfs::FdTable> fds_;
   std::shared_ptr<vfs::FsContext> fs_;
   std::shared_ptr<mm::MemoryManager> mm_;
-  platform::CpuState cpu_;        // task thread
+  platform::CpuState cpu_;  // task thread
   // The platform context of the run loop (task thread only; context_ is the
   // same pointer for other threads, under mu_).
   platform::Context* run_context_ = nullptr;

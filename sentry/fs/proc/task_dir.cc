@@ -725,15 +725,14 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs,
              Task* t = held.get();
              return StatusText(t);
            }));
-  dir->Add("stat", File(fs, 0444, uid, gid,
-                        [w, thread_dir]() -> KResult<std::string> {
-                          TRY(std::shared_ptr<Task> held, Held(w));
-                          return StatText(held.get(), !thread_dir);
-                        }));
+  dir->Add("stat",
+           File(fs, 0444, uid, gid, [w, thread_dir]() -> KResult<std::string> {
+             TRY(std::shared_ptr<Task> held, Held(w));
+             return StatText(held.get(), !thread_dir);
+           }));
   if (!thread_dir) {
     // The process's POSIX timers (kernel/timers.h).
-    dir->Add("timers",
-             File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
+    dir->Add("timers", File(fs, 0444, uid, gid, [w]() -> KResult<std::string> {
                TRY(std::shared_ptr<Task> held, Held(w));
                return held->thread_group().timers().ProcText();
              }));
