@@ -344,6 +344,17 @@ INL void handoff(const struct stub_params* p, struct stub_slot* s) {
   store32(&s->stub_waiting, 0);
 }
 
+/* Installs the fs/gs bases the Sentry handed back (only those that differ
+ * from what the thread runs with) and records them in the slot's cache. */
+INL void apply_bases(const struct stub_params* p, struct stub_slot* s,
+                     uint64_t cur_fs, uint64_t cur_gs) {
+  const uint64_t fs = s->regs.fs_base, gs = s->regs.gs_base;
+  if (fs != cur_fs) set_fs(p, fs);
+  if (gs != cur_gs) set_gs(p, gs);
+  s->cur_fs = fs;
+  s->cur_gs = gs;
+}
+
 /* Loads what the Sentry wrote into the frame that rt_sigreturn restores. */
 INL void load_state(const struct stub_params* p, struct stub_slot* s,
                     struct k_ucontext* uc, uint64_t cur_fs, uint64_t cur_gs) {
@@ -370,11 +381,7 @@ INL void load_state(const struct stub_params* p, struct stub_slot* s,
   /* The guest's signal mask is the Sentry's business; undo whatever a forged
    * rt_sigreturn frame set (it could block the interrupt signal). */
   uc->uc_sigmask = 0;
-  uint64_t fs = r->fs_base, gs = r->gs_base;
-  if (fs != cur_fs) set_fs(p, fs);
-  if (gs != cur_gs) set_gs(p, gs);
-  s->cur_fs = fs;
-  s->cur_gs = gs;
+  apply_bases(p, s, cur_fs, cur_gs);
   s->tsc_resume = rdtsc();
   uint8_t* fp = (uint8_t*)m->fpstate;
   if (s->fp_load == STUB_FP_LOAD && fp != 0) {
@@ -500,11 +507,9 @@ INL __attribute__((noreturn)) void serve(const struct stub_params* p,
                                          uint64_t cur_gs) {
   for (;;) {
     handoff(p, s);
-    const uint64_t fs = s->regs.fs_base, gs = s->regs.gs_base;
-    if (fs != cur_fs) set_fs(p, fs);
-    if (gs != cur_gs) set_gs(p, gs);
-    s->cur_fs = cur_fs = fs;
-    s->cur_gs = cur_gs = gs;
+    apply_bases(p, s, cur_fs, cur_gs);
+    cur_fs = s->cur_fs;
+    cur_gs = s->cur_gs;
     if (s->fp_load == STUB_FP_LOAD) {
       fp = s->xsave;
       s->xsave_len = (uint32_t)p->xsave_size;
