@@ -38,17 +38,23 @@ void TaskCpuClock::Start() {
 // at most the interval itself. (That difference also holds the Sentry's
 // spinning in Switch since the reading: an overestimate bounded by the
 // interval.)
-int64_t TaskCpuClock::SysSince(int64_t now) {
+int64_t TaskCpuClock::SysOfInterval(int64_t now, int64_t* cpu) const {
   const int64_t w = std::max<int64_t>(0, now - sys_since_);
-  if (w < kShortSysNs) {
-    wall_since_cpu_mark_ += w;
-    return w;
+  *cpu = -1;
+  if (w < kShortSysNs) return w;
+  *cpu = HostThreadCpuNs();
+  return std::clamp<int64_t>(*cpu - cpu_mark_ - wall_since_cpu_mark_, 0, w);
+}
+
+int64_t TaskCpuClock::SysSince(int64_t now) {
+  int64_t cpu;
+  const int64_t d = SysOfInterval(now, &cpu);
+  if (cpu < 0) {
+    wall_since_cpu_mark_ += d;
+  } else {
+    cpu_mark_ = cpu;
+    wall_since_cpu_mark_ = 0;
   }
-  const int64_t cpu = HostThreadCpuNs();
-  const int64_t d =
-      std::clamp<int64_t>(cpu - cpu_mark_ - wall_since_cpu_mark_, 0, w);
-  cpu_mark_ = cpu;
-  wall_since_cpu_mark_ = 0;
   return d;
 }
 
@@ -118,13 +124,8 @@ CpuSample TaskCpuClock::SampleSelf() const {
   // The Sentry interval in progress, by SysSince's rules without charging
   // it: a thread asleep in it (clock_nanosleep on a CPU clock) must not
   // count its sleep.
-  const int64_t w = std::max<int64_t>(0, AcctMonotonicNs() - sys_since_);
-  if (w < kShortSysNs) {
-    out.sys_ns += w;
-  } else {
-    out.sys_ns += std::clamp<int64_t>(
-        HostThreadCpuNs() - cpu_mark_ - wall_since_cpu_mark_, 0, w);
-  }
+  int64_t cpu;
+  out.sys_ns += SysOfInterval(AcctMonotonicNs(), &cpu);
   return out;
 }
 

@@ -78,7 +78,11 @@ class TaskCpuClock {
  private:
   // A Sentry interval shorter than this is charged at its wall time.
   static constexpr int64_t kShortSysNs = 200 * 1000;
-  // System time of the Sentry interval that ends at `now` (CLOCK_MONOTONIC).
+  // System time of the Sentry interval that ends at `now` (CLOCK_MONOTONIC),
+  // without charging it; `*cpu` is the thread CPU clock it read, or -1 if
+  // the interval was short (charged at wall time).
+  int64_t SysOfInterval(int64_t now, int64_t* cpu) const;
+  // The same, moving the CPU-clock marks: the interval is being charged.
   int64_t SysSince(int64_t now);
   void ChargeSys(ProcessCpuTimes& p, int64_t now);
 
