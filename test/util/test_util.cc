@@ -140,4 +140,11 @@ bool ReadByteWithin10s(int fd) {
   return false;
 }
 
+Pipe::Pipe() {
+  int fds[2] = {-1, -1};
+  EXPECT_THAT(pipe2(fds, O_CLOEXEC), SyscallSucceeds());
+  r.reset(fds[0]);
+  w.reset(fds[1]);
+}
+
 }  // namespace sandbox::testutil

@@ -189,6 +189,13 @@ size_t PageSize();
 // fails.
 bool DropCapabilities(bool keep_permitted);
 
+// A pipe (O_CLOEXEC) whose ends close with it; a failed pipe2 is a test
+// failure (both ends then invalid).
+struct Pipe {
+  Pipe();
+  FileDescriptor r, w;
+};
+
 }  // namespace sandbox::testutil
 
 #endif  // TEST_UTIL_TEST_UTIL_H_

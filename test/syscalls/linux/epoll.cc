@@ -27,16 +27,6 @@
 namespace sandbox::testutil {
 namespace {
 
-struct Pipe {
-  Pipe() {
-    int fds[2] = {-1, -1};
-    EXPECT_THAT(pipe2(fds, O_CLOEXEC), SyscallSucceeds());
-    r.reset(fds[0]);
-    w.reset(fds[1]);
-  }
-  FileDescriptor r, w;
-};
-
 FileDescriptor NewEpoll() {
   FileDescriptor ep(epoll_create1(EPOLL_CLOEXEC));
   EXPECT_TRUE(ep.valid()) << strerror(errno);

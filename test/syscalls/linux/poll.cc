@@ -31,16 +31,6 @@ int64_t NowMs() {
   return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct Pipe {
-  Pipe() {
-    int fds[2] = {-1, -1};
-    EXPECT_THAT(pipe2(fds, O_CLOEXEC), SyscallSucceeds());
-    r.reset(fds[0]);
-    w.reset(fds[1]);
-  }
-  FileDescriptor r, w;
-};
-
 short Revents(int fd, short events) {
   pollfd p = {fd, events, 0};
   int n = poll(&p, 1, 0);
