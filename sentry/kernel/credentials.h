@@ -62,6 +62,7 @@ inline constexpr int kCapSysAdmin = 21;
 inline constexpr int kCapSysResource = 24;
 inline constexpr int kCapMknod = 27;
 inline constexpr int kCapMacOverride = 32;
+inline constexpr int kCapWakeAlarm = 35;
 inline constexpr int kCapLastCap = 40;  // CAP_CHECKPOINT_RESTORE
 inline constexpr uint64_t kAllCaps = (uint64_t{1} << (kCapLastCap + 1)) - 1;
 constexpr uint64_t CapBit(int cap) { return uint64_t{1} << cap; }

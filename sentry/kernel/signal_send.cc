@@ -124,6 +124,8 @@ KResult<SendOutcome> SendLocked(ThreadGroup& tg, Task* target,
     }
   }
   q.Enqueue(info);
+  // signalfd_notify: signalfds reading this process may take it now.
+  tg.signalfd_queue().Notify(vfs::kPollIn);
 
   // complete_signal: the thread to wake.
   Task* t = nullptr;
@@ -222,6 +224,7 @@ void ForceSignal(Task& t, const siginfo_t& info) {
     // A fault while the same fault is pending (coalesced) still kills:
     // the pending one is delivered first.
     t.signals().pending.Enqueue(info);
+    tg.signalfd_queue().Notify(vfs::kPollIn);  // signalfd_notify
   }
   t.Interrupt();
 }

@@ -25,6 +25,7 @@
 #include "sentry/kernel/signal_queue.h"
 #include "sentry/kernel/timers.h"
 #include "sentry/vfs/mount.h"
+#include "sentry/vfs/waiter.h"
 
 namespace sandbox::kernel {
 
@@ -247,6 +248,11 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   // and the interval and POSIX timers (timers.h).
   ProcessCpuTimes& cpu_times() { return cpu_times_; }
   ProcessTimers& timers() { return timers_; }
+  // Linux's sighand->signalfd_wqh: notified (POLLIN) under signal_mu()
+  // each time a signal is queued for the process or one of its threads,
+  // and by signalfd(2) changing a mask. signalfds (sentry/fs/signalfd)
+  // sleep and register here for the reading process.
+  vfs::WaitQueue& signalfd_queue() { return signalfd_queue_; }
 
   // Auto-reap (the parent ignores SIGCHLD or set SA_NOCLDWAIT): the dead
   // `child` leaves the children list without a wait.
@@ -324,6 +330,7 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   size_t signal_target_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> exit_signal_{SIGCHLD};
   ProcessCpuTimes cpu_times_;
+  vfs::WaitQueue signalfd_queue_;
   ProcessTimers timers_{*this};
   JobControl jobctl_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> unkillable_{false};

@@ -39,6 +39,7 @@ std::vector<DeadlineQueue::Fn> DeadlineQueue::TakeExpired(int64_t now) {
 }
 
 TimerService::~TimerService() {
+  alive_.reset();
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_ = true;

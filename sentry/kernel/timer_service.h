@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -70,6 +71,10 @@ class TimerService {
   void Cancel(Id id);
   // Entries queued (tests, /proc).
   size_t Pending();
+  // Expires when the service is destroyed: an owner that may outlive it
+  // (a timerfd file closed after the kernel's service went) Cancels only
+  // while the token is alive. Not for concurrent use with the destructor.
+  std::weak_ptr<const void> alive() const { return alive_; }
 
  private:
   void Loop();
@@ -79,6 +84,7 @@ class TimerService {
   DeadlineQueue queue_;  // guarded by mu_
   bool stop_ = false;    // guarded by mu_
   std::thread thread_;   // started under mu_ by the first Schedule
+  std::shared_ptr<const void> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace sandbox::kernel

@@ -49,6 +49,8 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterSelectSyscalls(*t);
   RegisterEpollSyscalls(*t);
   RegisterEventfdSyscalls(*t);
+  RegisterTimerfdSyscalls(*t);
+  RegisterSignalfdSyscalls(*t);
   return t;
 }
 

@@ -199,6 +199,8 @@ void RegisterPollSyscalls(SyscallTable& t);
 void RegisterSelectSyscalls(SyscallTable& t);
 void RegisterEpollSyscalls(SyscallTable& t);
 void RegisterEventfdSyscalls(SyscallTable& t);
+void RegisterTimerfdSyscalls(SyscallTable& t);
+void RegisterSignalfdSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 
