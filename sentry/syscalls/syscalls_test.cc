@@ -843,5 +843,35 @@ TEST_F(SyscallsTest, PollRestartAndHostFiles) {
   close(host_w);
 }
 
+TEST_F(SyscallsTest, TimerfdAndSignalfd) {
+  // timerfd: a 1 ms one-shot, its count read once; the checks' errnos.
+  EXPECT_EQ(Call(nr::timerfd_create, CLOCK_MONOTONIC, 1).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::timerfd_create, CLOCK_MONOTONIC_RAW, 0).error(), kEINVAL);
+  const int64_t t =
+      Call(nr::timerfd_create, CLOCK_MONOTONIC, O_NONBLOCK).value();
+  const int64_t spec[4] = {0, 0, 0, 1000000};  // interval, value
+  Put(buf_, spec, sizeof(spec));
+  EXPECT_EQ(Call(nr::timerfd_settime, t, 4, buf_, 0).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::timerfd_settime, t, 0, 8, 0).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::timerfd_settime, 99, 0, buf_, 0).error(), kEBADF);
+  ASSERT_TRUE(Call(nr::timerfd_settime, t, 0, buf_, 0).ok());
+  usleep(20000);
+  EXPECT_EQ(Call(nr::read, t, buf_ + 64, 7).error(), kEINVAL);
+  ASSERT_EQ(Call(nr::read, t, buf_ + 64, 8).value(), 8u);
+  EXPECT_EQ(Get<uint64_t>(buf_ + 64), 1u);
+  EXPECT_EQ(Call(nr::read, t, buf_ + 64, 8).error(), kEAGAIN);
+  // signalfd: sizes, flags, updates of an existing one only.
+  const uint64_t mask = uint64_t{1} << (SIGUSR1 - 1);
+  Put(buf_ + 128, &mask, 8);
+  EXPECT_EQ(Call(nr::signalfd4, -1, buf_ + 128, 4, 0).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::signalfd4, -1, 8, 8, 0).error(), kEFAULT);
+  EXPECT_EQ(Call(nr::signalfd4, -1, buf_ + 128, 8, 1).error(), kEINVAL);
+  EXPECT_EQ(Call(nr::signalfd4, t, buf_ + 128, 8, 0).error(), kEINVAL);
+  const int64_t s = Call(nr::signalfd, -1, buf_ + 128, 8).value();
+  EXPECT_EQ(Call(nr::signalfd4, s, buf_ + 128, 8, 0).value(),
+            static_cast<uint64_t>(s));
+  EXPECT_EQ(Call(nr::timerfd_gettime, s, buf_).error(), kEINVAL);
+}
+
 }  // namespace
 }  // namespace sandbox::syscalls
