@@ -388,7 +388,7 @@ TEST(SignalfdTest, BlockingReadInterruptedByAnotherSignal) {
   ASSERT_THAT(sigaction(SIGALRM, &sa, nullptr), SyscallSucceeds());
   ASSERT_THAT(setitimer(ITIMER_REAL, &it, nullptr), SyscallSucceeds());
   std::thread th([] {
-    usleep(80000);
+    usleep(300000);
     kill(getpid(), SIGUSR1);
   });
   EXPECT_THAT(ReadOne(s.get(), &i), SyscallSucceedsWithValue(128));
