@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -419,6 +420,32 @@ TEST(SignalfdTest, ForkedChildReadsItsOwnSignals) {
   signalfd_siginfo i;
   ASSERT_THAT(ReadOne(s.get(), &i), SyscallSucceedsWithValue(128));
   EXPECT_EQ(i.ssi_pid, static_cast<uint32_t>(parent));
+}
+
+TEST(SignalfdTest, ThreadDirectedSignalIsOnlyThatThreadsToRead) {
+  ScopedBlock block(Bit(SIGUSR2));
+  FileDescriptor s(Signalfd4(-1, Bit(SIGUSR2), SFD_NONBLOCK | SFD_CLOEXEC));
+  ASSERT_TRUE(s.valid());
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> go{false};
+  std::atomic<int> got{-1};
+  std::thread th([&] {  // inherits the blocked mask
+    tid = gettid();
+    while (!go) usleep(1000);
+    signalfd_siginfo i;
+    got = ReadOne(s.get(), &i) == 128 ? static_cast<int>(i.ssi_signo) : 0;
+  });
+  while (tid == 0) usleep(1000);
+  ASSERT_THAT(syscall(SYS_tgkill, getpid(), tid.load(), SIGUSR2),
+              SyscallSucceeds());
+  // Pending for the other thread only: nothing for this reader.
+  signalfd_siginfo i;
+  EXPECT_THAT(ReadOne(s.get(), &i), SyscallFailsWithErrno(EAGAIN));
+  struct pollfd p = {s.get(), POLLIN, 0};
+  EXPECT_THAT(poll(&p, 1, 0), SyscallSucceedsWithValue(0));
+  go = true;
+  th.join();
+  EXPECT_EQ(got, SIGUSR2);
 }
 
 TEST(SignalfdTest, StatLseekAndLink) {
