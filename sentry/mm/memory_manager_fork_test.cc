@@ -271,6 +271,70 @@ TEST_F(ForkTest, ForkWhileOtherThreadsWrite) {
   EXPECT_EQ(Allocated(), 0u);
 }
 
+// An address space that checks, whenever a page is mapped over or unmapped,
+// that the page it held was still allocated: a stub must never map a page
+// its mm has let go of (another mm may own it by then, or the other side of
+// a fork may have taken it back writable).
+class FreedPageCheckingAddressSpace : public FakeAddressSpace {
+ public:
+  explicit FreedPageCheckingAddressSpace(testing::FakeMemoryFile& mf)
+      : mf_(mf) {}
+  absl::Status MapFile(uintptr_t addr, uint64_t offset, size_t length,
+                       int prot) override {
+    Check(addr, length);
+    return FakeAddressSpace::MapFile(addr, offset, length, prot);
+  }
+  absl::Status Unmap(uintptr_t addr, size_t length) override {
+    Check(addr, length);
+    return FakeAddressSpace::Unmap(addr, length);
+  }
+  int violations() const { return violations_.load(); }
+
+ private:
+  void Check(uintptr_t addr, size_t length) {
+    for (uintptr_t a = addr; a < addr + length; a += 4096) {
+      Page p;
+      if (Lookup(a, &p) && mf_.IsFree(p.offset)) ++violations_;
+    }
+  }
+  testing::FakeMemoryFile& mf_;
+  std::atomic<int> violations_{0};
+};
+
+// The copy-on-write copy of a page whose other owner is gone: its old page
+// is freed, but only after the address space maps the copy in its place
+// (until then other threads of the process can read the old page).
+TEST_F(ForkTest, CopyOnWriteFreesTheOldPageOnlyAfterRemapping) {
+  auto pas = std::make_unique<FreedPageCheckingAddressSpace>(
+      platform_.fake_memory_file());
+  FreedPageCheckingAddressSpace* checked = pas.get();
+  auto parent = MemoryManager::CreateWith(
+      std::move(pas), platform_.memory_file(), parent_->layout());
+  // Two 64 KiB runs in one pma.
+  MapFixed(*parent, kBase, 128 << 10);
+  for (uintptr_t a = kBase; a < kBase + (128 << 10); a += 4096) {
+    Put(*parent, a, a);
+  }
+  auto c = parent->Fork(platform_);
+  ASSERT_TRUE(c.ok());
+  std::unique_ptr<MemoryManager> child = std::move(c).value();
+  // The child copies the first run: the parent is now its only owner,
+  // while the second run stays shared.
+  Put(*child, kBase, 1);
+  const uint64_t before = Allocated();
+  // The parent's write copies the first run too (its pma is still
+  // partly shared) and frees the old one.
+  Put(*parent, kBase + 8, 2);
+  EXPECT_EQ(Allocated(), before);
+  EXPECT_EQ(checked->violations(), 0);
+  EXPECT_EQ(Get(*parent, kBase), kBase);
+  EXPECT_EQ(Get(*parent, kBase + 8), 2u);
+  EXPECT_EQ(Get(*child, kBase), 1u);
+  EXPECT_EQ(Get(*child, kBase + (64 << 10)), kBase + (64 << 10));
+  child.reset();
+  parent.reset();
+}
+
 TEST(PageRefsTest, CountsRangesAndFreesUnownedPages) {
   testing::FakeMemoryFile mf(1 << 24);
   PageRefs refs(mf);

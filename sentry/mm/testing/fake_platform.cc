@@ -116,6 +116,14 @@ uint8_t* FakeMemoryFile::Internal(uint64_t offset, size_t n) {
   return base_ + offset;
 }
 
+bool FakeMemoryFile::IsFree(uint64_t offset) const {
+  absl::MutexLock l(&mu_);
+  auto it = free_.upper_bound(offset);
+  if (it == free_.begin()) return false;
+  --it;
+  return offset < it->first + it->second;
+}
+
 uint64_t FakeMemoryFile::AllocatedBytes() const {
   absl::MutexLock l(&mu_);
   return allocated_;

@@ -37,6 +37,8 @@ class FakeMemoryFile : public platform::MemoryFile {
 
   // Makes the next `n` Allocate calls fail (RESOURCE_EXHAUSTED).
   void FailNextAllocations(int n);
+  // Whether the page at `offset` is free (never allocated, or freed).
+  bool IsFree(uint64_t offset) const;
 
  private:
   bool InBounds(uint64_t offset, size_t n) const;
