@@ -4,7 +4,7 @@
 // reverted by copy-on-write, and the forking thread's registers (vector ones
 // included) must reach the child, whatever the other threads were doing.
 //
-// Stress tests: 100-200 forks each (FORK_THREADS_ITERS in the environment
+// Stress tests: 60-100 forks each (FORK_THREADS_ITERS in the environment
 // overrides the count, for longer runs by hand).
 #include <errno.h>
 #include <fcntl.h>
@@ -43,8 +43,8 @@ int Iterations(int dflt) {
 
 // Heap regions span several pages and a 64 KiB boundary (copy-on-write
 // copies runs of pages); stack regions live on the writer's own stack.
-constexpr size_t kHeapWords = (96 << 10) / sizeof(uint64_t);
-constexpr size_t kStackWords = (12 << 10) / sizeof(uint64_t);
+constexpr size_t kHeapWords = (72 << 10) / sizeof(uint64_t);
+constexpr size_t kStackWords = (8 << 10) / sizeof(uint64_t);
 constexpr int kLockedWriters = 2;
 constexpr int kFreeWriters = 2;
 constexpr int kWriters = kLockedWriters + kFreeWriters;
@@ -144,6 +144,8 @@ void WriterLoop(int w) {
       memset(p, w, sz);
       free(p);
     }
+    // Leave the CPUs to the forking thread now and then (2-CPU machines).
+    if ((g & 7) == 0) sched_yield();
   }
   // The region must outlive every fork that may check it.
   if (wr.locked) pthread_mutex_lock(&wr.mu);
@@ -247,7 +249,7 @@ TEST(ForkThreadsTest, MemoryStaysConsistentWhileOtherThreadsWrite) {
     while (g_writers[w].stack.load() == nullptr) sched_yield();
   }
 
-  const int iters = Iterations(200);
+  const int iters = Iterations(100);
   int bad_children = 0;
   int first_bad_status = 0;
   unsigned seed = 12345;
@@ -318,6 +320,7 @@ void HotWriterLoop() {
   while (!g_stop.load(std::memory_order_relaxed)) {
     ++n;
     for (size_t i = 0; i < words; i += kWordsPerPage) r[i] = n;
+    sched_yield();
   }
 }
 
@@ -337,6 +340,7 @@ void CheckerLoop(int id) {
         return;
       }
     }
+    sched_yield();
   }
 }
 
@@ -372,7 +376,7 @@ TEST(ForkThreadsTest, ParentNeverSeesChildWrites) {
   threads.emplace_back(CheckerLoop, 0);
   threads.emplace_back(CheckerLoop, 1);
   threads.emplace_back(ProcReaderLoop);
-  const int iters = Iterations(100);
+  const int iters = Iterations(60);
   int bad_children = 0;
   int first_bad_status = 0;
   for (int i = 0; i < iters && g_errors.load() == 0; ++i) {
@@ -502,7 +506,7 @@ TEST(ForkThreadsTest, RegistersReachTheChildWhileOtherThreadsRun) {
   g_stop = false;
   std::vector<std::thread> threads;
   for (int i = 0; i < 2; ++i) threads.emplace_back(VectorNoiseLoop, i);
-  const int iters = Iterations(200);
+  const int iters = Iterations(100);
   int bad = 0;
   std::string first;
   for (int it = 0; it < iters; ++it) {
