@@ -293,9 +293,12 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::BreakCowLocked(
   // read-only mapping, and an unreferenced page may meanwhile be taken back
   // writable by the other mm of the fork (BreakCowLocked's "not shared"
   // path) or freed and handed to anyone, whose writes those threads would
-  // see. (A failed map kills the stub, synchronously: nothing then runs
-  // there to see the old pages.)
-  (void)MapPmaLocked(lo, pit->second, vma);
+  // see. If the map fails, the run is unmapped instead (systrap has by then
+  // killed the stub anyway: nothing runs there to see the old pages).
+  if (!MapPmaLocked(lo, pit->second, vma).ok()) {
+    Count(Stats().host_unmaps);
+    (void)as_->Unmap(lo, len);
+  }
   if (old_owned) refs_->DecRef(old_offset, len);
   return pit;
 }
