@@ -335,6 +335,50 @@ TEST_F(ForkTest, CopyOnWriteFreesTheOldPageOnlyAfterRemapping) {
   parent.reset();
 }
 
+// MADV_REMOVE of shared anonymous memory in one mm of a fork while the
+// other faults it in: no address space may still map a page when it is
+// freed. The other mm faults (on another thread, waited for) from inside
+// the first one's Unmap, i.e. after the other's mappings may already have
+// been dropped and before the pages are freed. Both directions, since which
+// mm drops its mappings first is the MappingSet's business.
+TEST_F(ForkTest, PunchHoleNeverFreesAMappedPage) {
+  constexpr size_t kLen = 64 << 10;
+  MapFixed(*parent_, kBase, kLen, MAP_SHARED | MAP_ANONYMOUS);
+  Fork();
+  for (bool from_parent : {true, false}) {
+    SCOPED_TRACE(from_parent ? "parent punches" : "child punches");
+    MemoryManager* punching = from_parent ? parent_.get() : child_.get();
+    MemoryManager* other = from_parent ? child_.get() : parent_.get();
+    FakeAddressSpace* punching_as = from_parent ? parent_as_ : child_as_;
+    Put(*parent_, kBase, 1);
+    ASSERT_EQ(Get(*child_, kBase), 1u);
+    int violations = 0;
+    FakeAddressSpace* spaces[] = {parent_as_, child_as_};
+    platform_.fake_memory_file().SetFreeHook([&](uint64_t off, uint64_t len) {
+      for (FakeAddressSpace* as : spaces) {
+        if (as->MapsAnyOf(off, len)) ++violations;
+      }
+    });
+    int faults = 0;
+    punching_as->SetUnmapHook([&] {
+      ++faults;
+      std::thread([&] {
+        platform::AccessType r;
+        r.read = true;
+        EXPECT_TRUE(other->HandleFault(kBase, r).ok());
+      }).join();
+    });
+    ASSERT_TRUE(punching->Madvise(kBase, kLen, MADV_REMOVE).ok());
+    punching_as->SetUnmapHook(nullptr);
+    platform_.fake_memory_file().SetFreeHook(nullptr);
+    EXPECT_GT(faults, 0);
+    EXPECT_EQ(violations, 0);
+    // The hole reads as zeros in both.
+    EXPECT_EQ(Get(*parent_, kBase), 0u);
+    EXPECT_EQ(Get(*child_, kBase), 0u);
+  }
+}
+
 TEST(PageRefsTest, CountsRangesAndFreesUnownedPages) {
   testing::FakeMemoryFile mf(1 << 24);
   PageRefs refs(mf);
