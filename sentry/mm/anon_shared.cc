@@ -82,23 +82,34 @@ KResult<std::vector<Translation>> AnonSharedMappable::Translate(
 void AnonSharedMappable::Punch(uint64_t offset, uint64_t length) {
   absl::MutexLock l(&mu_);
   const uint64_t end = offset + length;
-  mappings_.Invalidate(offset, end);
-  absl::MutexLock t(&translate_mu_);
-  auto it = runs_.upper_bound(offset);
-  if (it != runs_.begin() && std::prev(it)->second.end > offset) --it;
-  while (it != runs_.end() && it->first < end) {
-    const uint64_t s = std::max(it->first, offset);
-    const uint64_t e = std::min(it->second.end, end);
-    Run run = it->second;
-    const uint64_t start = it->first;
-    it = runs_.erase(it);
-    if (start < s) runs_.emplace(start, Run{s, run.file_offset});
-    if (e < run.end) {
-      it = runs_.emplace(e, Run{run.end, run.file_offset + (e - start)}).first;
-      ++it;
+  // Invariant: a page is freed only when no address space can map it any
+  // more. Translate runs under translate_mu_ alone (not mu_), so a fault in
+  // any mm could hand out a run between an Invalidate and its removal here
+  // and keep it mapped after the Free. Hence: first take the runs out (a
+  // later Translate allocates new pages), then make every mapping drop the
+  // range (old pages and any it got meanwhile), then free.
+  std::vector<std::pair<uint64_t, uint64_t>> to_free;  // file offset, length
+  {
+    absl::MutexLock t(&translate_mu_);
+    auto it = runs_.upper_bound(offset);
+    if (it != runs_.begin() && std::prev(it)->second.end > offset) --it;
+    while (it != runs_.end() && it->first < end) {
+      const uint64_t s = std::max(it->first, offset);
+      const uint64_t e = std::min(it->second.end, end);
+      Run run = it->second;
+      const uint64_t start = it->first;
+      it = runs_.erase(it);
+      if (start < s) runs_.emplace(start, Run{s, run.file_offset});
+      if (e < run.end) {
+        it =
+            runs_.emplace(e, Run{run.end, run.file_offset + (e - start)}).first;
+        ++it;
+      }
+      to_free.emplace_back(run.file_offset + (s - start), e - s);
     }
-    mf_.Free(run.file_offset + (s - start), e - s);
   }
+  mappings_.Invalidate(offset, end);
+  for (const auto& [off, len] : to_free) mf_.Free(off, len);
 }
 
 void AnonSharedMappable::Residency(uint64_t offset, uint64_t pages,

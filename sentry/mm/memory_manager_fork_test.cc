@@ -271,6 +271,114 @@ TEST_F(ForkTest, ForkWhileOtherThreadsWrite) {
   EXPECT_EQ(Allocated(), 0u);
 }
 
+// An address space that checks, whenever a page is mapped over or unmapped,
+// that the page it held was still allocated: a stub must never map a page
+// its mm has let go of (another mm may own it by then, or the other side of
+// a fork may have taken it back writable).
+class FreedPageCheckingAddressSpace : public FakeAddressSpace {
+ public:
+  explicit FreedPageCheckingAddressSpace(testing::FakeMemoryFile& mf)
+      : mf_(mf) {}
+  absl::Status MapFile(uintptr_t addr, uint64_t offset, size_t length,
+                       int prot) override {
+    Check(addr, length);
+    return FakeAddressSpace::MapFile(addr, offset, length, prot);
+  }
+  absl::Status Unmap(uintptr_t addr, size_t length) override {
+    Check(addr, length);
+    return FakeAddressSpace::Unmap(addr, length);
+  }
+  int violations() const { return violations_.load(); }
+
+ private:
+  void Check(uintptr_t addr, size_t length) {
+    for (uintptr_t a = addr; a < addr + length; a += 4096) {
+      Page p;
+      if (Lookup(a, &p) && mf_.IsFree(p.offset)) ++violations_;
+    }
+  }
+  testing::FakeMemoryFile& mf_;
+  std::atomic<int> violations_{0};
+};
+
+// The copy-on-write copy of a page whose other owner is gone: its old page
+// is freed, but only after the address space maps the copy in its place
+// (until then other threads of the process can read the old page).
+TEST_F(ForkTest, CopyOnWriteFreesTheOldPageOnlyAfterRemapping) {
+  auto pas = std::make_unique<FreedPageCheckingAddressSpace>(
+      platform_.fake_memory_file());
+  FreedPageCheckingAddressSpace* checked = pas.get();
+  auto parent = MemoryManager::CreateWith(
+      std::move(pas), platform_.memory_file(), parent_->layout());
+  // Two 64 KiB runs in one pma.
+  MapFixed(*parent, kBase, 128 << 10);
+  for (uintptr_t a = kBase; a < kBase + (128 << 10); a += 4096) {
+    Put(*parent, a, a);
+  }
+  auto c = parent->Fork(platform_);
+  ASSERT_TRUE(c.ok());
+  std::unique_ptr<MemoryManager> child = std::move(c).value();
+  // The child copies the first run: the parent is now its only owner,
+  // while the second run stays shared.
+  Put(*child, kBase, 1);
+  const uint64_t before = Allocated();
+  // The parent's write copies the first run too (its pma is still
+  // partly shared) and frees the old one.
+  Put(*parent, kBase + 8, 2);
+  EXPECT_EQ(Allocated(), before);
+  EXPECT_EQ(checked->violations(), 0);
+  EXPECT_EQ(Get(*parent, kBase), kBase);
+  EXPECT_EQ(Get(*parent, kBase + 8), 2u);
+  EXPECT_EQ(Get(*child, kBase), 1u);
+  EXPECT_EQ(Get(*child, kBase + (64 << 10)), kBase + (64 << 10));
+  child.reset();
+  parent.reset();
+}
+
+// MADV_REMOVE of shared anonymous memory in one mm of a fork while the
+// other faults it in: no address space may still map a page when it is
+// freed. The other mm faults (on another thread, waited for) from inside
+// the first one's Unmap, i.e. after the other's mappings may already have
+// been dropped and before the pages are freed. Both directions, since which
+// mm drops its mappings first is the MappingSet's business.
+TEST_F(ForkTest, PunchHoleNeverFreesAMappedPage) {
+  constexpr size_t kLen = 64 << 10;
+  MapFixed(*parent_, kBase, kLen, MAP_SHARED | MAP_ANONYMOUS);
+  Fork();
+  for (bool from_parent : {true, false}) {
+    SCOPED_TRACE(from_parent ? "parent punches" : "child punches");
+    MemoryManager* punching = from_parent ? parent_.get() : child_.get();
+    MemoryManager* other = from_parent ? child_.get() : parent_.get();
+    FakeAddressSpace* punching_as = from_parent ? parent_as_ : child_as_;
+    Put(*parent_, kBase, 1);
+    ASSERT_EQ(Get(*child_, kBase), 1u);
+    int violations = 0;
+    FakeAddressSpace* spaces[] = {parent_as_, child_as_};
+    platform_.fake_memory_file().SetFreeHook([&](uint64_t off, uint64_t len) {
+      for (FakeAddressSpace* as : spaces) {
+        if (as->MapsAnyOf(off, len)) ++violations;
+      }
+    });
+    int faults = 0;
+    punching_as->SetUnmapHook([&] {
+      ++faults;
+      std::thread([&] {
+        platform::AccessType r;
+        r.read = true;
+        EXPECT_TRUE(other->HandleFault(kBase, r).ok());
+      }).join();
+    });
+    ASSERT_TRUE(punching->Madvise(kBase, kLen, MADV_REMOVE).ok());
+    punching_as->SetUnmapHook(nullptr);
+    platform_.fake_memory_file().SetFreeHook(nullptr);
+    EXPECT_GT(faults, 0);
+    EXPECT_EQ(violations, 0);
+    // The hole reads as zeros in both.
+    EXPECT_EQ(Get(*parent_, kBase), 0u);
+    EXPECT_EQ(Get(*child_, kBase), 0u);
+  }
+}
+
 TEST(PageRefsTest, CountsRangesAndFreesUnownedPages) {
   testing::FakeMemoryFile mf(1 << 24);
   PageRefs refs(mf);

@@ -280,16 +280,26 @@ KResult<MemoryManager::PmaMap::iterator> MemoryManager::BreakCowLocked(
       return kEIO;
     }
   }
-  if (pit->second.owned) {
-    refs_->DecRef(pit->second.file_offset, len);
-  } else {
-    owned_bytes_ += len;
-  }
+  const uint64_t old_offset = pit->second.file_offset;
+  const bool old_owned = pit->second.owned;
+  if (!old_owned) owned_bytes_ += len;
   pit->second.file_offset = *off;
   pit->second.owned = true;
   pit->second.cow = false;
   pit->second.max_prot = kProtRWX;
-  (void)MapPmaLocked(lo, pit->second, vma);
+  // Invariant: the stub maps only pages this mm holds a reference to. So
+  // the old pages' reference goes only once the stub maps the copy: until
+  // then this process's other threads still read them through the old
+  // read-only mapping, and an unreferenced page may meanwhile be taken back
+  // writable by the other mm of the fork (BreakCowLocked's "not shared"
+  // path) or freed and handed to anyone, whose writes those threads would
+  // see. If the map fails, the run is unmapped instead (systrap has by then
+  // killed the stub anyway: nothing runs there to see the old pages).
+  if (!MapPmaLocked(lo, pit->second, vma).ok()) {
+    Count(Stats().host_unmaps);
+    (void)as_->Unmap(lo, len);
+  }
+  if (old_owned) refs_->DecRef(old_offset, len);
   return pit;
 }
 

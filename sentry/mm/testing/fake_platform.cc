@@ -65,6 +65,7 @@ absl::StatusOr<uint64_t> FakeMemoryFile::Allocate(uint64_t length) {
 
 void FakeMemoryFile::Free(uint64_t offset, uint64_t length) {
   if (length == 0) return;
+  if (free_hook_) free_hook_(offset, length);
   fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
             static_cast<off_t>(offset), static_cast<off_t>(length));
   absl::MutexLock l(&mu_);
@@ -116,6 +117,14 @@ uint8_t* FakeMemoryFile::Internal(uint64_t offset, size_t n) {
   return base_ + offset;
 }
 
+bool FakeMemoryFile::IsFree(uint64_t offset) const {
+  absl::MutexLock l(&mu_);
+  auto it = free_.upper_bound(offset);
+  if (it == free_.begin()) return false;
+  --it;
+  return offset < it->first + it->second;
+}
+
 uint64_t FakeMemoryFile::AllocatedBytes() const {
   absl::MutexLock l(&mu_);
   return allocated_;
@@ -138,9 +147,12 @@ absl::Status FakeAddressSpace::Unmap(uintptr_t addr, size_t length) {
   if (addr % kPage || length % kPage) {
     return absl::InvalidArgumentError("unaligned Unmap");
   }
-  absl::MutexLock l(&mu_);
-  ++unmap_calls_;
-  pages_.erase(pages_.lower_bound(addr), pages_.lower_bound(addr + length));
+  {
+    absl::MutexLock l(&mu_);
+    ++unmap_calls_;
+    pages_.erase(pages_.lower_bound(addr), pages_.lower_bound(addr + length));
+  }
+  if (unmap_hook_) unmap_hook_();
   return absl::OkStatus();
 }
 
@@ -150,6 +162,14 @@ bool FakeAddressSpace::Lookup(uintptr_t addr, Page* out) const {
   if (it == pages_.end()) return false;
   if (out != nullptr) *out = it->second;
   return true;
+}
+
+bool FakeAddressSpace::MapsAnyOf(uint64_t offset, uint64_t length) const {
+  absl::MutexLock l(&mu_);
+  for (const auto& [addr, page] : pages_) {
+    if (page.offset >= offset && page.offset - offset < length) return true;
+  }
+  return false;
 }
 
 size_t FakeAddressSpace::MappedPages() const {

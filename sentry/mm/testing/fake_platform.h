@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -37,6 +38,13 @@ class FakeMemoryFile : public platform::MemoryFile {
 
   // Makes the next `n` Allocate calls fail (RESOURCE_EXHAUSTED).
   void FailNextAllocations(int n);
+  // Whether the page at `offset` is free (never allocated, or freed).
+  bool IsFree(uint64_t offset) const;
+  // Called by Free(offset, length) before it frees anything (nullptr:
+  // none). Set it while no other thread uses this file.
+  void SetFreeHook(std::function<void(uint64_t, uint64_t)> hook) {
+    free_hook_ = std::move(hook);
+  }
 
  private:
   bool InBounds(uint64_t offset, size_t n) const;
@@ -48,6 +56,7 @@ class FakeMemoryFile : public platform::MemoryFile {
   std::map<uint64_t, uint64_t> free_ ABSL_GUARDED_BY(mu_);  // offset -> len
   uint64_t allocated_ ABSL_GUARDED_BY(mu_) = 0;
   int fail_next_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void(uint64_t, uint64_t)> free_hook_;
 };
 
 // Records mappings page by page.
@@ -66,6 +75,14 @@ class FakeAddressSpace : public platform::AddressSpace {
 
   // The mapping of the page containing addr, or nullptr-like empty.
   bool Lookup(uintptr_t addr, Page* out) const;
+  // Whether any page is mapped from [offset, offset+length) of the file.
+  bool MapsAnyOf(uint64_t offset, uint64_t length) const;
+  // Called by Unmap after it unmapped (nullptr: none), with no lock of this
+  // object held: lets a test run something in the middle of an mm
+  // operation. Set it while no other thread uses this address space.
+  void SetUnmapHook(std::function<void()> hook) {
+    unmap_hook_ = std::move(hook);
+  }
   size_t MappedPages() const;
   int map_calls() const;
   int unmap_calls() const;
@@ -77,6 +94,7 @@ class FakeAddressSpace : public platform::AddressSpace {
   int map_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int unmap_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int populate_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void()> unmap_hook_;
 };
 
 class FakePlatform : public platform::Platform {
