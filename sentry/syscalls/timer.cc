@@ -7,6 +7,7 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/timers.h"
+#include "sentry/syscalls/itimerspec.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
@@ -25,29 +26,7 @@ struct Sigevent {
 };
 static_assert(sizeof(Sigevent) == 64);
 
-struct Itimerspec {
-  abi::Timespec interval;
-  abi::Timespec value;
-};
-static_assert(sizeof(Itimerspec) == 32);
-
 constexpr int kClockTai = 11;
-
-// timespec64_valid.
-bool ValidTimespec(const abi::Timespec& ts) {
-  return ts.tv_sec >= 0 && static_cast<uint64_t>(ts.tv_nsec) < 1000000000;
-}
-
-// timespec64_to_ktime: saturates at KTIME_MAX.
-int64_t TimespecNs(const abi::Timespec& ts) {
-  if (ts.tv_sec >= INT64_MAX / 1000000000) return INT64_MAX;
-  return ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-Itimerspec ToItimerspec(const Spec& s) {
-  return Itimerspec{{s.interval_ns / 1000000000, s.interval_ns % 1000000000},
-                    {s.value_ns / 1000000000, s.value_ns % 1000000000}};
-}
 
 // clockid_to_kclock and its timer_create: 0 if timers work on the clock,
 // else the error.

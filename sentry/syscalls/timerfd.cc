@@ -14,6 +14,7 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/syscalls/itimerspec.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
 
@@ -25,30 +26,6 @@ using fs::timerfd::TimerFd;
 static_assert(TFD_CLOEXEC == O_CLOEXEC && TFD_NONBLOCK == O_NONBLOCK);
 static_assert(TFD_TIMER_ABSTIME == fs::timerfd::kTfdTimerAbstime);
 static_assert(TFD_TIMER_CANCEL_ON_SET == fs::timerfd::kTfdTimerCancelOnSet);
-
-struct Itimerspec {
-  abi::Timespec interval;
-  abi::Timespec value;
-};
-static_assert(sizeof(Itimerspec) == 32);
-
-constexpr int64_t kNsPerSec = 1000000000;
-
-// timespec64_valid.
-bool ValidTimespec(const abi::Timespec& ts) {
-  return ts.tv_sec >= 0 && static_cast<uint64_t>(ts.tv_nsec) < kNsPerSec;
-}
-
-// timespec64_to_ktime: saturates at KTIME_MAX.
-int64_t TimespecNs(const abi::Timespec& ts) {
-  if (ts.tv_sec >= INT64_MAX / kNsPerSec) return INT64_MAX;
-  return ts.tv_sec * kNsPerSec + ts.tv_nsec;
-}
-
-Itimerspec ToItimerspec(const TimerFd::Spec& s) {
-  return Itimerspec{{s.interval_ns / kNsPerSec, s.interval_ns % kNsPerSec},
-                    {s.value_ns / kNsPerSec, s.value_ns % kNsPerSec}};
-}
 
 bool MayWakeAlarm(Task& t) {
   return t.creds().HasCapability(kernel::kCapWakeAlarm);
