@@ -224,6 +224,22 @@ int ChildCheck() {
   return 0;
 }
 
+// Waits for the forked child `pid` (published to the /proc readers while it
+// lives) and counts it in *bad if it did not exit 0, keeping the first bad
+// status.
+void ReapChild(pid_t pid, int* bad, int* first_bad_status) {
+  ASSERT_GT(pid, 0) << "fork: " << strerror(errno);
+  g_last_child.store(pid);
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  ASSERT_EQ(r, pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if ((*bad)++ == 0) *first_bad_status = status;
+  }
+}
 TEST(ForkThreadsTest, MemoryStaysConsistentWhileOtherThreadsWrite) {
   static bool atfork_registered = false;
   if (!atfork_registered) {
@@ -267,17 +283,7 @@ TEST(ForkThreadsTest, MemoryStaysConsistentWhileOtherThreadsWrite) {
       _exit(ChildCheck());
     }
     for (void* p : blocks) free(p);
-    ASSERT_GT(pid, 0) << "fork: " << strerror(errno);
-    g_last_child.store(pid);
-    int status = 0;
-    pid_t r;
-    do {
-      r = waitpid(pid, &status, 0);
-    } while (r < 0 && errno == EINTR);
-    ASSERT_EQ(r, pid);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      if (bad_children++ == 0) first_bad_status = status;
-    }
+    ASSERT_NO_FATAL_FAILURE(ReapChild(pid, &bad_children, &first_bad_status));
   }
   g_stop = true;
   for (auto& t : threads) t.join();
@@ -382,17 +388,7 @@ TEST(ForkThreadsTest, ParentNeverSeesChildWrites) {
   for (int i = 0; i < iters && g_errors.load() == 0; ++i) {
     pid_t pid = fork();
     if (pid == 0) _exit(ChildOverwrite());
-    ASSERT_GT(pid, 0) << "fork: " << strerror(errno);
-    g_last_child.store(pid);
-    int status = 0;
-    pid_t r;
-    do {
-      r = waitpid(pid, &status, 0);
-    } while (r < 0 && errno == EINTR);
-    ASSERT_EQ(r, pid);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      if (bad_children++ == 0) first_bad_status = status;
-    }
+    ASSERT_NO_FATAL_FAILURE(ReapChild(pid, &bad_children, &first_bad_status));
   }
   g_stop = true;
   for (auto& t : threads) t.join();
