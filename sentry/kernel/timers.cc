@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "sentry/kernel/cpu_clock.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/ktime.h"
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
@@ -24,25 +25,11 @@ int64_t ClockValue(const CpuSample& s, int which) {
   return which == kCpuClockVirt ? s.user_ns : s.total();
 }
 
-// hrtimer_forward: moves `expiry` past `now` by whole periods; returns how
-// many (0 if it already is).
-int64_t Forward(int64_t* expiry, int64_t now, int64_t interval) {
-  if (interval <= 0 || *expiry > now) return 0;
-  const int64_t n = (now - *expiry) / interval + 1;
-  *expiry += n * interval;
-  return n;
-}
-
 // A looked-up task held while a clock is read: PidNamespace::Lookup gives
 // a shared reference (or, in older trees, a pointer valid for the
 // sandbox's life).
 std::shared_ptr<void> Hold(const std::shared_ptr<Task>& t) { return t; }
 [[maybe_unused]] std::shared_ptr<void> Hold(Task*) { return nullptr; }
-
-// a + b for b >= 0, saturating at INT64_MAX (KTIME_MAX: "never").
-int64_t SatAdd(int64_t a, int64_t b) {
-  return b > INT64_MAX - a ? INT64_MAX : a + b;
-}
 
 int ClampOverrun(int64_t v) {
   return static_cast<int>(std::clamp<int64_t>(v, 0, INT32_MAX));

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "sentry/fs/anon/anon_inode.h"
+#include "sentry/kernel/ktime.h"
 
 namespace sandbox::fs::timerfd {
 namespace {
@@ -17,12 +18,6 @@ int64_t ClockNow(int clock) {
   timespec ts;
   clock_gettime(clock, &ts);
   return ts.tv_sec * kNsPerSec + ts.tv_nsec;
-}
-
-// ktime_add_safe: saturates at KTIME_MAX.
-int64_t SatAdd(int64_t a, int64_t b) {
-  if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
-  return a + b;
 }
 
 }  // namespace
@@ -58,16 +53,8 @@ TimerFd::~TimerFd() {
 int64_t TimerFd::NowLocked() const { return ClockNow(base_); }
 
 uint64_t TimerFd::ForwardLocked() {
-  const int64_t now = NowLocked();
-  if (interval_ <= 0 || now < expiry_) return 0;
-  // hrtimer_forward: one period more than the whole periods elapsed, so
-  // the expiry ends strictly after now.
-  const uint64_t orun = static_cast<uint64_t>((now - expiry_) / interval_) + 1;
-  const int64_t add = orun > static_cast<uint64_t>(INT64_MAX / interval_)
-                          ? INT64_MAX
-                          : static_cast<int64_t>(orun) * interval_;
-  expiry_ = SatAdd(expiry_, add);
-  return orun;
+  return static_cast<uint64_t>(
+      kernel::Forward(&expiry_, NowLocked(), interval_));
 }
 
 void TimerFd::DisarmLocked() {
@@ -81,7 +68,7 @@ void TimerFd::DisarmLocked() {
 void TimerFd::ArmLocked() {
   DisarmLocked();
   const int64_t left = std::max<int64_t>(0, expiry_ - NowLocked());
-  const int64_t at = SatAdd(kernel::TimerService::Now(), left);
+  const int64_t at = kernel::SatAdd(kernel::TimerService::Now(), left);
   const uint64_t gen = gen_;
   service_id_ = service_.Schedule(at, [w = self_, gen] {
     if (auto f = w.lock()) f->Fire(gen);
@@ -139,7 +126,7 @@ TimerFd::Spec TimerFd::SetTime(int flags, const Spec& next) {
   }
   expiry_ = 0;
   if (next.value_ns != 0) {
-    expiry_ = abs ? next.value_ns : SatAdd(NowLocked(), next.value_ns);
+    expiry_ = abs ? next.value_ns : kernel::SatAdd(NowLocked(), next.value_ns);
     ArmLocked();
   }
   settime_flags_ = flags & (kTfdTimerAbstime | kTfdTimerCancelOnSet);
@@ -157,16 +144,11 @@ TimerFd::Spec TimerFd::GetTime() {
 
 bool TimerFd::TryReadLocked(uint64_t* v) {
   if (ticks_ == 0) return false;
-  uint64_t n = ticks_;
-  if (expired_ && interval_ != 0) {
-    // The period re-arms here, not in the expiry (timerfd_read).
-    const uint64_t orun = ForwardLocked();
-    if (orun > 0) n += orun - 1;
-    ArmLocked();
-  }
+  // The period re-arms here, not in the expiry (timerfd_read).
+  RestartLocked();
+  *v = ticks_;
   expired_ = false;
   ticks_ = 0;
-  *v = n;
   return true;
 }
 
