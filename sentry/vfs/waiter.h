@@ -47,6 +47,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "sentry/base/errno.h"
+#include "sentry/base/result.h"
 
 namespace sandbox::vfs {
 
@@ -155,6 +157,28 @@ int ThreadWakeFd();
 void DrainWakeFd(int fd);
 // Makes ThreadWakeFd `fd` readable.
 void SignalWakeFd(int fd);
+
+// The blocking read of an event file (eventfd, timerfd, signalfd), the
+// pattern above with Linux's wait_event_interruptible: waits on `queue` for
+// `events` until `attempt()` succeeds (it takes whatever locks it needs).
+// EAGAIN if it fails at once and `nonblock`; ERESTARTSYS when the task is
+// interrupted first (one more attempt is made then, so a value that came
+// with the signal is not lost).
+template <typename F>
+KResult<void> WaitUntil(WaitQueue& queue, uint32_t events, bool nonblock,
+                        int interrupt_fd, F attempt) {
+  if (attempt()) return OkResult();
+  if (nonblock) return kEAGAIN;
+  ThreadWaiter w;
+  queue.Register(&w, events);
+  for (;;) {
+    if (attempt()) return OkResult();
+    if (w.Sleep(interrupt_fd, -1) == WakeReason::kInterrupted) {
+      if (attempt()) return OkResult();
+      return kERestartSys;
+    }
+  }
+}
 
 }  // namespace sandbox::vfs
 

@@ -12,31 +12,6 @@ namespace {
 constexpr uint64_t kMax = ~uint64_t{0};  // ULLONG_MAX
 std::atomic<int> next_id{0};
 
-// Waits on `queue` for `events` until `attempt()` (called with mu held)
-// succeeds: EAGAIN if `nonblock`, ERESTARTSYS when interrupted.
-template <typename F>
-KResult<void> WaitFor(absl::Mutex& mu, vfs::WaitQueue& queue, uint32_t events,
-                      bool nonblock, int interrupt_fd, F attempt) {
-  {
-    absl::MutexLock l(&mu);
-    if (attempt()) return OkResult();
-  }
-  if (nonblock) return kEAGAIN;
-  vfs::ThreadWaiter w;
-  queue.Register(&w, events);
-  for (;;) {
-    {
-      absl::MutexLock l(&mu);
-      if (attempt()) return OkResult();
-    }
-    if (w.Sleep(interrupt_fd, -1) == vfs::WakeReason::kInterrupted) {
-      absl::MutexLock l(&mu);
-      if (attempt()) return OkResult();
-      return kERestartSys;
-    }
-  }
-}
-
 }  // namespace
 
 EventFd::EventFd(uint64_t initval, bool semaphore, uint32_t flags)
@@ -63,9 +38,11 @@ bool EventFd::TryWriteLocked(uint64_t v) {
 KResult<size_t> EventFd::Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) {
   if (dst.size() < sizeof(uint64_t)) return kEINVAL;
   uint64_t v = 0;
-  TRY_VOID(WaitFor(
-      mu_, queue_, vfs::kPollIn, nonblocking(), ctx.interrupt_fd,
-      [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return TryReadLocked(&v); }));
+  TRY_VOID(vfs::WaitUntil(queue_, vfs::kPollIn, nonblocking(), ctx.interrupt_fd,
+                          [&] {
+                            absl::MutexLock l(&mu_);
+                            return TryReadLocked(&v);
+                          }));
   memcpy(dst.data(), &v, sizeof(v));
   return sizeof(v);
 }
@@ -76,9 +53,11 @@ KResult<size_t> EventFd::Write(vfs::IoContext& ctx,
   uint64_t v;
   memcpy(&v, src.data(), sizeof(v));
   if (v == kMax) return kEINVAL;
-  TRY_VOID(WaitFor(
-      mu_, queue_, vfs::kPollOut, nonblocking(), ctx.interrupt_fd,
-      [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return TryWriteLocked(v); }));
+  TRY_VOID(vfs::WaitUntil(queue_, vfs::kPollOut, nonblocking(),
+                          ctx.interrupt_fd, [&] {
+                            absl::MutexLock l(&mu_);
+                            return TryWriteLocked(v);
+                          }));
   return sizeof(v);
 }
 

@@ -129,21 +129,12 @@ KResult<size_t> SignalFd::Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) {
     total += sizeof(s);
   };
   // signalfd_dequeue for the first record.
-  std::optional<siginfo_t> info = kernel::DequeueSignalIn(*t, mask());
-  if (!info.has_value()) {
-    if (nonblocking()) return kEAGAIN;
-    vfs::ThreadWaiter w;
-    t->thread_group().signalfd_queue().Register(&w, vfs::kPollIn);
-    for (;;) {
-      info = kernel::DequeueSignalIn(*t, mask());
-      if (info.has_value()) break;
-      if (w.Sleep(ctx.interrupt_fd, -1) == vfs::WakeReason::kInterrupted) {
-        info = kernel::DequeueSignalIn(*t, mask());
-        if (info.has_value()) break;
-        return kERestartSys;
-      }
-    }
-  }
+  std::optional<siginfo_t> info;
+  TRY_VOID(vfs::WaitUntil(t->thread_group().signalfd_queue(), vfs::kPollIn,
+                          nonblocking(), ctx.interrupt_fd, [&] {
+                            info = kernel::DequeueSignalIn(*t, mask());
+                            return info.has_value();
+                          }));
   put(*info);
   // The rest only if already pending.
   while (--count > 0) {

@@ -155,29 +155,12 @@ bool TimerFd::TryReadLocked(uint64_t* v) {
 KResult<size_t> TimerFd::Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) {
   if (dst.size() < sizeof(uint64_t)) return kEINVAL;
   uint64_t v = 0;
-  {
-    absl::MutexLock l(&mu_);
-    if (!TryReadLocked(&v)) {
-      if (nonblocking()) return kEAGAIN;
-      v = 0;
-    }
-  }
-  if (v == 0) {
-    // wait_event_interruptible_locked_irq(ctx->wqh, ctx->ticks).
-    vfs::ThreadWaiter w;
-    queue_.Register(&w, vfs::kPollIn);
-    for (;;) {
-      {
-        absl::MutexLock l(&mu_);
-        if (TryReadLocked(&v)) break;
-      }
-      if (w.Sleep(ctx.interrupt_fd, -1) == vfs::WakeReason::kInterrupted) {
-        absl::MutexLock l(&mu_);
-        if (TryReadLocked(&v)) break;
-        return kERestartSys;
-      }
-    }
-  }
+  // wait_event_interruptible_locked_irq(ctx->wqh, ctx->ticks).
+  TRY_VOID(vfs::WaitUntil(queue_, vfs::kPollIn, nonblocking(), ctx.interrupt_fd,
+                          [&] {
+                            absl::MutexLock l(&mu_);
+                            return TryReadLocked(&v);
+                          }));
   memcpy(dst.data(), &v, sizeof(v));
   return sizeof(v);
 }
