@@ -11,31 +11,16 @@
 #include "gtest/gtest.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signal.h"
-#include "sentry/mm/memory_manager.h"
-#include "sentry/mm/testing/fake_platform.h"
+#include "sentry/kernel/testing.h"
 
 namespace sandbox::kernel {
 namespace {
 
-class NoSyscalls : public SyscallDispatcher {
- public:
-  KResult<uint64_t> Dispatch(Task&, uint64_t, const SyscallArgs&) override {
-    return kENOSYS;
-  }
-};
-
-class JobControlTest : public ::testing::Test {
+class JobControlTest : public testing::OneProcessTest {
  protected:
   void SetUp() override {
-    kernel_ =
-        std::make_unique<Kernel>(&platform_, dispatcher_, KernelOptions{});
-    auto mm = mm::MemoryManager::Create(platform_, {.randomize = false});
-    ASSERT_TRUE(mm.ok());
-    NewProcessArgs args;
-    args.mm = std::move(mm).value();
-    auto t = kernel_->NewProcess(std::move(args));
-    ASSERT_TRUE(t.ok());
-    init_ = *t;
+    ASSERT_NO_FATAL_FAILURE(OneProcessTest::SetUp());
+    init_ = task_;
     // init catches SIGCHLD (a fake handler address: nothing runs it), so
     // the notices are queued where the test can see them.
     abi::KernelSigaction act = {};
@@ -76,10 +61,7 @@ class JobControlTest : public ::testing::Test {
     return DequeueSignalIn(*init_, SigBit(SIGCHLD));
   }
 
-  mm::testing::FakePlatform platform_;
-  NoSyscalls dispatcher_;
-  std::unique_ptr<Kernel> kernel_;
-  Task* init_ = nullptr;
+  Task* init_ = nullptr;  // task_, the sandbox's init
 };
 
 TEST_F(JobControlTest, SigstopStopsUntilSigcontAndWaitReportsEachOnce) {

@@ -10,38 +10,13 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/mm/memory_manager.h"
-#include "sentry/mm/testing/fake_platform.h"
+#include "sentry/kernel/testing.h"
 
 namespace sandbox::kernel {
 namespace {
 
-class NoSyscalls : public SyscallDispatcher {
- public:
-  KResult<uint64_t> Dispatch(Task&, uint64_t, const SyscallArgs&) override {
-    return kENOSYS;
-  }
-};
-
-class VforkTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    kernel_ =
-        std::make_unique<Kernel>(&platform_, dispatcher_, KernelOptions{});
-    auto mm = mm::MemoryManager::Create(platform_, {.randomize = false});
-    ASSERT_TRUE(mm.ok());
-    NewProcessArgs args;
-    args.mm = std::move(mm).value();
-    auto t = kernel_->NewProcess(std::move(args));
-    ASSERT_TRUE(t.ok());
-    task_ = *t;  // never started: this thread plays its part
-  }
-
-  mm::testing::FakePlatform platform_;
-  NoSyscalls dispatcher_;
-  std::unique_ptr<Kernel> kernel_;
-  Task* task_ = nullptr;
-};
+// task_ never starts: this thread plays its part.
+using VforkTest = testing::OneProcessTest;
 
 TEST_F(VforkTest, CompletedBeforeTheWait) {
   VforkCompletion c;
