@@ -73,6 +73,18 @@ void Prologue(Prog& p, const StubFilterParams& sp) {
   p.Ld(offsetof(seccomp_data, nr));
 }
 
+// read(data_fd, ...) only: allows, else kills (no data pipe: kills).
+void DataFdOnly(Prog& p, const StubFilterParams& sp) {
+  if (sp.data_fd < 0) {
+    p.Ret(SECCOMP_RET_KILL_PROCESS);
+    return;
+  }
+  p.Ld(kArgHi(0));
+  p.Jeq(0, "", "kill");
+  p.Ld(kArgLo(0));
+  p.Jeq(static_cast<uint32_t>(sp.data_fd), "allow", "kill");
+}
+
 void Epilogue(Prog& p) {
   p.Label("allow");
   p.Ret(SECCOMP_RET_ALLOW);
@@ -99,6 +111,7 @@ std::vector<sock_filter> StubProcessFilter(const StubFilterParams& sp) {
   p.Jeq(SYS_seccomp, "allow", "");
   p.Jeq(SYS_exit_group, "allow", "");
   p.Jeq(SYS_write, "write", "");
+  p.Jeq(SYS_read, "read", "");
   p.Jeq(SYS_prctl, "prctl", "kill");
   // Replies of the syscall thread; guest threads' own filter forbids write.
   p.Label("write");
@@ -106,6 +119,10 @@ std::vector<sock_filter> StubProcessFilter(const StubFilterParams& sp) {
   p.Jeq(0, "", "kill");
   p.Ld(kArgLo(0));
   p.Jeq(static_cast<uint32_t>(sp.reply_fd), "allow", "kill");
+  // Guest-side copies (stub.c: assist) read the data pipe; the guest filter
+  // allows the same read.
+  p.Label("read");
+  DataFdOnly(p, sp);
   p.Label("mmap");
   p.Ld(kArgLo(4));
   p.Jeq(static_cast<uint32_t>(sp.memfd), "", "kill");
@@ -130,7 +147,12 @@ std::vector<sock_filter> StubGuestFilter(const StubFilterParams& sp) {
   p.Jeq(SYS_futex, "futex", "");
   p.Jeq(SYS_rt_sigreturn, "allow", "");
   p.Jeq(SYS_sched_yield, "allow", "");
+  p.Jeq(SYS_read, "read", "");
   p.Jeq(SYS_arch_prctl, "arch_prctl", "kill");
+  // A guest that jumps here with its own registers reads the data pipe:
+  // only bytes the Sentry queued for this same process, non-blocking.
+  p.Label("read");
+  DataFdOnly(p, sp);
   p.Label("futex");
   p.Ld(kArgHi(1));
   p.Jeq(0, "", "kill");

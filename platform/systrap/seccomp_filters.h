@@ -16,6 +16,7 @@ struct StubFilterParams {
   uint64_t threads_end = 0;
   int memfd = -1;
   int reply_fd = -1;  // the reply pipe's write end in stubs
+  int data_fd = -1;   // the data pipe's read end in stubs (guest-side copies)
 };
 
 // Every stub thread: syscalls from outside the stub's code trap (SIGSYS);

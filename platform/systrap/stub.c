@@ -56,8 +56,10 @@ extern char __start_sandbox_stub[] __attribute__((visibility("hidden")));
 _Static_assert(STUB_CODE_OFF == 0x2000, "P() hard-codes the offset");
 
 /* Kernel ABI (x86-64). */
+#define NR_read 0
 #define NR_write 1
 #define NR_close 3
+#define NR_fcntl 72
 #define NR_sendmsg 46
 #define NR_dup3 292
 #define NR_pipe2 293
@@ -183,16 +185,25 @@ INL uintptr_t get_sp(void) {
   return sp;
 }
 
-/* Closes every file descriptor but `a` and `b`. */
-INL void close_all_but(int a, int b) {
-  if (a > b) {
-    int t = a;
-    a = b;
-    b = t;
+/* Closes every file descriptor but `a`, `b` and `c` (c may be -1). */
+INL void close_all_but(int a, int b, int c) {
+  int keep[3] = {a, b, c};
+  for (int i = 0; i < 3; i++) {
+    for (int j = i + 1; j < 3; j++) {
+      if (keep[j] < keep[i]) {
+        int t = keep[i];
+        keep[i] = keep[j];
+        keep[j] = t;
+      }
+    }
   }
-  if (a > 0) sys3(NR_close_range, 0, a - 1, 0);
-  if (b > a + 1) sys3(NR_close_range, a + 1, b - 1, 0);
-  sys3(NR_close_range, b + 1, ~0u, 0);
+  int next = 0; /* lowest fd not yet handled */
+  for (int i = 0; i < 3; i++) {
+    if (keep[i] < next) continue; /* -1 or a duplicate */
+    if (keep[i] > next) sys3(NR_close_range, next, keep[i] - 1, 0);
+    next = keep[i] + 1;
+  }
+  sys3(NR_close_range, next, ~0u, 0);
 }
 
 struct k_iovec {
@@ -315,6 +326,23 @@ INL uint32_t cur_cpu(void) {
   return ok ? (v & 0xfff) : 0xffffffffu;
 }
 
+/* Runs the guest-side copy the Sentry queued, if any (stub_abi.h,
+ * `assist_*`): reads the data pipe into the guest's buffer through this
+ * process's mapping. The pipe is non-blocking, so a guest thread that
+ * drained it, or a bad address, only ends the copy short. */
+INL void assist(const struct stub_params* p, struct stub_slot* s) {
+  uint32_t job = load32(&s->assist_seq);
+  if (job == load32(&s->assist_done)) return;
+  uint64_t addr = s->assist_addr, len = s->assist_len, got = 0;
+  while (got < len) {
+    long n = sys3(NR_read, p->data_fd, addr + got, len - got);
+    if (n <= 0) break;
+    got += (uint64_t)n;
+  }
+  s->assist_got = got;
+  store32(&s->assist_done, job);
+}
+
 /* Publishes the slot's event to the Sentry and waits until it hands the slot
  * back. */
 INL void handoff(const struct stub_params* p, struct stub_slot* s) {
@@ -329,8 +357,12 @@ INL void handoff(const struct stub_params* p, struct stub_slot* s) {
   if (cpu == load32(&s->sentry_cpu)) spin = busy_spin = 0;
   /* Past `spin`, go on while the Sentry says it is busy copying (not
    * waiting) for us, up to `busy_spin`. */
+  /* Guest-side copies are taken here only: once the stub has announced
+   * its sleep (stub_waiting) it takes none until its next trap, which is
+   * what lets the Sentry withdraw one the stub did not start. */
   for (uint32_t i = 0;; i++) {
     if (load32(&s->state) == STUB_SLOT_STUB) return;
+    if (load32(&s->assist_seq) != load32(&s->assist_done)) assist(p, s);
     if (i >= spin && (i >= busy_spin || !load32(&s->sentry_busy))) break;
     __asm__ volatile("pause");
   }
@@ -852,21 +884,36 @@ void stub_syscall_loop(void* req, void* res, const void* params,
     __attribute__((noreturn, visibility("hidden")));
 void stub_restorer(void) __attribute__((visibility("hidden")));
 
+/* Moves `fd` to the fixed number `to` (neither the memory file's nor
+ * anything still needed: the caller moved everything to numbers >= 3 first,
+ * and the fixed numbers are below 3). */
+INL void move_fd(int fd, int to) {
+  if (fd != to && sys3(NR_dup3, fd, to, 0) != to) sys1(NR_exit_group, 8);
+}
+
 /* A new stub process (forked from the source). Becomes its syscall thread.
- * `reply_wfd` is the write end of its reply pipe. */
+ * `reply_wfd` is the write end of its reply pipe, `data_rfd` the read end of
+ * its data pipe or -1. */
 STUB_FN __attribute__((noreturn)) void stub_new_main(
     const struct stub_params* p, uint64_t shared_off, uint64_t thread0_off,
-    int reply_wfd) {
+    int reply_wfd, int data_rfd) {
   uint64_t base = p->stub_base;
   sys2(NR_prctl, 1 /*PR_SET_PDEATHSIG*/, SIGKILL);
   if ((uint64_t)sys0(NR_getppid) != p->sentry_pid) sys1(NR_exit_group, 1);
-  /* Exactly two files: the memory file and the reply pipe at reply_fd (the
-   * number the process filter allows writes to). */
-  if (reply_wfd != p->reply_fd &&
-      sys3(NR_dup3, reply_wfd, p->reply_fd, 0) != p->reply_fd) {
-    sys1(NR_exit_group, 8);
+  /* Exactly three files: the memory file, the reply pipe at reply_fd (the
+   * number the process filter allows writes to) and the data pipe at
+   * data_fd (reads allowed). Both go through a fresh number >= 3 first
+   * (F_DUPFD), so that neither move overwrites the other's source. */
+  long rt = sys3(NR_fcntl, reply_wfd, 0 /*F_DUPFD*/, 3);
+  if (rt < 0) sys1(NR_exit_group, 8);
+  long dt = -1;
+  if (data_rfd >= 0 && p->data_fd >= 0) {
+    dt = sys3(NR_fcntl, data_rfd, 0 /*F_DUPFD*/, 3);
+    if (dt < 0) sys1(NR_exit_group, 8);
   }
-  close_all_but(p->memfd, p->reply_fd);
+  move_fd((int)rt, p->reply_fd);
+  if (dt >= 0) move_fd((int)dt, p->data_fd);
+  close_all_but(p->memfd, p->reply_fd, dt >= 0 ? p->data_fd : -1);
   sys2(NR_munmap, base + STUB_SOURCE_CTL_OFF, 4096);
   long r = sys6(NR_mmap, base + STUB_REQUEST_OFF, 4096, 1 /*PROT_READ*/,
                 0x11 /*MAP_SHARED|MAP_FIXED*/, p->memfd, shared_off);
@@ -927,7 +974,7 @@ STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
   for (int sig = 1; sig <= 64; sig++) {
     if (sig != 9 && sig != 19) sys4(NR_rt_sigaction, sig, &dfl, 0, 8);
   }
-  close_all_but(p->memfd, p->source_sock);
+  close_all_but(p->memfd, p->source_sock, -1);
   sys2(NR_munmap, 0, base);
   uint64_t top = 0x7ffffffff000ull;
   uint64_t end = base + STUB_SOURCE_END;
@@ -946,8 +993,11 @@ STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
     uint64_t off = ctl->shared_off;
     uint64_t thread0_off = ctl->thread0_off;
     /* The new stub's reply pipe: the read end goes to the Sentry (and is
-     * closed here before the clone), the write end to the stub only. */
-    int32_t fds[2];
+     * closed here before the clone), the write end to the stub only. Its
+     * data pipe (non-blocking): both ends go to the Sentry, the read end
+     * also to the stub. Without a data pipe the stub works, without
+     * guest-side copies. */
+    int32_t fds[2], data[2];
     int32_t sent = 0;
     long pid = sys2(NR_pipe2, fds, 0x4000 /*O_DIRECT: packets*/);
     if (pid == 0) {
@@ -955,8 +1005,23 @@ STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
       sys1(NR_close, fds[0]);
       if (pid >= 0) {
         sent = 1;
+        data[0] = -1;
+        if (sys2(NR_pipe2, data, 0x800 /*O_NONBLOCK*/) == 0) {
+          /* fd_sent counts the messages queued; the Sentry takes them all
+           * and uses the data pipe only if all three came. */
+          if (send_fd(p->source_sock, data[0]) >= 0) {
+            sent = 2;
+            if (send_fd(p->source_sock, data[1]) >= 0) sent = 3;
+          }
+          if (sent != 3) {
+            sys1(NR_close, data[0]);
+            data[0] = -1;
+          }
+          sys1(NR_close, data[1]);
+        }
         pid = sys6(NR_clone, 0x8000 /*CLONE_PARENT*/ | SIGCHLD, 0, 0, 0, 0, 0);
-        if (pid == 0) stub_new_main(p, off, thread0_off, fds[1]);
+        if (pid == 0) stub_new_main(p, off, thread0_off, fds[1], data[0]);
+        if (data[0] >= 0) sys1(NR_close, data[0]);
       }
       sys1(NR_close, fds[1]);
     }

@@ -92,7 +92,9 @@ struct stub_params {
   /* The source's end of its socket to the Sentry (reply pipe read ends go
    * through it, SCM_RIGHTS). Not open in stubs. */
   int32_t source_sock;
-  int32_t pad1;
+  /* Read end of the stub's data pipe in every stub (guest-side copies, see
+   * `assist_*` in struct stub_slot), or -1 if the stub has none. */
+  int32_t data_fd;
   struct stub_sock_filter process_insns[STUB_FILTER_MAX_INSNS];
   struct stub_sock_filter guest_insns[STUB_FILTER_MAX_INSNS];
 };
@@ -110,7 +112,8 @@ struct stub_source_ctl {
   uint32_t ready;       /* futex: source sets 1 once it waits for requests */
   uint32_t req_seq;     /* futex: Sentry increments to request a stub */
   uint32_t done_seq;    /* futex: source sets to req_seq when answered */
-  int32_t fd_sent;      /* the source sent a reply pipe's read end */
+  int32_t fd_sent;      /* fds the source sent: 0, 1 (the reply pipe's read
+                           end) or 3 (and the data pipe's read, write end) */
   uint64_t shared_off;  /* memfd offset of the new stub's request page */
   int64_t result;       /* new stub pid or -errno */
   uint64_t thread0_off; /* memfd offset of thread 0's region (after guard) */
@@ -215,7 +218,18 @@ struct stub_slot {
   uint32_t pad3;
   struct stub_regs regs;
   uint8_t siginfo[128];
-  uint8_t pad2[1024 - 128 - 27 * 8 - 128];
+  /* Guest-side copy (platform/guest_copy.h). While the Sentry serves this
+   * thread's request it may queue bytes in the stub's data pipe and set
+   * addr, len, then seq; the stub, spinning in handoff(), reads up to `len`
+   * bytes from the pipe to `addr` (through its own mapping of the guest's
+   * pages), sets `got`, then `done = seq`. The Sentry trusts none of it: a
+   * short or forged `got` only makes it copy the rest itself. */
+  uint32_t assist_seq;
+  uint32_t assist_done;
+  uint64_t assist_addr;
+  uint64_t assist_len;
+  uint64_t assist_got;
+  uint8_t pad2[1024 - 128 - 27 * 8 - 128 - 32];
   uint8_t xsave[]; /* 64-byte aligned XSAVE image */
 };
 

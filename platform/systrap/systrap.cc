@@ -38,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "platform/guest_copy.h"
 #include "platform/long_work.h"
 #include "platform/systrap/cpuid.h"
 #include "platform/systrap/seccomp_filters.h"
@@ -58,6 +59,9 @@ constexpr uint32_t kResultDead = 0xffffffffu;
 // or a new stub thread to start before it kills the stub. Generous: a
 // loaded 2-CPU machine can delay a runnable thread by tens of milliseconds.
 constexpr absl::Duration kStubReplyDeadline = absl::Seconds(5);
+// Capacity of a stub's data pipe: the most a guest-side copy queues (the
+// default pipe-max-size, which an unprivileged process may set).
+constexpr int kDataPipeBytes = 1 << 20;
 constexpr uint64_t kXFeatureMaskXtileData = 1ull << 18;
 
 static_assert(sizeof(stub_regs) == sizeof(user_regs_struct));
@@ -165,7 +169,9 @@ std::string SeccompNeeds() {
   return "after creation, per operation: futex (WAIT/WAKE, shared, with "
          "timeouts); read and poll (a stub's reply pipe, non-blocking); "
          "recvmsg (MSG_DONTWAIT|MSG_CMSG_CLOEXEC, one fd: a new stub's reply "
-         "pipe from the source stub); fcntl(F_GETFL/F_SETFL O_NONBLOCK); "
+         "pipe and data pipe ends from the source stub); "
+         "fcntl(F_GETFL/F_SETFL O_NONBLOCK, F_SETPIPE_SZ); "
+         "splice(SPLICE_F_NONBLOCK: a host file into a stub's data pipe); "
          "tgkill(stub pid, stub tid, SIGCHLD or 0); "
          "sched_setaffinity(stub tid); pidfd_open; pidfd_send_signal(SIGKILL);"
          " waitid(P_PIDFD, WEXITED); epoll_ctl; epoll_wait (service thread); "
@@ -191,6 +197,10 @@ std::vector<HostSyscallNeed> SystrapSeccompSyscalls() {
        "a new stub's reply pipe from the source stub"},
       {SYS_fcntl, {{1, kInt, F_GETFL}}, "reply pipe flags"},
       {SYS_fcntl, {{1, kInt, F_SETFL}}, "reply pipe O_NONBLOCK"},
+      {SYS_fcntl, {{1, kInt, F_SETPIPE_SZ}}, "data pipe capacity"},
+      {SYS_splice,
+       {{5, kInt, SPLICE_F_NONBLOCK}},
+       "queue a guest-side copy in a stub's data pipe"},
       {SYS_tgkill, {{2, kInt, 0}}, "does a stub thread exist"},
       {SYS_tgkill, {{2, kInt, SIGCHLD}}, "interrupt a stub thread"},
       {SYS_sched_setaffinity, {}, "pin a stub thread to a CPU"},
@@ -230,17 +240,22 @@ struct StubThread {
   const void* fp_owner = nullptr;  // Context whose FP state the thread holds
   int pinned_cpu = -1;             // CPU the thread is bound to, -1 = any
   bool started = false;            // its READY handoff was seen
+  uint32_t assist_seq = 0;         // last guest-side copy queued in its slot
 };
 
 // A stub process: one guest address space.
 class Stub {
  public:
-  Stub(SystrapPlatform* plat, pid_t pid, int pidfd, int reply_fd,
-       uint64_t shared_off, uint64_t id)
+  // `data_rfd`/`data_wfd`: the Sentry's ends of the stub's data pipe, or
+  // -1 (no guest-side copies).
+  Stub(SystrapPlatform* plat, pid_t pid, int pidfd, int reply_fd, int data_rfd,
+       int data_wfd, uint64_t shared_off, uint64_t id)
       : plat_(plat),
         pid_(pid),
         pidfd_(pidfd),
         reply_fd_(reply_fd),
+        data_rfd_(data_rfd),
+        data_wfd_(data_wfd),
         shared_off_(shared_off),
         id_(id) {}
   ~Stub();
@@ -277,6 +292,16 @@ class Stub {
 
   // Called once the process is known to be gone: wakes every waiter.
   void MarkDead() ABSL_LOCKS_EXCLUDED(threads_mu_);
+
+  // Guest-side copies (platform/guest_copy.h) through the data pipe, one at
+  // a time per stub: held from a copy's Start to its Finish.
+  absl::Mutex& assist_mu() ABSL_LOCK_RETURNED(assist_mu_) { return assist_mu_; }
+  // Splices up to `len` bytes of `fd` at `offset` into the (empty) data
+  // pipe; returns the bytes queued, 0 on any failure.
+  size_t QueueLocked(int fd, uint64_t offset, size_t len)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(assist_mu_);
+  // Empties the data pipe (what a copy left behind).
+  void DrainLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(assist_mu_);
   // Kills the process and reaps it.
   void Kill();
 
@@ -304,10 +329,21 @@ class Stub {
   // Read end of the reply pipe (non-blocking, packet mode). The stub's
   // syscall thread holds the only write end; the guest cannot write to it.
   const int reply_fd_;
+  // The data pipe (non-blocking): the stub holds a read end at data_fd; the
+  // Sentry splices into data_wfd_ and drains leftovers through data_rfd_.
+  // Only the Sentry writes to it, so it holds nothing but bytes of this
+  // stub's own requests.
+  const int data_rfd_;
+  const int data_wfd_;
   const uint64_t shared_off_;
   const uint64_t id_;
   std::atomic<bool> dead_{false};
   std::atomic<bool> reaped_{false};
+
+  absl::Mutex assist_mu_;
+  // The data pipe's capacity once set (F_SETPIPE_SZ), 0 before, -1 if it
+  // could not be (then no guest-side copies).
+  long pipe_cap_ ABSL_GUARDED_BY(assist_mu_) = 0;
 
   // Serialises requests: one request (and its reply packets) at a time, so
   // replies arrive in request order.
@@ -360,15 +396,23 @@ class SystrapAddressSpace final : public AddressSpace {
   const std::shared_ptr<Stub> stub_;
 };
 
-class SystrapContext final : public Context {
+class SystrapContext final : public Context, public GuestCopier {
  public:
   explicit SystrapContext(SystrapPlatform* plat) : plat_(plat) {}
-  ~SystrapContext() override { Unbind(); }
+  ~SystrapContext() override {
+    if (internal::guest_copier == this) internal::guest_copier = nullptr;
+    Unbind();
+  }
 
   SwitchResult Switch(AddressSpace& as, CpuState& state) override;
   void Interrupt() override;
   void ClearInterrupt() override { interrupt_.store(false); }
   void SyncFp(CpuState& state) override;
+
+  // GuestCopier: the stub thread serving this Context copies, from its
+  // spin in handoff() (stub.c: assist).
+  size_t Start(int fd, uint64_t offset, uintptr_t addr, size_t len) override;
+  size_t Finish() override;
 
  private:
   void Unbind();
@@ -380,6 +424,9 @@ class SystrapContext final : public Context {
   SystrapPlatform* const plat_;
   std::shared_ptr<Stub> stub_;  // the stub `thread_` belongs to
   StubThread* thread_ = nullptr;
+  // Bytes the guest-side copy in flight queued (0: none; then this Context
+  // holds stub_->assist_mu()).
+  size_t assist_queued_ = 0;
   std::atomic<bool> interrupt_{false};
   // Pins the stub thread to `cpu` (-1: unpins) if it is not already.
   void Pin(StubThread* t, int cpu);
@@ -541,7 +588,38 @@ Stub::~Stub() {
   }
   plat_->memory_file().Free(shared_off_, 2 * kPage);
   close(reply_fd_);
+  if (data_rfd_ >= 0) close(data_rfd_);
+  if (data_wfd_ >= 0) close(data_wfd_);
   close(pidfd_);
+}
+
+size_t Stub::QueueLocked(int fd, uint64_t offset, size_t len) {
+  if (data_wfd_ < 0 || dead()) return 0;
+  if (pipe_cap_ == 0) {
+    // Lazily, for stubs that stream: the capacity counts against the
+    // user's pipe-user-pages-soft (64 MiB), which an unprivileged Sentry
+    // cannot exceed; a pipe that stays small just means no copies.
+    const int cap = fcntl(data_wfd_, F_SETPIPE_SZ, kDataPipeBytes);
+    pipe_cap_ = cap >= static_cast<int>(kDataPipeBytes) ? cap : -1;
+  }
+  if (pipe_cap_ < 0) return 0;
+  len = std::min<size_t>(len, static_cast<size_t>(pipe_cap_));
+  loff_t off = static_cast<loff_t>(offset);
+  ssize_t n;
+  do {
+    n = splice(fd, &off, data_wfd_, nullptr, len, SPLICE_F_NONBLOCK);
+  } while (n < 0 && errno == EINTR);
+  return n > 0 ? static_cast<size_t>(n) : 0;
+}
+
+void Stub::DrainLocked() {
+  static thread_local char scratch[64 * 1024];
+  for (;;) {
+    ssize_t n = read(data_rfd_, scratch, sizeof(scratch));
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    return;  // empty (EAGAIN) or broken
+  }
 }
 
 void Stub::Kill() {
@@ -895,6 +973,68 @@ void SystrapContext::Unbind() {
   stub_.reset();
 }
 
+size_t SystrapContext::Start(int fd, uint64_t offset, uintptr_t addr,
+                             size_t len) {
+  StubThread* t = thread_;
+  if (t == nullptr || assist_queued_ != 0 || len == 0) return 0;
+  Stub* st = stub_.get();
+  stub_slot* s = t->slot;
+  if (st->dead() || !plat_->MaySpin()) return 0;
+  // Only a stub thread spinning on another CPU can take it (hints from
+  // guest-writable memory: a lie costs the guest its own time, see Finish).
+  if (Load(&s->stub_waiting) != 0) return 0;
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || Load(&s->stub_cpu) == static_cast<uint32_t>(cpu)) return 0;
+  if (!st->assist_mu().TryLock()) return 0;
+  const size_t queued = st->QueueLocked(fd, offset, len);
+  if (queued == 0) {
+    st->assist_mu().Unlock();
+    return 0;
+  }
+  Store(&s->sentry_busy, 1);  // keep it spinning through the copy
+  s->assist_addr = addr;
+  s->assist_len = queued;
+  Store(&s->assist_seq, ++t->assist_seq);
+  assist_queued_ = queued;
+  return queued;
+}
+
+size_t SystrapContext::Finish() {
+  if (assist_queued_ == 0) return 0;
+  StubThread* t = thread_;
+  stub_slot* s = t->slot;
+  Stub* st = stub_.get();
+  const uint32_t seq = t->assist_seq;
+  bool done = false;
+  const uint64_t yield_after = __rdtsc() + plat_->spin_ticks();
+  for (;;) {
+    if (Load(&s->assist_done) == seq) {
+      done = true;
+      break;
+    }
+    // A stub that announced its sleep (or died) without taking the copy
+    // takes none until its next trap (stub.c: handoff), which needs this
+    // request's reply: withdraw it. (It may have finished just before.)
+    if (Load(&s->stub_waiting) != 0 || st->dead()) {
+      done = Load(&s->assist_done) == seq;
+      Store(&s->assist_done, seq);
+      break;
+    }
+    // Preempted mid-copy: let it run if it was moved here.
+    if (__rdtsc() > yield_after) {
+      sched_yield();
+    } else {
+      _mm_pause();
+    }
+  }
+  const uint64_t got =
+      done ? std::min<uint64_t>(s->assist_got, assist_queued_) : 0;
+  if (got < assist_queued_) st->DrainLocked();
+  assist_queued_ = 0;
+  st->assist_mu().Unlock();
+  return static_cast<size_t>(got);
+}
+
 void SystrapContext::SyncFp(CpuState& state) {
   if (!state.fp_stale) return;
   state.fp_stale = false;
@@ -1020,6 +1160,7 @@ void SanitizeXsave(uint8_t* x, size_t size, uint64_t xfeatures) {
 SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   auto& sas = static_cast<SystrapAddressSpace&>(as);
   internal::long_work_flag = nullptr;
+  internal::guest_copier = nullptr;
   if (interrupt_.exchange(false)) {
     SwitchResult r;
     r.reason = SwitchReason::kInterrupted;
@@ -1195,8 +1336,10 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   if (result.reason == SwitchReason::kDead) {
     Dead();
   } else {
-    // Until the next Switch, HintLongWork() on this thread marks the slot.
+    // Until the next Switch, HintLongWork() on this thread marks the slot
+    // and guest-side copies go to its stub thread.
     internal::long_work_flag = &s->sentry_busy;
+    internal::guest_copier = this;
   }
   return result;
 }
@@ -1277,8 +1420,10 @@ absl::Status SystrapPlatform::MapStubRegion() {
   p->cpuid_faulting = f.cpuid_faulting;
   p->use_sud = f.syscall_user_dispatch && opts_.use_sud;
   p->max_spin = kMaxStubSpin;
-  // Any fixed number but the memory file's: stubs dup their pipe there.
+  // Fixed numbers below 3 but the memory file's: stubs dup their pipes
+  // there (stub.c: stub_new_main).
   p->reply_fd = mf_->fd() == 0 ? 1 : 0;
+  p->data_fd = mf_->fd() == 2 || p->reply_fd == 2 ? 1 : 2;
   p->source_sock = source_sock_peer_;
 
   StubFilterParams fp;
@@ -1288,6 +1433,7 @@ absl::Status SystrapPlatform::MapStubRegion() {
   fp.threads_end = fp.threads_start + STUB_MAX_THREADS * region_size_;
   fp.memfd = mf_->fd();
   fp.reply_fd = p->reply_fd;
+  fp.data_fd = p->data_fd;
   if ((fp.threads_start >> 32) != ((fp.threads_end - 1) >> 32)) {
     return absl::InternalError("thread regions cross a 4 GiB boundary");
   }
@@ -1516,7 +1662,7 @@ SystrapPlatform::NewAddressSpace() {
     req->ss_size = region_size_ - altstack_off_;
   }
   long pid;
-  int reply_fd = -1;
+  int reply_fd = -1, data_rfd = -1, data_wfd = -1;
   {
     absl::MutexLock l(&source_mu_);
     {
@@ -1541,10 +1687,24 @@ SystrapPlatform::NewAddressSpace() {
       Futex(&ctl_->done_seq, FUTEX_WAIT, v);
     }
     pid = ctl_->result;
-    // The source sent the read end before it cloned, so it is queued.
-    if (ctl_->fd_sent) reply_fd = RecvReplyFd();
+    // The source sent the pipe ends before it cloned, so they are queued
+    // (every one it sent is taken, so that none is left for the next stub).
+    const int sent = ctl_->fd_sent;
+    if (sent >= 1) reply_fd = RecvReplyFd();
+    if (sent >= 2) data_rfd = RecvReplyFd();
+    if (sent >= 3) data_wfd = RecvReplyFd();
+    if (data_rfd < 0 || data_wfd < 0) {
+      if (data_rfd >= 0) close(data_rfd);
+      if (data_wfd >= 0) close(data_wfd);
+      data_rfd = data_wfd = -1;
+    }
   }
+  auto close_data = [&] {
+    if (data_rfd >= 0) close(data_rfd);
+    if (data_wfd >= 0) close(data_wfd);
+  };
   if (pid <= 0) {
+    close_data();
     if (reply_fd >= 0) close(reply_fd);
     free_all();
     return ErrnoStatus(static_cast<int>(-pid), "clone stub");
@@ -1554,6 +1714,7 @@ SystrapPlatform::NewAddressSpace() {
     int e = reply_fd < 0 ? EPROTO : errno;
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
+    close_data();
     if (reply_fd >= 0) close(reply_fd);
     free_all();
     return ErrnoStatus(e, "stub reply pipe / pidfd_open");
@@ -1564,7 +1725,8 @@ SystrapPlatform::NewAddressSpace() {
     id = next_id_++;
   }
   // Lock order: a Stub's threads_mu_ before watch_mu_ (Kill unwatches).
-  auto stub = std::make_shared<Stub>(this, pid, pidfd, reply_fd, *shared, id);
+  auto stub = std::make_shared<Stub>(this, pid, pidfd, reply_fd, data_rfd,
+                                     data_wfd, *shared, id);
   stub->AdoptThread0(*thread0);
   {
     absl::MutexLock l(&watch_mu_);

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "platform/guest_copy.h"
+#include "platform/long_work.h"
 #include "platform/memory_file.h"
 #include "platform/systrap/seccomp_filters.h"
 #include "platform/systrap/stub_abi.h"
@@ -350,6 +352,12 @@ TEST_F(SystrapTest, JumpIntoStubSyscallWithHostileRegisters) {
       // A forged reply on the reply pipe: only the syscall thread may write.
       {SYS_write, static_cast<uint64_t>(Params(*platform_).reply_fd),
        platform_->MaxUserAddress() + STUB_REQUEST_OFF, 1, 0, 0},
+      // Reads are allowed on the data pipe only: not on the memory file
+      // (every process's memory) nor on the reply pipe.
+      {SYS_read, static_cast<uint64_t>(platform_->memory_file().fd()), kData, 1,
+       0, 0},
+      {SYS_read, static_cast<uint64_t>(Params(*platform_).reply_fd), kData, 1,
+       0, 0},
   };
   for (const Case& c : cases) {
     auto as = platform_->NewAddressSpace();
@@ -992,36 +1000,115 @@ TEST_F(SystrapTest, ConcurrentAddressSpaces) {
 // A stub holds exactly the memory file and the write end of its reply pipe
 // (at the number its process filter lets the syscall thread write to),
 // whose read end only the Sentry holds.
-TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFileAndItsReplyPipe) {
-  Code({0x0f, 0x05});
-  CpuState s = Start();
-  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
-  pid_t pid = SystrapStubPid(*as_);
-  std::map<int, std::string> fds = Fds(pid);
-  ASSERT_EQ(fds.size(), 2u) << ::testing::PrintToString(fds);
-  const int memfd = platform_->memory_file().fd();
-  const int reply = Params(*platform_).reply_fd;
-  ASSERT_NE(memfd, reply);
-  ASSERT_TRUE(fds.count(memfd)) << ::testing::PrintToString(fds);
-  EXPECT_NE(fds[memfd].find("memfd:sandbox-memory"), std::string::npos)
-      << fds[memfd];
-  ASSERT_TRUE(fds.count(reply)) << ::testing::PrintToString(fds);
-  const std::string pipe = fds[reply];
-  ASSERT_EQ(pipe.rfind("pipe:[", 0), 0u) << pipe;
-  // Write-only, packet mode.
+// The fdinfo flags of `fd` in process `pid`.
+unsigned FdFlags(pid_t pid, int fd) {
   std::ifstream info("/proc/" + std::to_string(pid) + "/fdinfo/" +
-                     std::to_string(reply));
+                     std::to_string(fd));
   std::string line;
   unsigned flags = 0;
   while (std::getline(info, line)) {
     if (line.rfind("flags:", 0) == 0) flags = std::stoul(line.substr(6), 0, 8);
   }
+  return flags;
+}
+
+TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFileAndItsPipes) {
+  Code({0x0f, 0x05});
+  CpuState s = Start();
+  ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  pid_t pid = SystrapStubPid(*as_);
+  std::map<int, std::string> fds = Fds(pid);
+  ASSERT_EQ(fds.size(), 3u) << ::testing::PrintToString(fds);
+  const int memfd = platform_->memory_file().fd();
+  const int reply = Params(*platform_).reply_fd;
+  const int data = Params(*platform_).data_fd;
+  ASSERT_NE(memfd, reply);
+  ASSERT_NE(memfd, data);
+  ASSERT_NE(reply, data);
+  ASSERT_TRUE(fds.count(memfd)) << ::testing::PrintToString(fds);
+  EXPECT_NE(fds[memfd].find("memfd:sandbox-memory"), std::string::npos)
+      << fds[memfd];
+  ASSERT_TRUE(fds.count(reply)) << ::testing::PrintToString(fds);
+  ASSERT_TRUE(fds.count(data)) << ::testing::PrintToString(fds);
+  const std::string pipe = fds[reply];
+  ASSERT_EQ(pipe.rfind("pipe:[", 0), 0u) << pipe;
+  // The reply pipe: write-only, packet mode; the data pipe: read-only,
+  // non-blocking (a guest thread that reads it can never block the stub).
+  unsigned flags = FdFlags(pid, reply);
   EXPECT_EQ(flags & O_ACCMODE, static_cast<unsigned>(O_WRONLY)) << flags;
   EXPECT_NE(flags & O_DIRECT, 0u) << flags;
-  // The other end is ours, and the source stub holds no end of it.
-  int ours = 0;
-  for (const auto& [fd, target] : Fds(getpid())) ours += target == pipe;
+  flags = FdFlags(pid, data);
+  EXPECT_EQ(flags & O_ACCMODE, static_cast<unsigned>(O_RDONLY)) << flags;
+  EXPECT_NE(flags & O_NONBLOCK, 0u) << flags;
+  ASSERT_EQ(fds[data].rfind("pipe:[", 0), 0u) << fds[data];
+  ASSERT_NE(fds[data], pipe);
+  // The reply pipe's other end is ours; the data pipe's two ends too; the
+  // source stub holds no end of either.
+  int ours = 0, ours_data = 0;
+  for (const auto& [fd, target] : Fds(getpid())) {
+    ours += target == pipe;
+    ours_data += target == fds[data];
+  }
   EXPECT_EQ(ours, 1);
+  EXPECT_EQ(ours_data, 2);
+}
+
+// A guest-side copy (platform/guest_copy.h): the stub thread, spinning on
+// another CPU while the Sentry serves its request, reads the bytes the
+// Sentry queued into the guest's buffer; at the end of the file fewer are
+// queued. Only possible with a free CPU for the stub to spin on.
+TEST_F(SystrapTest, GuestSideCopyFillsTheGuestBuffer) {
+  if (ProbeSystrapFeatures().cpus < 2) {
+    GTEST_SKIP() << "needs two CPUs: the stub spins on the other one";
+  }
+  constexpr size_t kFile = 3 << 20, kLen = 1 << 20;
+  std::vector<uint8_t> data(kFile);
+  for (size_t i = 0; i < kFile; ++i)
+    data[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  char path[] = "/tmp/guest_copy_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  ASSERT_EQ(pwrite(fd, data.data(), kFile, 0), static_cast<ssize_t>(kFile));
+  constexpr uintptr_t kBuf = 0x10000000;
+  const uint64_t buf_off = Alloc(2 * kLen);
+  ASSERT_TRUE(
+      as_->MapFile(kBuf, buf_off, 2 * kLen, PROT_READ | PROT_WRITE).ok());
+  MemoryFile& mf = platform_->memory_file();
+  ASSERT_TRUE(mf.Zero(buf_off, 2 * kLen));
+  Code({0x0f, 0x05, 0xeb, 0xfc});  // 1: syscall; jmp 1b
+  CpuState s = Start();
+  struct Want {
+    uint64_t file_off;
+    size_t expect;
+  } wants[] = {{4096, kLen}, {kFile - 1000, 1000}};
+  for (const Want& w : wants) {
+    size_t queued = 0, got = 0;
+    for (int attempt = 0; attempt < 500 && got == 0; ++attempt) {
+      ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+      // Long work: the stub spins (on the other CPU from the next request
+      // on) instead of sleeping.
+      HintLongWork();
+      GuestCopier* c = CurrentGuestCopier();
+      ASSERT_NE(c, nullptr);
+      queued = c->Start(fd, w.file_off, kBuf + 8192, kLen);
+      if (queued == 0) continue;
+      EXPECT_EQ(queued, w.expect);
+      got = c->Finish();
+      EXPECT_LE(got, queued);
+    }
+    if (got == 0) GTEST_SKIP() << "the stub never took a copy (no idle CPU)";
+    ASSERT_EQ(got, w.expect);
+    std::vector<uint8_t> back(2 * kLen);
+    ASSERT_TRUE(mf.Read(buf_off, back.data(), back.size()));
+    EXPECT_EQ(memcmp(back.data() + 8192, data.data() + w.file_off, got), 0);
+    for (size_t i = 0; i < 8192; ++i) ASSERT_EQ(back[i], 0) << i;
+    for (size_t i = 8192 + got; i < back.size(); ++i) {
+      ASSERT_EQ(back[i], 0) << i;
+    }
+    ASSERT_TRUE(mf.Zero(buf_off, 2 * kLen));
+  }
+  close(fd);
 }
 
 // The stub's address space holds the stub region and the guest's mappings,

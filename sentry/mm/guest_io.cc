@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "platform/guest_copy.h"
 #include "platform/long_work.h"
 
 namespace sandbox::mm {
@@ -33,6 +34,22 @@ KResult<size_t> GuestSegments::Walk(
     if (short_piece || *r < want) break;
   }
   return done;
+}
+
+platform::GuestCopier* GuestSegments::StartGuestCopy(int fd,
+                                                     uint64_t file_offset,
+                                                     size_t at, size_t n,
+                                                     size_t* queued) {
+  if (!guest_written_ || segs_.size() != 1 || n == 0 || at > segs_[0].len ||
+      n > segs_[0].len - at) {
+    return nullptr;
+  }
+  platform::GuestCopier* c = platform::CurrentGuestCopier();
+  if (c == nullptr) return nullptr;
+  const uintptr_t addr = segs_[0].addr + at;
+  if (!mm_.MappedWritable(addr, n)) return nullptr;
+  *queued = c->Start(fd, file_offset, addr, n);
+  return *queued > 0 ? c : nullptr;
 }
 
 KResult<size_t> CopyInCString(MemoryManager& mm, uintptr_t addr, char* buf,

@@ -40,6 +40,11 @@ class GuestSegments final : public vfs::GuestIo {
   KResult<size_t> Walk(
       size_t n,
       absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) override;
+  // One segment, a read's destination, mapped writable in the address space
+  // (MemoryManager::MappedWritable), and a guest side free to copy
+  // (platform::CurrentGuestCopier).
+  platform::GuestCopier* StartGuestCopy(int fd, uint64_t file_offset, size_t at,
+                                        size_t n, size_t* queued) override;
 
  private:
   struct Segment {

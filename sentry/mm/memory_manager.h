@@ -159,6 +159,13 @@ class MemoryManager : public MappingSpace {
   KResult<size_t> WalkGuest(
       uintptr_t addr, size_t n, bool write,
       absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn);
+  // Whether the address space maps all of [addr, addr + n) writable to
+  // pages a write needs no work for (no copy on write, no write-back
+  // tracking): a write through the stub's own mapping (a guest-side copy,
+  // platform/guest_copy.h) then lands where a CopyOut would. A snapshot: a
+  // racing munmap or fork makes such a write fail (EFAULT in the host), not
+  // land elsewhere, since the address space maps only pages the mm holds.
+  bool MappedWritable(uintptr_t addr, size_t n);
   // Zeroes guest memory, with CopyOut's rules.
   KResult<size_t> ZeroOut(uintptr_t addr, size_t n);
   // Reads a NUL-terminated string whose NUL lies within the first max_len

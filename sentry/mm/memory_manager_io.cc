@@ -436,6 +436,23 @@ KResult<size_t> MemoryManager::WalkGuest(
   return r.done;
 }
 
+bool MemoryManager::MappedWritable(uintptr_t addr, size_t n) {
+  const uintptr_t end = addr + n;
+  if (n == 0 || end < addr || end > layout_.max_addr) return false;
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  absl::ReaderMutexLock al(&active_mu_);
+  for (uintptr_t cur = addr; cur < end;) {
+    auto vit = FindVmaLocked(cur);
+    if (vit == vmas_.end()) return false;
+    const Vma& vma = vit->second;
+    if (!AccessAllowed(vma.prot, false, true, false)) return false;
+    auto pit = FindPmaLocked(cur);
+    if (pit == pmas_.end() || WriteNeedsWork(vma, pit->second)) return false;
+    cur = std::min(vma.end, pit->second.end);
+  }
+  return true;
+}
+
 KResult<size_t> MemoryManager::CopyIn(uintptr_t addr, void* dst, size_t n) {
   auto* out = static_cast<uint8_t*>(dst);
   return CopyLoop(addr, n, /*write=*/false, /*force=*/false,

@@ -33,6 +33,7 @@ struct Credentials;
 }  // namespace sandbox::kernel
 
 namespace sandbox::platform {
+class GuestCopier;
 class MemoryFile;
 }  // namespace sandbox::platform
 
@@ -72,6 +73,18 @@ class GuestIo {
   // Inode's mu_ and use the MemoryFile, nothing else.
   virtual KResult<size_t> Walk(
       size_t n, absl::FunctionRef<size_t(uint64_t, size_t, size_t)> fn) = 0;
+  // A read's destination may hand [at, at + n) of itself to the platform's
+  // guest side, which copies it from host file `fd` at `file_offset` while
+  // the caller copies the rest (platform/guest_copy.h). Returns the copier
+  // with the copy started (GuestCopier::Start's count in *queued), or null:
+  // the caller copies everything itself. Only for one guest range mapped
+  // writable in the guest's address space.
+  virtual platform::GuestCopier* StartGuestCopy(int fd, uint64_t file_offset,
+                                                size_t at, size_t n,
+                                                size_t* queued) {
+    (void)fd, (void)file_offset, (void)at, (void)n, (void)queued;
+    return nullptr;
+  }
 };
 
 // What a file operation may need from the calling task.

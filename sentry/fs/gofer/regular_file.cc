@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 
+#include "platform/guest_copy.h"
 #include "platform/memory_file.h"
 
 namespace sandbox::fs::gofer {
@@ -258,27 +259,56 @@ KResult<size_t> GoferRegularFile::ReadToGuest(vfs::GuestIo& dst,
   const size_t want = static_cast<size_t>(
       std::min<uint64_t>(dst.size(), kMaxFileSize - offset));
   int err = 0;  // the host's errno, if a pread failed
-  // Runs under the MemoryManager's reader locks (GuestIo::Walk): the pages
-  // stay the guest's until it returns. A short pread is the end of file
-  // and stops the walk.
-  KResult<size_t> r =
-      dst.Walk(want, [&](uint64_t moff, size_t at, size_t k) -> size_t {
-        uint8_t* p = mf.Internal(moff, k);
-        if (p == nullptr) {
-          err = EFAULT;
-          return 0;
-        }
-        ssize_t n;
-        do {
-          n = pread(fd->get(), p, k, static_cast<off_t>(offset + at));
-        } while (n < 0 && errno == EINTR);
-        if (n < 0) {
-          // EFAULT here: the host could not back the memory file's page.
-          err = errno;
-          return 0;
-        }
-        return std::min(static_cast<size_t>(n), k);
-      });
+  // Reads [from, to) of the buffer from the file (the walk covers [0, to)
+  // and passes over what lies before `from`). Runs under the
+  // MemoryManager's reader locks (GuestIo::Walk): the pages stay the
+  // guest's until it returns. A short pread is the end of file and stops
+  // the walk. Returns the bytes of [0, to) in place.
+  auto read_range = [&](size_t from, size_t to) -> KResult<size_t> {
+    return dst.Walk(to, [&](uint64_t moff, size_t at, size_t k) -> size_t {
+      if (at + k <= from) return k;
+      const size_t skip = at < from ? from - at : 0;
+      uint8_t* p = mf.Internal(moff + skip, k - skip);
+      if (p == nullptr) {
+        err = EFAULT;
+        return skip;
+      }
+      ssize_t n;
+      do {
+        n = pread(fd->get(), p, k - skip,
+                  static_cast<off_t>(offset + at + skip));
+      } while (n < 0 && errno == EINTR);
+      if (n < 0) {
+        // EFAULT here: the host could not back the memory file's page.
+        err = errno;
+        return skip;
+      }
+      return skip + std::min(static_cast<size_t>(n), k - skip);
+    });
+  };
+  // A long read: the guest side copies the tail from the host file while
+  // this thread preads the head (platform/guest_copy.h); 5/8 here balances
+  // the two (the guest side starts later and reads through a pipe).
+  size_t head = want, queued = 0;
+  platform::GuestCopier* copier = nullptr;
+  if (want >= platform::kGuestCopyMinBytes) {
+    head = (want / 8 * 5) & ~(kPage - 1);
+    copier = dst.StartGuestCopy(fd->get(), offset + head, head, want - head,
+                                &queued);
+    if (copier == nullptr) head = want;
+  }
+  KResult<size_t> r = read_range(0, head);
+  if (copier != nullptr) {
+    const size_t got = copier->Finish();
+    if (r.ok() && *r == head) {
+      if (got == queued) return head + got;
+      // What the guest side did not copy (it was asleep, or a guest thread
+      // took the pipe's bytes): from the file, as if it had not helped.
+      KResult<size_t> rest = read_range(head + got, head + queued);
+      if (!rest.ok()) return head + got;
+      return *rest;
+    }
+  }
   if (!r.ok()) {
     // Nothing was accessible. Linux copies nothing at the end of file, so
     // a read there is 0 even into a bad buffer.
