@@ -1111,6 +1111,59 @@ TEST_F(SystrapTest, GuestSideCopyFillsTheGuestBuffer) {
   close(fd);
 }
 
+// A copy the stub could not make (its destination is not mapped: the read
+// fails with EFAULT) comes back empty, and leaves the pipe empty: the next
+// copy gets its own bytes, not the leftovers.
+TEST_F(SystrapTest, FailedGuestSideCopyLeavesNothingBehind) {
+  if (ProbeSystrapFeatures().cpus < 2) {
+    GTEST_SKIP() << "needs two CPUs: the stub spins on the other one";
+  }
+  constexpr size_t kLen = 256 * 1024;
+  std::vector<uint8_t> data(2 * kLen);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i / 3);
+  char path[] = "/tmp/guest_copy_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  ASSERT_EQ(pwrite(fd, data.data(), data.size(), 0),
+            static_cast<ssize_t>(data.size()));
+  constexpr uintptr_t kBuf = 0x10000000;
+  const uint64_t buf_off = Alloc(kLen);
+  ASSERT_TRUE(as_->MapFile(kBuf, buf_off, kLen, PROT_READ | PROT_WRITE).ok());
+  MemoryFile& mf = platform_->memory_file();
+  ASSERT_TRUE(mf.Zero(buf_off, kLen));
+  Code({0x0f, 0x05, 0xeb, 0xfc});  // 1: syscall; jmp 1b
+  CpuState s = Start();
+  bool failed_once = false, done = false;
+  for (int attempt = 0; attempt < 500 && !done; ++attempt) {
+    ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+    HintLongWork();
+    GuestCopier* c = CurrentGuestCopier();
+    ASSERT_NE(c, nullptr);
+    if (!failed_once) {
+      // Into the hole: nothing is copied; the queued bytes are drained.
+      size_t q = c->Start(fd, 0, kHole, kLen);
+      if (q == 0) continue;
+      EXPECT_EQ(c->Finish(), 0u);
+      failed_once = true;
+      continue;
+    }
+    size_t q = c->Start(fd, kLen, kBuf, kLen);
+    if (q == 0) continue;
+    ASSERT_EQ(q, kLen);
+    size_t got = c->Finish();
+    if (got == 0) continue;  // the stub slept: withdrawn, try again
+    ASSERT_EQ(got, kLen);
+    done = true;
+  }
+  if (!done) GTEST_SKIP() << "the stub never took a copy (no idle CPU)";
+  std::vector<uint8_t> back(kLen);
+  ASSERT_TRUE(mf.Read(buf_off, back.data(), kLen));
+  EXPECT_EQ(memcmp(back.data(), data.data() + kLen, kLen), 0);
+  close(fd);
+}
+
 // The stub's address space holds the stub region and the guest's mappings,
 // nothing inherited from the Sentry.
 TEST_F(SystrapTest, StubAddressSpaceIsClean) {

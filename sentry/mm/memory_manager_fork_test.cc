@@ -131,6 +131,29 @@ TEST_F(ForkTest, PrivateMemoryIsCopyOnWrite) {
   EXPECT_EQ(Allocated(), 0u);
 }
 
+// MappedWritable says whether a write through the address space's own
+// mapping (a guest-side copy) would land where CopyOut writes: backed,
+// writable, not shared copy-on-write.
+TEST_F(ForkTest, MappedWritableOnlyForOwnWritablePages) {
+  MapFixed(*parent_, kBase, 4 * kMiB);
+  EXPECT_FALSE(parent_->MappedWritable(kBase, 4096));  // not backed yet
+  Put(*parent_, kBase + 8, 1);  // backs a run around kBase
+  EXPECT_TRUE(parent_->MappedWritable(kBase, 64 * 1024));
+  EXPECT_FALSE(parent_->MappedWritable(kBase, 4 * kMiB));  // partly unbacked
+  EXPECT_FALSE(parent_->MappedWritable(kBase, 0));
+  EXPECT_FALSE(parent_->MappedWritable(kBase + 4 * kMiB, 4096));  // no VMA
+  EXPECT_FALSE(parent_->MappedWritable(~uintptr_t{0} - 4095, 8192));
+  Fork();
+  // Shared with the child: a write must copy first.
+  EXPECT_FALSE(parent_->MappedWritable(kBase, 4096));
+  Put(*parent_, kBase + 8, 2);  // copies the run
+  EXPECT_TRUE(parent_->MappedWritable(kBase, 4096));
+  // Read-only memory never is.
+  ASSERT_TRUE(parent_->Mprotect(kBase, 4096, PROT_READ).ok());
+  EXPECT_FALSE(parent_->MappedWritable(kBase, 4096));
+  EXPECT_TRUE(parent_->MappedWritable(kBase + 4096, 4096));
+}
+
 TEST_F(ForkTest, ForceCopyOutBreaksCow) {
   MapFixed(*parent_, kBase, 4096, kAnonPrivate, PROT_READ);
   ASSERT_TRUE(parent_->ForceCopyOut(kBase, "x", 1).ok());
