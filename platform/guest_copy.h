@@ -15,9 +15,11 @@
 //
 // Rule: Start, then the caller's own part of the copy, then Finish, all
 // within one request of the guest thread (between two Switches), on the
-// Sentry thread serving it; the guest's pages of the range must stay mapped
-// writable meanwhile (the caller holds the MemoryManager's reader locks, see
-// mm::GuestSegments).
+// Sentry thread serving it. The guest's pages need not stay locked: the
+// guest side writes through the address space's own mapping, like a guest
+// store, and the MemoryManager unmaps pages from it before it frees them,
+// so a racing munmap or fork makes that write fail or land in the mm's own
+// memory, never in a page another process got.
 #ifndef PLATFORM_GUEST_COPY_H_
 #define PLATFORM_GUEST_COPY_H_
 
@@ -35,10 +37,11 @@ class GuestCopier {
  public:
   // Queues up to `len` bytes of host file `fd` from `offset` for the guest
   // side to copy to guest address `addr`. Returns the bytes queued: fewer
-  // than `len` only at the end of the file, 0 if nothing was queued (no
-  // idle guest side now, another copy of the same address space in flight,
-  // the pipe could not be set up, or splice failed: the caller copies
-  // everything itself). A non-zero Start must be followed by Finish.
+  // than `len` at the end of the file or when the pipe holds less, 0 if
+  // nothing was queued (no idle guest side now, another copy of the same
+  // address space in flight, the pipe could not be set up, or splice
+  // failed: the caller copies everything itself). A non-zero Start must be
+  // followed by Finish; the caller copies whatever Finish does not report.
   virtual size_t Start(int fd, uint64_t offset, uintptr_t addr, size_t len) = 0;
   // Waits for the guest side and returns how many of the queued bytes it
   // copied, counted from the start (at most what Start queued). The rest

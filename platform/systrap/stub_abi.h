@@ -112,8 +112,10 @@ struct stub_source_ctl {
   uint32_t ready;       /* futex: source sets 1 once it waits for requests */
   uint32_t req_seq;     /* futex: Sentry increments to request a stub */
   uint32_t done_seq;    /* futex: source sets to req_seq when answered */
-  int32_t fd_sent;      /* fds the source sent: 0, 1 (the reply pipe's read
-                           end) or 3 (and the data pipe's read, write end) */
+  int32_t fd_sent;      /* messages (one fd each) the source queued: the
+                           reply pipe's read end, then the data pipe's read
+                           and write ends; the data pipe is used only if
+                           all three came */
   uint64_t shared_off;  /* memfd offset of the new stub's request page */
   int64_t result;       /* new stub pid or -errno */
   uint64_t thread0_off; /* memfd offset of thread 0's region (after guard) */

@@ -62,6 +62,13 @@ constexpr absl::Duration kStubReplyDeadline = absl::Seconds(5);
 // Capacity of a stub's data pipe: the most a guest-side copy queues (the
 // default pipe-max-size, which an unprivileged process may set).
 constexpr int kDataPipeBytes = 1 << 20;
+// At most this many stubs hold such a pipe at once: its capacity counts
+// against the Sentry user's pipe-user-pages-soft (64 MiB, host-wide for
+// that uid), past which every new pipe of the uid gets two pages.
+constexpr int kMaxDataPipes = 16;
+// A guest-side copy not reported within this is withdrawn, and the stub
+// makes no more (a guest thread can forge the slot words Finish waits on).
+constexpr uint64_t kGuestCopyDeadlineNs = 2000000;
 constexpr uint64_t kXFeatureMaskXtileData = 1ull << 18;
 
 static_assert(sizeof(stub_regs) == sizeof(user_regs_struct));
@@ -302,6 +309,9 @@ class Stub {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(assist_mu_);
   // Empties the data pipe (what a copy left behind).
   void DrainLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(assist_mu_);
+  // No more guest-side copies for this stub (one was not reported in time:
+  // a late read by its stub thread then finds the pipe empty).
+  void StopCopiesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(assist_mu_);
   // Kills the process and reaps it.
   void Kill();
 
@@ -341,9 +351,11 @@ class Stub {
   std::atomic<bool> reaped_{false};
 
   absl::Mutex assist_mu_;
-  // The data pipe's capacity once set (F_SETPIPE_SZ), 0 before, -1 if it
-  // could not be (then no guest-side copies).
+  // The data pipe's capacity once set (F_SETPIPE_SZ, counted in the
+  // platform's data_pipes), 0 before, -1 if it could not be or copies were
+  // stopped (then no guest-side copies).
   long pipe_cap_ ABSL_GUARDED_BY(assist_mu_) = 0;
+  bool counted_pipe_ ABSL_GUARDED_BY(assist_mu_) = false;
 
   // Serialises requests: one request (and its reply packets) at a time, so
   // replies arrive in request order.
@@ -400,7 +412,12 @@ class SystrapContext final : public Context, public GuestCopier {
  public:
   explicit SystrapContext(SystrapPlatform* plat) : plat_(plat) {}
   ~SystrapContext() override {
-    if (internal::guest_copier == this) internal::guest_copier = nullptr;
+    // The thread-locals point into this Context and its slot (a Context is
+    // destroyed on the thread that ran it).
+    if (internal::guest_copier == this) {
+      internal::guest_copier = nullptr;
+      internal::long_work_flag = nullptr;
+    }
     Unbind();
   }
 
@@ -411,8 +428,11 @@ class SystrapContext final : public Context, public GuestCopier {
 
   // GuestCopier: the stub thread serving this Context copies, from its
   // spin in handoff() (stub.c: assist).
-  size_t Start(int fd, uint64_t offset, uintptr_t addr, size_t len) override;
-  size_t Finish() override;
+  // Start returns holding stub_->assist_mu() when it queued anything;
+  // Finish releases it (hence no thread-safety analysis).
+  size_t Start(int fd, uint64_t offset, uintptr_t addr,
+               size_t len) override ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  size_t Finish() override ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
  private:
   void Unbind();
@@ -525,6 +545,9 @@ class SystrapPlatform final : public Platform {
   // Number of Switch calls in progress; spinning is allowed only while
   // twice that fits in the CPUs (one CPU for the guest, one for the spinner).
   std::atomic<int> active_switches{0};
+  // Stubs whose data pipe was enlarged for guest-side copies (at most
+  // kMaxDataPipes; Stub::QueueLocked).
+  std::atomic<int> data_pipes{0};
   bool MaySpin() const {
     return opts_.spin && features_.cpus > 1 &&
            2 * active_switches.load(std::memory_order_relaxed) <=
@@ -588,6 +611,10 @@ Stub::~Stub() {
   }
   plat_->memory_file().Free(shared_off_, 2 * kPage);
   close(reply_fd_);
+  {
+    absl::MutexLock l(&assist_mu_);
+    if (counted_pipe_) plat_->data_pipes.fetch_sub(1);
+  }
   if (data_rfd_ >= 0) close(data_rfd_);
   if (data_wfd_ >= 0) close(data_wfd_);
   close(pidfd_);
@@ -596,11 +623,16 @@ Stub::~Stub() {
 size_t Stub::QueueLocked(int fd, uint64_t offset, size_t len) {
   if (data_wfd_ < 0 || dead()) return 0;
   if (pipe_cap_ == 0) {
-    // Lazily, for stubs that stream: the capacity counts against the
-    // user's pipe-user-pages-soft (64 MiB), which an unprivileged Sentry
-    // cannot exceed; a pipe that stays small just means no copies.
-    const int cap = fcntl(data_wfd_, F_SETPIPE_SZ, kDataPipeBytes);
-    pipe_cap_ = cap >= static_cast<int>(kDataPipeBytes) ? cap : -1;
+    // Lazily, for stubs that stream, and for a bounded number of them (see
+    // kMaxDataPipes); a pipe that stays small just means no copies.
+    pipe_cap_ = -1;
+    if (plat_->data_pipes.fetch_add(1) < kMaxDataPipes) {
+      counted_pipe_ = true;
+      const int cap = fcntl(data_wfd_, F_SETPIPE_SZ, kDataPipeBytes);
+      if (cap >= kDataPipeBytes) pipe_cap_ = cap;
+    } else {
+      plat_->data_pipes.fetch_sub(1);
+    }
   }
   if (pipe_cap_ < 0) return 0;
   len = std::min<size_t>(len, static_cast<size_t>(pipe_cap_));
@@ -610,6 +642,11 @@ size_t Stub::QueueLocked(int fd, uint64_t offset, size_t len) {
     n = splice(fd, &off, data_wfd_, nullptr, len, SPLICE_F_NONBLOCK);
   } while (n < 0 && errno == EINTR);
   return n > 0 ? static_cast<size_t>(n) : 0;
+}
+
+void Stub::StopCopiesLocked() {
+  DrainLocked();
+  pipe_cap_ = -1;
 }
 
 void Stub::DrainLocked() {
@@ -1006,7 +1043,10 @@ size_t SystrapContext::Finish() {
   Stub* st = stub_.get();
   const uint32_t seq = t->assist_seq;
   bool done = false;
-  const uint64_t yield_after = __rdtsc() + plat_->spin_ticks();
+  const uint64_t start = __rdtsc();
+  const uint64_t yield_after = start + plat_->spin_ticks();
+  const uint64_t deadline =
+      start + static_cast<uint64_t>(kGuestCopyDeadlineNs * TscPerNs());
   for (;;) {
     if (Load(&s->assist_done) == seq) {
       done = true;
@@ -1020,15 +1060,28 @@ size_t SystrapContext::Finish() {
       Store(&s->assist_done, seq);
       break;
     }
+    const uint64_t now = __rdtsc();
+    if (now > deadline) {
+      // A stub preempted for that long, or a guest thread forging the
+      // words above: withdraw, and make no more copies for this stub, so
+      // that a late read of its thread finds the pipe empty. (That late
+      // read writes this request's bytes into its own buffer before the
+      // guest thread resumes, which is when the read returns to it.)
+      Store(&s->assist_done, seq);
+      st->StopCopiesLocked();
+      break;
+    }
     // Preempted mid-copy: let it run if it was moved here.
-    if (__rdtsc() > yield_after) {
+    if (now > yield_after) {
       sched_yield();
     } else {
       _mm_pause();
     }
   }
-  const uint64_t got =
-      done ? std::min<uint64_t>(s->assist_got, assist_queued_) : 0;
+  // Guest-writable: read once. A forged count only concerns the guest's
+  // own buffer, and what it leaves in the pipe only this stub's next copy.
+  const uint64_t reported = __atomic_load_n(&s->assist_got, __ATOMIC_RELAXED);
+  const uint64_t got = done ? std::min<uint64_t>(reported, assist_queued_) : 0;
   if (got < assist_queued_) st->DrainLocked();
   assist_queued_ = 0;
   st->assist_mu().Unlock();

@@ -1164,6 +1164,54 @@ TEST_F(SystrapTest, FailedGuestSideCopyLeavesNothingBehind) {
   close(fd);
 }
 
+// A copy the stub does not report in time (here: the stub process is
+// stopped; a guest thread forging the slot's words looks the same to the
+// Sentry) is withdrawn after a bounded wait, and that stub makes no more.
+TEST_F(SystrapTest, UnreportedGuestSideCopyIsWithdrawnInTime) {
+  if (ProbeSystrapFeatures().cpus < 2) {
+    GTEST_SKIP() << "needs two CPUs: the stub spins on the other one";
+  }
+  constexpr size_t kLen = 256 * 1024;
+  std::vector<uint8_t> data(kLen, 0x5a);
+  char path[] = "/tmp/guest_copy_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  ASSERT_EQ(pwrite(fd, data.data(), kLen, 0), static_cast<ssize_t>(kLen));
+  constexpr uintptr_t kBuf = 0x10000000;
+  const uint64_t buf_off = Alloc(kLen);
+  ASSERT_TRUE(as_->MapFile(kBuf, buf_off, kLen, PROT_READ | PROT_WRITE).ok());
+  Code({0x0f, 0x05, 0xeb, 0xfc});  // 1: syscall; jmp 1b
+  CpuState s = Start();
+  const pid_t stub = SystrapStubPid(*as_);
+  bool withdrawn = false;
+  for (int attempt = 0; attempt < 500 && !withdrawn; ++attempt) {
+    ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+    HintLongWork();
+    GuestCopier* c = CurrentGuestCopier();
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(kill(stub, SIGSTOP), 0);
+    const size_t q = c->Start(fd, 0, kBuf, kLen);
+    if (q == 0) {  // it was asleep already
+      ASSERT_EQ(kill(stub, SIGCONT), 0);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(c->Finish(), 0u);
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    ASSERT_EQ(kill(stub, SIGCONT), 0);
+    EXPECT_LT(waited, std::chrono::milliseconds(500));
+    withdrawn = true;
+    // No more copies for this stub; the guest runs on.
+    EXPECT_EQ(c->Start(fd, 0, kBuf, kLen), 0u);
+  }
+  if (!withdrawn) GTEST_SKIP() << "the stub never spun (no idle CPU)";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(ctx_->Switch(*as_, s).reason, SwitchReason::kSyscall);
+  }
+  close(fd);
+}
+
 // The stub's address space holds the stub region and the guest's mappings,
 // nothing inherited from the Sentry.
 TEST_F(SystrapTest, StubAddressSpaceIsClean) {

@@ -289,7 +289,7 @@ KResult<size_t> GoferRegularFile::ReadToGuest(vfs::GuestIo& dst,
   // A long read: the guest side copies the tail from the host file while
   // this thread preads the head (platform/guest_copy.h); 5/8 here balances
   // the two (the guest side starts later and reads through a pipe).
-  size_t head = want, queued = 0;
+  size_t head = want, queued = 0;  // queued: what the guest side was given
   platform::GuestCopier* copier = nullptr;
   if (want >= platform::kGuestCopyMinBytes) {
     head = (want / 8 * 5) & ~(kPage - 1);
@@ -301,10 +301,12 @@ KResult<size_t> GoferRegularFile::ReadToGuest(vfs::GuestIo& dst,
   if (copier != nullptr) {
     const size_t got = copier->Finish();
     if (r.ok() && *r == head) {
-      if (got == queued) return head + got;
-      // What the guest side did not copy (it was asleep, or a guest thread
-      // took the pipe's bytes): from the file, as if it had not helped.
-      KResult<size_t> rest = read_range(head + got, head + queued);
+      // The rest from the file: what the guest side did not copy (it was
+      // asleep, a guest thread took the pipe's bytes), and what it was not
+      // given (more than the pipe holds). At the end of the file this
+      // costs one pread that returns 0.
+      if (got == want - head) return want;
+      KResult<size_t> rest = read_range(head + got, want);
       if (!rest.ok()) return head + got;
       return *rest;
     }
