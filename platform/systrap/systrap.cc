@@ -67,8 +67,11 @@ constexpr int kDataPipeBytes = 1 << 20;
 // that uid), past which every new pipe of the uid gets two pages.
 constexpr int kMaxDataPipes = 16;
 // A guest-side copy not reported within this is withdrawn, and the stub
-// makes no more (a guest thread can forge the slot words Finish waits on).
-constexpr uint64_t kGuestCopyDeadlineNs = 2000000;
+// makes no more (a guest thread can forge the slot words Finish waits on,
+// so it can hold its Sentry thread this long once per stub). Generous: the
+// first copy into a buffer the guest never touched takes a host page fault
+// per page in the stub (~2.5 ms for 1 MiB in a VM with shadow paging).
+constexpr uint64_t kGuestCopyDeadlineNs = 100000000;
 constexpr uint64_t kXFeatureMaskXtileData = 1ull << 18;
 
 static_assert(sizeof(stub_regs) == sizeof(user_regs_struct));

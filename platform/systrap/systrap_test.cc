@@ -1053,23 +1053,41 @@ TEST_F(SystrapTest, StubHoldsOnlyTheMemoryFileAndItsPipes) {
   EXPECT_EQ(ours_data, 2);
 }
 
+// Guest-side copies need a second CPU for the stub to spin on.
+class GuestCopyTest : public SystrapTest {
+ protected:
+  void SetUp() override {
+    if (ProbeSystrapFeatures().cpus < 2) {
+      GTEST_SKIP() << "needs two CPUs: the stub spins on the other one";
+    }
+    SystrapTest::SetUp();
+  }
+  // An unlinked host file holding `data`, or -1.
+  static int HostFile(const std::vector<uint8_t>& data) {
+    char path[] = "/tmp/guest_copy_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    unlink(path);
+    if (pwrite(fd, data.data(), data.size(), 0) !=
+        static_cast<ssize_t>(data.size())) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+};
+
 // A guest-side copy (platform/guest_copy.h): the stub thread, spinning on
 // another CPU while the Sentry serves its request, reads the bytes the
 // Sentry queued into the guest's buffer; at the end of the file fewer are
 // queued. Only possible with a free CPU for the stub to spin on.
-TEST_F(SystrapTest, GuestSideCopyFillsTheGuestBuffer) {
-  if (ProbeSystrapFeatures().cpus < 2) {
-    GTEST_SKIP() << "needs two CPUs: the stub spins on the other one";
-  }
+TEST_F(GuestCopyTest, GuestSideCopyFillsTheGuestBuffer) {
   constexpr size_t kFile = 3 << 20, kLen = 1 << 20;
   std::vector<uint8_t> data(kFile);
   for (size_t i = 0; i < kFile; ++i)
     data[i] = static_cast<uint8_t>(i * 7 + i / 4096);
-  char path[] = "/tmp/guest_copy_XXXXXX";
-  int fd = mkstemp(path);
+  const int fd = HostFile(data);
   ASSERT_GE(fd, 0);
-  unlink(path);
-  ASSERT_EQ(pwrite(fd, data.data(), kFile, 0), static_cast<ssize_t>(kFile));
   constexpr uintptr_t kBuf = 0x10000000;
   const uint64_t buf_off = Alloc(2 * kLen);
   ASSERT_TRUE(
@@ -1114,20 +1132,13 @@ TEST_F(SystrapTest, GuestSideCopyFillsTheGuestBuffer) {
 // A copy the stub could not make (its destination is not mapped: the read
 // fails with EFAULT) comes back empty, and leaves the pipe empty: the next
 // copy gets its own bytes, not the leftovers.
-TEST_F(SystrapTest, FailedGuestSideCopyLeavesNothingBehind) {
-  if (ProbeSystrapFeatures().cpus < 2) {
-    GTEST_SKIP() << "needs two CPUs: the stub spins on the other one";
-  }
+TEST_F(GuestCopyTest, FailedGuestSideCopyLeavesNothingBehind) {
   constexpr size_t kLen = 256 * 1024;
   std::vector<uint8_t> data(2 * kLen);
   for (size_t i = 0; i < data.size(); ++i)
     data[i] = static_cast<uint8_t>(i / 3);
-  char path[] = "/tmp/guest_copy_XXXXXX";
-  int fd = mkstemp(path);
+  const int fd = HostFile(data);
   ASSERT_GE(fd, 0);
-  unlink(path);
-  ASSERT_EQ(pwrite(fd, data.data(), data.size(), 0),
-            static_cast<ssize_t>(data.size()));
   constexpr uintptr_t kBuf = 0x10000000;
   const uint64_t buf_off = Alloc(kLen);
   ASSERT_TRUE(as_->MapFile(kBuf, buf_off, kLen, PROT_READ | PROT_WRITE).ok());
@@ -1167,17 +1178,11 @@ TEST_F(SystrapTest, FailedGuestSideCopyLeavesNothingBehind) {
 // A copy the stub does not report in time (here: the stub process is
 // stopped; a guest thread forging the slot's words looks the same to the
 // Sentry) is withdrawn after a bounded wait, and that stub makes no more.
-TEST_F(SystrapTest, UnreportedGuestSideCopyIsWithdrawnInTime) {
-  if (ProbeSystrapFeatures().cpus < 2) {
-    GTEST_SKIP() << "needs two CPUs: the stub spins on the other one";
-  }
+TEST_F(GuestCopyTest, UnreportedGuestSideCopyIsWithdrawnInTime) {
   constexpr size_t kLen = 256 * 1024;
   std::vector<uint8_t> data(kLen, 0x5a);
-  char path[] = "/tmp/guest_copy_XXXXXX";
-  int fd = mkstemp(path);
+  const int fd = HostFile(data);
   ASSERT_GE(fd, 0);
-  unlink(path);
-  ASSERT_EQ(pwrite(fd, data.data(), kLen, 0), static_cast<ssize_t>(kLen));
   constexpr uintptr_t kBuf = 0x10000000;
   const uint64_t buf_off = Alloc(kLen);
   ASSERT_TRUE(as_->MapFile(kBuf, buf_off, kLen, PROT_READ | PROT_WRITE).ok());
