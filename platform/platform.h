@@ -21,6 +21,7 @@
 #include <sys/user.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -144,6 +145,10 @@ class Platform {
                      uint32_t out[4]) const = 0;
 
   virtual MemoryFile& memory_file() = 0;
+
+  // One line of where the platform's time went since creation (start-up
+  // profiling: `runsc do --strace-summary`), or "".
+  virtual std::string StatsSummary() const { return ""; }
 };
 
 }  // namespace sandbox::platform

@@ -551,6 +551,25 @@ class SystrapPlatform final : public Platform {
   // Stubs whose data pipe was enlarged for guest-side copies (at most
   // kMaxDataPipes; Stub::QueueLocked).
   std::atomic<int> data_pipes{0};
+
+  // Where the time went (StatsSummary; relaxed counters).
+  struct Timed {
+    std::atomic<uint64_t> n{0}, ticks{0}, max{0};
+    void Add(uint64_t t) {
+      n.fetch_add(1, std::memory_order_relaxed);
+      ticks.fetch_add(t, std::memory_order_relaxed);
+      uint64_t m = max.load(std::memory_order_relaxed);
+      while (t > m &&
+             !max.compare_exchange_weak(m, t, std::memory_order_relaxed)) {
+      }
+    }
+  };
+  struct Stats {
+    Timed stub_calls;  // Stub::Call: mmap/munmap/mprotect/clone in a stub
+    std::atomic<uint64_t> copies{0}, copies_full{0}, copies_withdrawn{0};
+  };
+  Stats& stats() { return stats_; }
+  std::string StatsSummary() const override;
   bool MaySpin() const {
     return opts_.spin && features_.cpus > 1 &&
            2 * active_switches.load(std::memory_order_relaxed) <=
@@ -569,6 +588,7 @@ class SystrapPlatform final : public Platform {
   void WatchLoop();
 
   std::unique_ptr<MemoryFile> mf_;
+  Stats stats_;
   const SystrapOptions opts_;
   const SystrapFeatures features_;
   CpuidTable cpuid_;
@@ -765,6 +785,12 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
                                    uint64_t a2, uint64_t a3, uint64_t a4,
                                    uint64_t a5, uint64_t ss_sp,
                                    uint64_t ss_size) {
+  const uint64_t t0 = __rdtsc();
+  struct Count {
+    SystrapPlatform* plat;
+    uint64_t t0;
+    ~Count() { plat->stats().stub_calls.Add(__rdtsc() - t0); }
+  } count{plat_, t0};
   absl::MutexLock l(&req_mu_);
   if (dead()) return absl::UnavailableError("stub process died");
   // Thread 0's reply precedes every request's.
@@ -1035,6 +1061,7 @@ size_t SystrapContext::Start(int fd, uint64_t offset, uintptr_t addr,
   s->assist_addr = addr;
   s->assist_len = queued;
   Store(&s->assist_seq, ++t->assist_seq);
+  plat_->stats().copies.fetch_add(1, std::memory_order_relaxed);
   assist_queued_ = queued;
   return queued;
 }
@@ -1085,6 +1112,9 @@ size_t SystrapContext::Finish() {
   // own buffer, and what it leaves in the pipe only this stub's next copy.
   const uint64_t reported = __atomic_load_n(&s->assist_got, __ATOMIC_RELAXED);
   const uint64_t got = done ? std::min<uint64_t>(reported, assist_queued_) : 0;
+  plat_->stats().copies_full.fetch_add(got == assist_queued_,
+                                       std::memory_order_relaxed);
+  plat_->stats().copies_withdrawn.fetch_add(!done, std::memory_order_relaxed);
   if (got < assist_queued_) st->DrainLocked();
   assist_queued_ = 0;
   st->assist_mu().Unlock();
@@ -1402,6 +1432,20 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
 
 // ---------------------------------------------------------------------------
 // Platform
+
+std::string SystrapPlatform::StatsSummary() const {
+  const double per_ns = TscPerNs();
+  auto get = [](const std::atomic<uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  };
+  const Timed& c = stats_.stub_calls;
+  return absl::StrFormat(
+      "systrap: %d stub calls (mmap/munmap/mprotect/clone), %.1f ms waited "
+      "(max %.0f us); %d guest-side copies (%d whole, %d withdrawn)\n",
+      get(c.n), get(c.ticks) / per_ns / 1e6, get(c.max) / per_ns / 1e3,
+      get(stats_.copies), get(stats_.copies_full),
+      get(stats_.copies_withdrawn));
+}
 
 SystrapPlatform::~SystrapPlatform() {
   if (stop_fd_ >= 0) {

@@ -21,6 +21,7 @@
 #include "sentry/boot/root_fs.h"
 #include "sentry/confine/confine.h"
 #include "sentry/confine/seccomp.h"
+#include "sentry/fs/gofer/filesystem.h"
 #include "sentry/fs/host/host_file.h"
 #include "sentry/fs/sys/synthetic.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
@@ -288,6 +289,8 @@ int BootMain(int argc, char** argv) {
   if (spec.strace_summary) {
     kernel::WriteDebug(table->Summary());
     kernel::WriteDebug(mm::StatsSummary());
+    kernel::WriteDebug(fs::gofer::GoferStatsSummary());
+    kernel::WriteDebug(plat->StatsSummary());
   }
   std::optional<std::string> fatal = k->fatal_error();
   // What still refers to the root's dentries and files goes before the kernel

@@ -1,15 +1,52 @@
 #include "sentry/fs/gofer/filesystem.h"
 
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
 #include "sentry/fs/gofer/directory.h"
 #include "sentry/fs/gofer/inode.h"
 #include "sentry/fs/gofer/regular_file.h"
 
 namespace sandbox::fs::gofer {
+
+CallStats& GoferCallStats() {
+  static CallStats* stats = new CallStats();
+  return *stats;
+}
+
+namespace {
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + ts.tv_nsec;
+}
+}  // namespace
+
+CallTimer::CallTimer() : start_ns_(MonotonicNs()) {}
+
+CallTimer::~CallTimer() {
+  const uint64_t ns = MonotonicNs() - start_ns_;
+  CallStats& s = GoferCallStats();
+  s.calls.fetch_add(1, std::memory_order_relaxed);
+  s.wait_ns.fetch_add(ns, std::memory_order_relaxed);
+  uint64_t max = s.max_ns.load(std::memory_order_relaxed);
+  while (ns > max &&
+         !s.max_ns.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
+  }
+}
+
+std::string GoferStatsSummary() {
+  CallStats& s = GoferCallStats();
+  return absl::StrFormat("gofer: %d calls, %.1f ms waited (max %.0f us)\n",
+                         s.calls.load(std::memory_order_relaxed),
+                         s.wait_ns.load(std::memory_order_relaxed) / 1e6,
+                         s.max_ns.load(std::memory_order_relaxed) / 1e3);
+}
+
 namespace {
 
 constexpr uint32_t kMaxLinuxErrno = 133;  // EHWPOISON

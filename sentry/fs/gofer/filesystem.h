@@ -60,6 +60,27 @@ namespace sandbox::fs::gofer {
 
 namespace wire = ::gofer;
 
+// Process-wide: Gofer calls of every gofer file system, and the time the
+// callers waited for them (start-up profiling: `runsc do --strace-summary`).
+struct CallStats {
+  std::atomic<uint64_t> calls{0}, wait_ns{0}, max_ns{0};
+};
+CallStats& GoferCallStats();
+// "gofer: N calls, T ms waited (max M us)" for the strace summary.
+std::string GoferStatsSummary();
+// Counts one call in GoferCallStats, timed from construction to
+// destruction.
+class CallTimer {
+ public:
+  CallTimer();
+  ~CallTimer();
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+
+ private:
+  uint64_t start_ns_;
+};
+
 inline constexpr uint64_t kV9fsMagic = 0x01021997;  // V9FS_MAGIC
 
 // How exclusive mounts list directories (directory.h).
@@ -140,12 +161,13 @@ class GoferFilesystem final : public vfs::Filesystem {
     return file_data_bytes_.load(std::memory_order_relaxed);
   }
 
-  // Every Gofer call goes through here: counts it and maps its error (see
-  // MapError).
+  // Every Gofer call goes through here: counts it, times it (CallStats)
+  // and maps its error (see MapError).
   template <typename Req>
   KResult<void> Call(const Req& req, typename wire::Rpc<Req>::Reply* resp,
                      wire::UniqueFd* fd = nullptr) {
     rpcs_.fetch_add(1, std::memory_order_relaxed);
+    CallTimer timer;
     if constexpr (std::is_same_v<Req, wire::WalkReq>) {
       calls_.walk.fetch_add(1, std::memory_order_relaxed);
     } else if constexpr (std::is_same_v<Req, wire::GetdentsReq>) {
