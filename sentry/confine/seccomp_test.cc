@@ -177,14 +177,28 @@ TEST(SentryAllowlistTest, IoctlAndFcntlArePinned) {
   EXPECT_EQ(Evaluate(rules, SYS_ioctl, {1, TIOCSTI}), Verdict::kDenied);
   EXPECT_EQ(Evaluate(rules, SYS_ioctl, {1, TIOCSCTTY}), Verdict::kDenied);
   EXPECT_EQ(Evaluate(rules, SYS_ioctl, {1, FIONBIO}), Verdict::kDenied);
-  for (int cmd : {F_GETFD, F_SETFD, F_GETFL, F_SETFL}) {
+  // F_SETPIPE_SZ: the stubs' data pipes (platform/guest_copy.h).
+  for (int cmd : {F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_SETPIPE_SZ}) {
     EXPECT_EQ(Evaluate(rules, SYS_fcntl, {1, uint64_t(cmd)}), Verdict::kAllow);
   }
   for (int cmd : {F_DUPFD, F_DUPFD_CLOEXEC, F_SETLK, F_SETOWN, F_SETSIG,
-                  F_SETLEASE, F_NOTIFY, F_SETPIPE_SZ, F_ADD_SEALS}) {
+                  F_SETLEASE, F_NOTIFY, F_GETPIPE_SZ, F_ADD_SEALS}) {
     EXPECT_EQ(Evaluate(rules, SYS_fcntl, {1, uint64_t(cmd)}), Verdict::kDenied)
         << cmd;
   }
+}
+
+TEST(SentryAllowlistTest, SpliceOnlyNonBlocking) {
+  // Guest-side copies queue a host file's bytes in a stub's data pipe; a
+  // blocking splice could hang a Sentry thread on a full pipe.
+  auto rules = Rules();
+  EXPECT_EQ(Evaluate(rules, SYS_splice, {3, 0, 4, 0, 4096, SPLICE_F_NONBLOCK}),
+            Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_splice, {3, 0, 4, 0, 4096, 0}),
+            Verdict::kDenied);
+  EXPECT_EQ(Evaluate(rules, SYS_splice,
+                     {3, 0, 4, 0, 4096, SPLICE_F_NONBLOCK | SPLICE_F_MORE}),
+            Verdict::kDenied);
 }
 
 TEST(SentryAllowlistTest, SignalsArePinned) {
