@@ -26,25 +26,47 @@ uint64_t MonotonicNs() {
 }
 }  // namespace
 
-CallTimer::CallTimer() : start_ns_(MonotonicNs()) {}
+CallTimer::CallTimer(wire::MessageType type)
+    : type_(static_cast<uint16_t>(type)), start_ns_(MonotonicNs()) {}
+
+namespace {
+void CountIn(CallStats::Type& t, uint64_t ns) {
+  t.calls.fetch_add(1, std::memory_order_relaxed);
+  t.wait_ns.fetch_add(ns, std::memory_order_relaxed);
+  uint64_t max = t.max_ns.load(std::memory_order_relaxed);
+  while (ns > max &&
+         !t.max_ns.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
 
 CallTimer::~CallTimer() {
   const uint64_t ns = MonotonicNs() - start_ns_;
   CallStats& s = GoferCallStats();
-  s.calls.fetch_add(1, std::memory_order_relaxed);
-  s.wait_ns.fetch_add(ns, std::memory_order_relaxed);
-  uint64_t max = s.max_ns.load(std::memory_order_relaxed);
-  while (ns > max &&
-         !s.max_ns.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
-  }
+  CountIn(s.all, ns);
+  if (type_ <= wire::kMaxMessageType) CountIn(s.by_type[type_], ns);
 }
 
 std::string GoferStatsSummary() {
   CallStats& s = GoferCallStats();
-  return absl::StrFormat("gofer: %d calls, %.1f ms waited (max %.0f us)\n",
-                         s.calls.load(std::memory_order_relaxed),
-                         s.wait_ns.load(std::memory_order_relaxed) / 1e6,
-                         s.max_ns.load(std::memory_order_relaxed) / 1e3);
+  auto get = [](const std::atomic<uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  };
+  std::string out = absl::StrFormat(
+      "gofer: %d calls, %.1f ms waited (max %.0f us)", get(s.all.calls),
+      get(s.all.wait_ns) / 1e6, get(s.all.max_ns) / 1e3);
+  const char* sep = ": ";
+  for (uint16_t t = 1; t <= wire::kMaxMessageType; ++t) {
+    const CallStats::Type& c = s.by_type[t];
+    if (get(c.calls) == 0) continue;
+    absl::StrAppendFormat(
+        &out, "%s%s %d in %.1f ms (max %.0f us)", sep,
+        wire::MessageTypeName(static_cast<wire::MessageType>(t)), get(c.calls),
+        get(c.wait_ns) / 1e6, get(c.max_ns) / 1e3);
+    sep = ", ";
+  }
+  out += "\n";
+  return out;
 }
 
 namespace {

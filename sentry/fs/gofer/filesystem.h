@@ -60,24 +60,31 @@ namespace sandbox::fs::gofer {
 
 namespace wire = ::gofer;
 
-// Process-wide: Gofer calls of every gofer file system, and the time the
-// callers waited for them (start-up profiling: `runsc do --strace-summary`).
+// Process-wide: Gofer calls of every gofer file system by message type, and
+// the time the callers waited for them (start-up profiling: `runsc do
+// --strace-summary`).
 struct CallStats {
-  std::atomic<uint64_t> calls{0}, wait_ns{0}, max_ns{0};
+  struct Type {
+    std::atomic<uint64_t> calls{0}, wait_ns{0}, max_ns{0};
+  };
+  Type all;
+  Type by_type[wire::kMaxMessageType + 1];
 };
 CallStats& GoferCallStats();
-// "gofer: N calls, T ms waited (max M us)" for the strace summary.
+// "gofer: N calls, T ms waited (max M us); walk N T ms, ..." for the strace
+// summary.
 std::string GoferStatsSummary();
-// Counts one call in GoferCallStats, timed from construction to
+// Counts one call of `type` in GoferCallStats, timed from construction to
 // destruction.
 class CallTimer {
  public:
-  CallTimer();
+  explicit CallTimer(wire::MessageType type);
   ~CallTimer();
   CallTimer(const CallTimer&) = delete;
   CallTimer& operator=(const CallTimer&) = delete;
 
  private:
+  const uint16_t type_;
   uint64_t start_ns_;
 };
 
@@ -167,7 +174,7 @@ class GoferFilesystem final : public vfs::Filesystem {
   KResult<void> Call(const Req& req, typename wire::Rpc<Req>::Reply* resp,
                      wire::UniqueFd* fd = nullptr) {
     rpcs_.fetch_add(1, std::memory_order_relaxed);
-    CallTimer timer;
+    CallTimer timer(wire::Rpc<Req>::kType);
     if constexpr (std::is_same_v<Req, wire::WalkReq>) {
       calls_.walk.fetch_add(1, std::memory_order_relaxed);
     } else if constexpr (std::is_same_v<Req, wire::GetdentsReq>) {
