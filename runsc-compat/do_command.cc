@@ -66,7 +66,11 @@ Flags:
                       unless ':ro'. Repeatable. GUEST is created if missing
                       and its parent is writable (e.g. below /tmp).
   --strace            log every syscall with its arguments and result
-  --strace-summary    print a per-syscall count table when the sandbox ends
+  --strace-summary    print a per-syscall count table when the sandbox
+                      ends, then where time went outside syscalls: guest
+                      faults and host mappings (mm), Gofer calls by type
+                      with the time waited (gofer), stub calls and
+                      guest-side copies (systrap)
   --debug-log=FILE    write strace and debug lines to FILE (default: stderr)
   --hostname=NAME     the sandbox's host name (default: the host's)
   --unconfined        debugging only: the Sentry skips its confinement

@@ -199,6 +199,13 @@ TEST_F(RunscDoTest, Strace) {
   EXPECT_NE(r.err.find("exit_group(0) = 0"), std::string::npos);
   EXPECT_NE(r.err.find("calls     errors syscall"), std::string::npos);
   EXPECT_NE(r.err.find(" total"), std::string::npos);
+  // Where time went outside syscalls: the program was loaded from the
+  // Gofer (Attach, Walk, Open) and mapped by the stub.
+  EXPECT_NE(r.err.find("\nmm: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\ngofer: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Attach 1 in"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nsystrap: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" stub calls "), std::string::npos) << r.err;
   // Without the flags, no strace lines.
   r = RunRunsc({"do", "--", Program("hello")});
   EXPECT_EQ(r.err, "to stderr\n");
