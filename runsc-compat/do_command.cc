@@ -65,7 +65,9 @@ Flags:
                       own connection; writable (writes reach the host)
                       unless ':ro'. Repeatable. GUEST is created if missing
                       and its parent is writable (e.g. below /tmp).
-  --strace            log every syscall with its arguments and result
+  --strace            log every syscall with its arguments and result, as
+                      strace -tt -T does: entry time, then the time the
+                      Sentry took in <seconds>
   --strace-summary    print a per-syscall count table when the sandbox
                       ends, then where time went outside syscalls: guest
                       faults and host mappings (mm), Gofer calls by type

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -743,7 +744,11 @@ TEST_F(SyscallsTest, StraceLine) {
   char out[512] = {};
   ASSERT_GT(read(p[0], out, sizeof(out) - 1), 0);
   std::string s(out);
-  EXPECT_NE(s.find("[    1] write(1, \"hi\\n\", 3) = 3\n"), std::string::npos)
+  // As strace -tt -T: the tid, when the call entered (Unix seconds, to the
+  // microsecond), the call, its result, and how long it took.
+  EXPECT_TRUE(std::regex_search(
+      s, std::regex("\\[    1\\] [0-9]{10}\\.[0-9]{6} write\\(1, \"hi\\\\n\", "
+                    "3\\) = 3 <[0-9]+\\.[0-9]{6}>\n")))
       << s;
   EXPECT_NE(s.find("close(99) = -1 EBADF (Bad file descriptor)"),
             std::string::npos)

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "sentry/kernel/log.h"
 
 namespace sandbox::syscalls {
@@ -130,7 +132,9 @@ KResult<uint64_t> SyscallTable::Dispatch(Task& task, uint64_t nr,
   if (e == nullptr || e->support != Support::kFull) LogOnce(nr, e);
 
   std::string line;
+  absl::Time start;
   if (strace_.log_calls) {
+    start = absl::Now();
     const char* name = nr < abi::kMaxSyscall ? entries_[nr].name : nullptr;
     std::string decoded =
         e != nullptr && e->format != nullptr
@@ -138,9 +142,15 @@ KResult<uint64_t> SyscallTable::Dispatch(Task& task, uint64_t nr,
             : absl::StrFormat("%#x, %#x, %#x, %#x, %#x, %#x", args.v[0],
                               args.v[1], args.v[2], args.v[3], args.v[4],
                               args.v[5]);
+    // As strace -tt -T: when the call entered (seconds since the Unix epoch,
+    // to the microsecond) and, after the result, how long the Sentry took.
+    const int64_t us = absl::ToUnixMicros(start);
+    const std::string when =
+        absl::StrFormat("%d.%06d", us / 1000000, us % 1000000);
     line = name != nullptr
-               ? absl::StrFormat("[%5d] %s(%s)", task.tid(), name, decoded)
-               : absl::StrFormat("[%5d] syscall_%d(%s)", task.tid(),
+               ? absl::StrFormat("[%5d] %s %s(%s)", task.tid(), when, name,
+                                 decoded)
+               : absl::StrFormat("[%5d] %s syscall_%d(%s)", task.tid(), when,
                                  static_cast<int64_t>(nr), decoded);
   }
 
@@ -150,7 +160,8 @@ KResult<uint64_t> SyscallTable::Dispatch(Task& task, uint64_t nr,
   if (strace_.count) Count(nr, !r.ok());
   if (strace_.log_calls) {
     kernel::WriteDebug(absl::StrFormat(
-        "%s = %s", line, ResultString(r, e != nullptr && e->hex_result)));
+        "%s = %s <%.6f>", line, ResultString(r, e != nullptr && e->hex_result),
+        absl::ToDoubleSeconds(absl::Now() - start)));
   }
   return r;
 }
