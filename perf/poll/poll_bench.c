@@ -52,20 +52,58 @@ static void* Peer(void* arg) {
   return NULL;
 }
 
-static double PingPong(int iters) {
-  int ep = use_epoll ? NewEpollOn(ba[0]) : -1;
-  rounds = iters;
-  pthread_t th;
-  pthread_create(&th, NULL, Peer, NULL);
-  double t0 = bench_now_us();
-  for (int i = 0; i < iters; ++i) {
-    if (write(ab[1], "x", 1) != 1) exit(2);
-    if (WaitAndRead(ba[0], ep) != 0) exit(2);
+// What the operations use.
+struct Ctx {
+  // Ping-pong: the main side's epoll on ba[0] (-1: poll) and the peer.
+  int ep;
+  pthread_t peer;
+  // Ready descriptors: n eventfds, as pollfds and in the epoll `ready_ep`.
+  int n;
+  struct pollfd* pfds;
+  struct epoll_event* evs;
+  int ready_ep;
+};
+
+// Before a ping-pong batch (untimed): the main side's epoll and the peer.
+static int StartPeer(void* arg) {
+  struct Ctx* c = arg;
+  c->ep = use_epoll ? NewEpollOn(ba[0]) : -1;
+  pthread_create(&c->peer, NULL, Peer, NULL);
+  return 0;
+}
+
+// One round trip: a byte to the peer, then its byte back.
+static int PingPong(void* arg) {
+  struct Ctx* c = arg;
+  if (write(ab[1], "x", 1) != 1) exit(2);
+  if (WaitAndRead(ba[0], c->ep) != 0) exit(2);
+  return 0;
+}
+
+// After a ping-pong batch (untimed).
+static int JoinPeer(void* arg) {
+  struct Ctx* c = arg;
+  pthread_join(c->peer, NULL);
+  if (c->ep >= 0) close(c->ep);
+  return 0;
+}
+
+static int CheckReady(int got, int n) {
+  if (got != n) {
+    fprintf(stderr, "ready: got %d, want %d\n", got, n);
+    return 1;
   }
-  double per = (bench_now_us() - t0) / iters;
-  pthread_join(th, NULL);
-  if (ep >= 0) close(ep);
-  return per;
+  return 0;
+}
+
+static int PollReady(void* arg) {
+  struct Ctx* c = arg;
+  return CheckReady(poll(c->pfds, c->n, 0), c->n);
+}
+
+static int EpollWaitReady(void* arg) {
+  struct Ctx* c = arg;
+  return CheckReady(epoll_wait(c->ready_ep, c->evs, c->n, 0), c->n);
 }
 
 int main(int argc, char** argv) {
@@ -74,11 +112,15 @@ int main(int argc, char** argv) {
   if (iters <= 0) iters = 2000;
   if (n <= 0 || n > 1000) n = 100;
   if (pipe2(ab, O_CLOEXEC) != 0 || pipe2(ba, O_CLOEXEC) != 0) return 1;
-  double batch[5];
+  struct Ctx c = {0};
+  double us;
+  rounds = iters;
   for (use_epoll = 0; use_epoll < 2; ++use_epoll) {
-    for (int b = 0; b < 5; ++b) batch[b] = PingPong(iters);
+    if (bench_per_op_us(PingPong, &c, iters, StartPeer, JoinPeer, &us) != 0) {
+      return 1;
+    }
     printf("%s=%.2f\n", use_epoll ? "epoll_pingpong_us" : "poll_pingpong_us",
-           bench_median(batch, 5));
+           us);
   }
   // N ready eventfds, level-triggered: every call reports all of them.
   int* fds = calloc(n, sizeof(int));
@@ -91,21 +133,15 @@ int main(int argc, char** argv) {
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
     if (fds[i] < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) != 0) return 1;
   }
+  c.n = n;
+  c.pfds = pfds;
+  c.evs = evs;
+  c.ready_ep = ep;
   int calls = iters / 4 > 0 ? iters / 4 : 1;
+  const bench_fn ops[] = {PollReady, EpollWaitReady};
   for (int kind = 0; kind < 2; ++kind) {
-    for (int b = 0; b < 5; ++b) {
-      double t0 = bench_now_us();
-      for (int i = 0; i < calls; ++i) {
-        int got = kind == 0 ? poll(pfds, n, 0) : epoll_wait(ep, evs, n, 0);
-        if (got != n) {
-          fprintf(stderr, "ready: got %d, want %d\n", got, n);
-          return 1;
-        }
-      }
-      batch[b] = (bench_now_us() - t0) / calls;
-    }
-    printf("%s_ready%d_us=%.2f\n", kind == 0 ? "poll" : "epoll_wait", n,
-           bench_median(batch, 5));
+    if (bench_per_op_us(ops[kind], &c, calls, NULL, NULL, &us) != 0) return 1;
+    printf("%s_ready%d_us=%.2f\n", kind == 0 ? "poll" : "epoll_wait", n, us);
   }
   return 0;
 }

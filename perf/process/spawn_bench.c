@@ -14,27 +14,43 @@
 
 extern char** environ;
 
-static char* self_path;
+// What the operations use.
+struct Ctx {
+  char* self_path;  // this program, run with "child" by posix_spawn
+};
 
-static void Once(int kind) {
-  pid_t pid;
-  if (kind == 0) {
-    pid = fork();
-    if (pid == 0) _exit(0);
-  } else if (kind == 1) {
-    pid = vfork();
-    if (pid == 0) _exit(0);
-  } else {
-    char* argv[] = {self_path, "child", NULL};
-    if (posix_spawn(&pid, self_path, NULL, NULL, argv, environ) != 0) {
-      fprintf(stderr, "posix_spawn failed\n");
-      exit(1);
-    }
-  }
+// Waits for `pid` (the child just created, or -1 if that failed).
+static int Wait(pid_t pid) {
   if (pid < 0 || waitpid(pid, NULL, 0) != pid) {
     fprintf(stderr, "create/wait failed\n");
-    exit(1);
+    return 1;
   }
+  return 0;
+}
+
+static int ForkExitWait(void* arg) {
+  (void)arg;
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  return Wait(pid);
+}
+
+static int VforkExitWait(void* arg) {
+  (void)arg;
+  pid_t pid = vfork();
+  if (pid == 0) _exit(0);
+  return Wait(pid);
+}
+
+static int PosixSpawnExecWait(void* arg) {
+  struct Ctx* c = arg;
+  pid_t pid;
+  char* argv[] = {c->self_path, "child", NULL};
+  if (posix_spawn(&pid, c->self_path, NULL, NULL, argv, environ) != 0) {
+    fprintf(stderr, "posix_spawn failed\n");
+    return 1;
+  }
+  return Wait(pid);
 }
 
 int main(int argc, char** argv) {
@@ -45,17 +61,14 @@ int main(int argc, char** argv) {
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   if (n <= 0) return 1;
   path[n] = '\0';
-  self_path = path;
+  struct Ctx c = {path};
   const char* names[] = {"fork_exit_wait_us", "vfork_exit_wait_us",
                          "posix_spawn_exec_wait_us"};
+  const bench_fn ops[] = {ForkExitWait, VforkExitWait, PosixSpawnExecWait};
   for (int kind = 0; kind < 3; ++kind) {
-    double batch[5];
-    for (int b = 0; b < 5; ++b) {
-      double start = bench_now_us();
-      for (int i = 0; i < iters; ++i) Once(kind);
-      batch[b] = (bench_now_us() - start) / iters;
-    }
-    printf("%s=%.1f\n", names[kind], bench_median(batch, 5));
+    double us;
+    if (bench_per_op_us(ops[kind], &c, iters, NULL, NULL, &us) != 0) return 1;
+    printf("%s=%.1f\n", names[kind], us);
   }
   return 0;
 }
