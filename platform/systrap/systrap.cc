@@ -1441,7 +1441,7 @@ std::string SystrapPlatform::StatsSummary() const {
   const Timed& c = stats_.stub_calls;
   return absl::StrFormat(
       "systrap: %d stub calls (mmap/munmap/mprotect/clone), %.1f ms waited "
-      "(max %.0f us); %d guest-side copies (%d whole, %d withdrawn)\n",
+      "(max %.0f us); %d guest-side copies (%d whole, %d withdrawn)",
       get(c.n), get(c.ticks) / per_ns / 1e6, get(c.max) / per_ns / 1e3,
       get(stats_.copies), get(stats_.copies_full),
       get(stats_.copies_withdrawn));

@@ -17,7 +17,7 @@ std::string StatsSummary() {
   return absl::StrFormat(
       "mm: %d guest faults (%d private pages backed), %d host maps (%d pages), "
       "%d "
-      "host unmaps, %d file translations, %d copy-on-write copies\n",
+      "host unmaps, %d file translations, %d copy-on-write copies",
       get(s.faults), get(s.fault_pages), get(s.host_maps),
       get(s.host_map_pages), get(s.host_unmaps), get(s.translates),
       get(s.cow_copies));

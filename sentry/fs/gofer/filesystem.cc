@@ -65,7 +65,6 @@ std::string GoferStatsSummary() {
         get(c.wait_ns) / 1e6, get(c.max_ns) / 1e3);
     sep = ", ";
   }
-  out += "\n";
   return out;
 }
 
