@@ -43,6 +43,7 @@
 #include "platform/systrap/cpuid.h"
 #include "platform/systrap/seccomp_filters.h"
 #include "platform/systrap/stub_abi.h"
+#include "platform/timed_stat.h"
 
 extern "C" const void* sandbox_stub_blob(uint64_t* len,
                                          uint64_t* source_main_off);
@@ -553,19 +554,8 @@ class SystrapPlatform final : public Platform {
   std::atomic<int> data_pipes{0};
 
   // Where the time went (StatsSummary; relaxed counters).
-  struct Timed {
-    std::atomic<uint64_t> n{0}, ticks{0}, max{0};
-    void Add(uint64_t t) {
-      n.fetch_add(1, std::memory_order_relaxed);
-      ticks.fetch_add(t, std::memory_order_relaxed);
-      uint64_t m = max.load(std::memory_order_relaxed);
-      while (t > m &&
-             !max.compare_exchange_weak(m, t, std::memory_order_relaxed)) {
-      }
-    }
-  };
   struct Stats {
-    Timed stub_calls;  // Stub::Call: mmap/munmap/mprotect/clone in a stub
+    TimedStat stub_calls;  // Stub::Call, in TSC ticks
     std::atomic<uint64_t> copies{0}, copies_full{0}, copies_withdrawn{0};
   };
   Stats& stats() { return stats_; }
@@ -785,12 +775,11 @@ absl::StatusOr<int64_t> Stub::Call(long sysno, uint64_t a0, uint64_t a1,
                                    uint64_t a2, uint64_t a3, uint64_t a4,
                                    uint64_t a5, uint64_t ss_sp,
                                    uint64_t ss_size) {
-  const uint64_t t0 = __rdtsc();
   struct Count {
     SystrapPlatform* plat;
     uint64_t t0;
     ~Count() { plat->stats().stub_calls.Add(__rdtsc() - t0); }
-  } count{plat_, t0};
+  } count{plat_, __rdtsc()};
   absl::MutexLock l(&req_mu_);
   if (dead()) return absl::UnavailableError("stub process died");
   // Thread 0's reply precedes every request's.
@@ -1438,11 +1427,11 @@ std::string SystrapPlatform::StatsSummary() const {
   auto get = [](const std::atomic<uint64_t>& c) {
     return c.load(std::memory_order_relaxed);
   };
-  const Timed& c = stats_.stub_calls;
+  const TimedStat& c = stats_.stub_calls;
   return absl::StrFormat(
       "systrap: %d stub calls (mmap/munmap/mprotect/clone), %.1f ms waited "
       "(max %.0f us); %d guest-side copies (%d whole, %d withdrawn)",
-      get(c.n), get(c.ticks) / per_ns / 1e6, get(c.max) / per_ns / 1e3,
+      c.count(), c.sum() / per_ns / 1e6, c.longest() / per_ns / 1e3,
       get(stats_.copies), get(stats_.copies_full),
       get(stats_.copies_withdrawn));
 }

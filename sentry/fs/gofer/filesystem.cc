@@ -1,7 +1,6 @@
 #include "sentry/fs/gofer/filesystem.h"
 
 #include <sys/stat.h>
-#include <time.h>
 
 #include <algorithm>
 
@@ -10,6 +9,7 @@
 #include "sentry/fs/gofer/directory.h"
 #include "sentry/fs/gofer/inode.h"
 #include "sentry/fs/gofer/regular_file.h"
+#include "sentry/vfs/waiter.h"
 
 namespace sandbox::fs::gofer {
 
@@ -18,51 +18,29 @@ CallStats& GoferCallStats() {
   return *stats;
 }
 
-namespace {
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + ts.tv_nsec;
-}
-}  // namespace
-
 CallTimer::CallTimer(wire::MessageType type)
-    : type_(static_cast<uint16_t>(type)), start_ns_(MonotonicNs()) {}
-
-namespace {
-void CountIn(CallStats::Type& t, uint64_t ns) {
-  t.calls.fetch_add(1, std::memory_order_relaxed);
-  t.wait_ns.fetch_add(ns, std::memory_order_relaxed);
-  uint64_t max = t.max_ns.load(std::memory_order_relaxed);
-  while (ns > max &&
-         !t.max_ns.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
-  }
-}
-}  // namespace
+    : type_(static_cast<uint16_t>(type)), start_ns_(vfs::MonotonicNowNs()) {}
 
 CallTimer::~CallTimer() {
-  const uint64_t ns = MonotonicNs() - start_ns_;
+  const auto ns = static_cast<uint64_t>(vfs::MonotonicNowNs() - start_ns_);
   CallStats& s = GoferCallStats();
-  CountIn(s.all, ns);
-  if (type_ <= wire::kMaxMessageType) CountIn(s.by_type[type_], ns);
+  s.all.Add(ns);
+  if (type_ <= wire::kMaxMessageType) s.by_type[type_].Add(ns);
 }
 
 std::string GoferStatsSummary() {
   CallStats& s = GoferCallStats();
-  auto get = [](const std::atomic<uint64_t>& c) {
-    return c.load(std::memory_order_relaxed);
-  };
-  std::string out = absl::StrFormat(
-      "gofer: %d calls, %.1f ms waited (max %.0f us)", get(s.all.calls),
-      get(s.all.wait_ns) / 1e6, get(s.all.max_ns) / 1e3);
+  std::string out =
+      absl::StrFormat("gofer: %d calls, %.1f ms waited (max %.0f us)",
+                      s.all.count(), s.all.sum() / 1e6, s.all.longest() / 1e3);
   const char* sep = ": ";
   for (uint16_t t = 1; t <= wire::kMaxMessageType; ++t) {
-    const CallStats::Type& c = s.by_type[t];
-    if (get(c.calls) == 0) continue;
+    const platform::TimedStat& c = s.by_type[t];
+    if (c.count() == 0) continue;
     absl::StrAppendFormat(
         &out, "%s%s %d in %.1f ms (max %.0f us)", sep,
-        wire::MessageTypeName(static_cast<wire::MessageType>(t)), get(c.calls),
-        get(c.wait_ns) / 1e6, get(c.max_ns) / 1e3);
+        wire::MessageTypeName(static_cast<wire::MessageType>(t)), c.count(),
+        c.sum() / 1e6, c.longest() / 1e3);
     sep = ", ";
   }
   return out;

@@ -51,6 +51,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gofer/protocol/client.h"
 #include "platform/memory_file.h"
+#include "platform/timed_stat.h"
 #include "sentry/base/result.h"
 #include "sentry/fs/gofer/fd_cache.h"
 #include "sentry/vfs/dentry.h"
@@ -64,11 +65,8 @@ namespace wire = ::gofer;
 // the time the callers waited for them (start-up profiling: `runsc do
 // --strace-summary`).
 struct CallStats {
-  struct Type {
-    std::atomic<uint64_t> calls{0}, wait_ns{0}, max_ns{0};
-  };
-  Type all;
-  Type by_type[wire::kMaxMessageType + 1];
+  platform::TimedStat all;  // nanoseconds
+  platform::TimedStat by_type[wire::kMaxMessageType + 1];
 };
 CallStats& GoferCallStats();
 // "gofer: N calls, T ms waited (max M us); walk N T ms, ..." for the strace
@@ -85,7 +83,7 @@ class CallTimer {
 
  private:
   const uint16_t type_;
-  uint64_t start_ns_;
+  const int64_t start_ns_;
 };
 
 inline constexpr uint64_t kV9fsMagic = 0x01021997;  // V9FS_MAGIC
