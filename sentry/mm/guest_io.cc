@@ -38,8 +38,7 @@ KResult<size_t> GuestSegments::Walk(
 
 platform::GuestCopier* GuestSegments::StartGuestCopy(int fd,
                                                      uint64_t file_offset,
-                                                     size_t at, size_t n,
-                                                     size_t* queued) {
+                                                     size_t at, size_t n) {
   if (!guest_written_ || segs_.size() != 1 || n == 0 || at > segs_[0].len ||
       n > segs_[0].len - at) {
     return nullptr;
@@ -48,8 +47,7 @@ platform::GuestCopier* GuestSegments::StartGuestCopy(int fd,
   if (c == nullptr) return nullptr;
   const uintptr_t addr = segs_[0].addr + at;
   if (!mm_.MappedWritable(addr, n)) return nullptr;
-  *queued = c->Start(fd, file_offset, addr, n);
-  return *queued > 0 ? c : nullptr;
+  return c->Start(fd, file_offset, addr, n) > 0 ? c : nullptr;
 }
 
 KResult<size_t> CopyInCString(MemoryManager& mm, uintptr_t addr, char* buf,

@@ -44,7 +44,7 @@ class GuestSegments final : public vfs::GuestIo {
   // (MemoryManager::MappedWritable), and a guest side free to copy
   // (platform::CurrentGuestCopier).
   platform::GuestCopier* StartGuestCopy(int fd, uint64_t file_offset, size_t at,
-                                        size_t n, size_t* queued) override;
+                                        size_t n) override;
 
  private:
   struct Segment {

@@ -76,13 +76,12 @@ class GuestIo {
   // A read's destination may hand [at, at + n) of itself to the platform's
   // guest side, which copies it from host file `fd` at `file_offset` while
   // the caller copies the rest (platform/guest_copy.h). Returns the copier
-  // with the copy started (GuestCopier::Start's count in *queued), or null:
-  // the caller copies everything itself. Only for one guest range mapped
-  // writable in the guest's address space.
+  // with the copy started (the caller then calls Finish and copies what it
+  // reports as not copied), or null: the caller copies everything itself.
+  // Only for one guest range mapped writable in the guest's address space.
   virtual platform::GuestCopier* StartGuestCopy(int fd, uint64_t file_offset,
-                                                size_t at, size_t n,
-                                                size_t* queued) {
-    (void)fd, (void)file_offset, (void)at, (void)n, (void)queued;
+                                                size_t at, size_t n) {
+    (void)fd, (void)file_offset, (void)at, (void)n;
     return nullptr;
   }
 };

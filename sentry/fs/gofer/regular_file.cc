@@ -289,12 +289,11 @@ KResult<size_t> GoferRegularFile::ReadToGuest(vfs::GuestIo& dst,
   // A long read: the guest side copies the tail from the host file while
   // this thread preads the head (platform/guest_copy.h); 5/8 here balances
   // the two (the guest side starts later and reads through a pipe).
-  size_t head = want, queued = 0;  // queued: what the guest side was given
+  size_t head = want;
   platform::GuestCopier* copier = nullptr;
   if (want >= platform::kGuestCopyMinBytes) {
     head = (want / 8 * 5) & ~(kPage - 1);
-    copier = dst.StartGuestCopy(fd->get(), offset + head, head, want - head,
-                                &queued);
+    copier = dst.StartGuestCopy(fd->get(), offset + head, head, want - head);
     if (copier == nullptr) head = want;
   }
   KResult<size_t> r = read_range(0, head);
