@@ -1036,7 +1036,8 @@ size_t SystrapContext::Start(int fd, uint64_t offset, uintptr_t addr,
   stub_slot* s = t->slot;
   if (st->dead() || !plat_->MaySpin()) return 0;
   // Only a stub thread spinning on another CPU can take it (hints from
-  // guest-writable memory: a lie costs the guest its own time, see Finish).
+  // guest-writable memory: a lie can hold this thread once per stub, up to
+  // kGuestCopyDeadlineNs, see Finish).
   if (Load(&s->stub_waiting) != 0) return 0;
   const int cpu = sched_getcpu();
   if (cpu < 0 || Load(&s->stub_cpu) == static_cast<uint32_t>(cpu)) return 0;
