@@ -40,6 +40,7 @@
 
 #include <poll.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <memory>
 #include <vector>
@@ -178,6 +179,20 @@ KResult<void> WaitUntil(WaitQueue& queue, uint32_t events, bool nonblock,
       return kERestartSys;
     }
   }
+}
+
+// The read(2) of an 8-byte counter file (eventfd, timerfd): EINVAL for a
+// buffer shorter than 8 bytes; else WaitUntil (POLLIN) until `take(&v)`
+// yields a value, which goes to the buffer's first 8 bytes.
+template <typename F>
+KResult<size_t> ReadCounter(WaitQueue& queue, bool nonblock, int interrupt_fd,
+                            absl::Span<uint8_t> dst, F take) {
+  if (dst.size() < sizeof(uint64_t)) return kEINVAL;
+  uint64_t v = 0;
+  TRY_VOID(WaitUntil(queue, kPollIn, nonblock, interrupt_fd,
+                     [&] { return take(&v); }));
+  memcpy(dst.data(), &v, sizeof(v));
+  return sizeof(v);
 }
 
 }  // namespace sandbox::vfs

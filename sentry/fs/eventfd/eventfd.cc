@@ -36,15 +36,11 @@ bool EventFd::TryWriteLocked(uint64_t v) {
 }
 
 KResult<size_t> EventFd::Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) {
-  if (dst.size() < sizeof(uint64_t)) return kEINVAL;
-  uint64_t v = 0;
-  TRY_VOID(vfs::WaitUntil(queue_, vfs::kPollIn, nonblocking(), ctx.interrupt_fd,
-                          [&] {
+  return vfs::ReadCounter(queue_, nonblocking(), ctx.interrupt_fd, dst,
+                          [&](uint64_t* v) {
                             absl::MutexLock l(&mu_);
-                            return TryReadLocked(&v);
-                          }));
-  memcpy(dst.data(), &v, sizeof(v));
-  return sizeof(v);
+                            return TryReadLocked(v);
+                          });
 }
 
 KResult<size_t> EventFd::Write(vfs::IoContext& ctx,

@@ -153,16 +153,12 @@ bool TimerFd::TryReadLocked(uint64_t* v) {
 }
 
 KResult<size_t> TimerFd::Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) {
-  if (dst.size() < sizeof(uint64_t)) return kEINVAL;
-  uint64_t v = 0;
   // wait_event_interruptible_locked_irq(ctx->wqh, ctx->ticks).
-  TRY_VOID(vfs::WaitUntil(queue_, vfs::kPollIn, nonblocking(), ctx.interrupt_fd,
-                          [&] {
+  return vfs::ReadCounter(queue_, nonblocking(), ctx.interrupt_fd, dst,
+                          [&](uint64_t* v) {
                             absl::MutexLock l(&mu_);
-                            return TryReadLocked(&v);
-                          }));
-  memcpy(dst.data(), &v, sizeof(v));
-  return sizeof(v);
+                            return TryReadLocked(v);
+                          });
 }
 
 KResult<abi::Stat> TimerFd::Stat() { return anon::AnonInodeStat(); }
