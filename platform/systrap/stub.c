@@ -435,9 +435,16 @@ INL void load_state(const struct stub_params* p, struct stub_slot* s,
 
 /* Loads a standard-format XSAVE image: the kernel's signal frame or the
  * Sentry's sanitised one in the slot. A corrupt image (a guest thread
- * scribbling on another thread's region) faults here and the stub dies. */
-INL void xrstor(const uint8_t* img) {
-  __asm__ volatile("xrstor64 (%0)" ::"r"(img), "a"(~0u), "d"(~0u) : "memory");
+ * scribbling on another thread's region) faults here and the stub dies.
+ * The requested-feature mask is the platform's user xfeatures, never all
+ * ones: on a CPU with AMX, XCR0 also enables the dynamic tile-data feature,
+ * whose 8 KiB area lies past the end of the signal frame (the kernel sized
+ * the frame without it), and XRSTOR with that bit set touches it: the stub
+ * faulted on the page above the altstack on every first trap. */
+INL void xrstor(const struct stub_params* p, const uint8_t* img) {
+  __asm__ volatile("xrstor64 (%0)" ::"r"(img), "a"((uint32_t)p->xfeatures),
+                   "d"((uint32_t)(p->xfeatures >> 32))
+                   : "memory");
 }
 
 /* Returns to guest code with the slot's registers without rt_sigreturn (one
@@ -548,7 +555,7 @@ INL __attribute__((noreturn)) void serve(const struct stub_params* p,
     }
     /* From here on the live FP state is the guest's: this code uses general
      * registers only (-mgeneral-regs-only). */
-    if (fp != 0) xrstor(fp);
+    if (fp != 0) xrstor(p, fp);
     s->tsc_resume = rdtsc();
     stub_resume_guest(&s->regs, &s->interrupt_pending);
     /* The interrupt signal came while this handler ran: report it with the

@@ -288,8 +288,9 @@ TEST_F(SystrapTest, Cpuid) {
     GTEST_SKIP() << "host has no CPUID faulting (arch_prctl(ARCH_SET_CPUID) "
                     "fails): CPUID runs natively in guests";
   }
-  // cpuid; syscall
-  Code({0x0f, 0xa2, 0x0f, 0x05});
+  // cpuid; mov %rcx,%rsi; syscall (the syscall instruction itself overwrites
+  // %rcx with the return address, so %ecx is read from %rsi).
+  Code({0x0f, 0xa2, 0x48, 0x89, 0xce, 0x0f, 0x05});
   for (uint32_t leaf : {0u, 1u, 7u, 0xdu}) {
     CpuState s = Start();
     s.regs.rax = leaf;
@@ -298,9 +299,9 @@ TEST_F(SystrapTest, Cpuid) {
     uint32_t want[4];
     platform_->Cpuid(leaf, 0, want);
     EXPECT_EQ(s.regs.rbx, want[1]) << leaf;
-    EXPECT_EQ(s.regs.rcx, want[2]) << leaf;
+    EXPECT_EQ(s.regs.rsi, want[2]) << leaf;
     EXPECT_EQ(s.regs.rdx, want[3]) << leaf;
-    EXPECT_EQ(s.regs.rip, kCode + 4);
+    EXPECT_EQ(s.regs.rip, kCode + 7);
   }
 }
 
@@ -1175,6 +1176,32 @@ TEST_F(GuestCopyTest, FailedGuestSideCopyLeavesNothingBehind) {
   close(fd);
 }
 
+// Waits (bounded) until every thread of `pid` is in the stopped state:
+// kill(SIGSTOP) returns before a thread running on another CPU has stopped.
+bool WaitAllThreadsStopped(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  for (int i = 0; i < 2000; ++i) {
+    bool all = true;
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) return false;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream f(dir + "/" + e->d_name + "/stat");
+      std::string line;
+      std::getline(f, line);
+      size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size() ||
+          line[paren + 2] != 'T') {
+        all = false;
+      }
+    }
+    closedir(d);
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  return false;
+}
+
 // A copy the stub does not report in time (here: the stub process is
 // stopped; a guest thread forging the slot's words looks the same to the
 // Sentry) is withdrawn after a bounded wait, and that stub makes no more.
@@ -1196,6 +1223,7 @@ TEST_F(GuestCopyTest, UnreportedGuestSideCopyIsWithdrawnInTime) {
     GuestCopier* c = CurrentGuestCopier();
     ASSERT_NE(c, nullptr);
     ASSERT_EQ(kill(stub, SIGSTOP), 0);
+    ASSERT_TRUE(WaitAllThreadsStopped(stub));
     const size_t q = c->Start(fd, 0, kBuf, kLen);
     if (q == 0) {  // it was asleep already
       ASSERT_EQ(kill(stub, SIGCONT), 0);
