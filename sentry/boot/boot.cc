@@ -23,6 +23,7 @@
 #include "sentry/confine/seccomp.h"
 #include "sentry/fs/gofer/filesystem.h"
 #include "sentry/fs/host/host_file.h"
+#include "sentry/fs/proc/format.h"
 #include "sentry/fs/sys/synthetic.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
@@ -38,6 +39,24 @@
 
 namespace sandbox::boot {
 namespace {
+
+// Up to `max` bytes from the start of `path`; empty if it cannot be read.
+std::string ReadFilePrefix(const char* path, size_t max) {
+  std::string out;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  out.resize(max);
+  size_t got = 0;
+  while (got < max) {
+    ssize_t n = read(fd, out.data() + got, max - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  out.resize(got);
+  return out;
+}
 
 // Guest memory the memory file may hold (sparse: only used pages cost).
 constexpr uint64_t kMemoryFileSize = 64ull << 30;
@@ -140,6 +159,10 @@ int BootMain(int argc, char** argv) {
   kernel::SetLogFds(2, debug_fd);
   Phase(start, "spec read");
 
+  // The host kernel's CPU flags, while /proc is still reachable.
+  std::vector<std::string> host_cpu_flags =
+      fs::proc::ParseCpuinfoFlags(ReadFilePrefix("/proc/cpuinfo", 64 * 1024));
+
   // Self-confinement, stage 1 (sentry/confine/confine.h): while the Sentry
   // is single-threaded, before the platform. Every FD not listed here is
   // closed.
@@ -178,6 +201,7 @@ int BootMain(int argc, char** argv) {
 
   kernel::KernelOptions kopts;
   if (!spec.hostname.empty()) kopts.hostname = spec.hostname;
+  kopts.host_cpu_flags = std::move(host_cpu_flags);
   auto k = std::make_unique<kernel::Kernel>(plat.get(), *table, kopts);
 
   auto mm_or = mm::MemoryManager::Create(*plat, {.randomize = true});

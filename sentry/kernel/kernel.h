@@ -35,6 +35,12 @@ struct KernelOptions {
   // uname(2) release and version.
   std::string release = "6.1.0";
   std::string version = "#1 SMP PREEMPT_DYNAMIC sandbox";
+  // The "flags" the host kernel prints in its /proc/cpuinfo, read before
+  // confinement; empty when unknown. The sandbox's /proc/cpuinfo shows only
+  // flags the host kernel shows too: a kernel clears features it finds
+  // broken or disabled (RDSEED on some AMD parts) while CPUID still reports
+  // them.
+  std::vector<std::string> host_cpu_flags;
 };
 
 struct NewProcessArgs {

@@ -5,12 +5,16 @@
 #include <sys/random.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "sentry/abi/linux.h"
 #include "sentry/vfs/mount.h"
 
@@ -297,7 +301,20 @@ std::vector<std::string> CpuFlags(const CpuidFn& cpuid) {
   return flags;
 }
 
-std::string FormatCpuinfo(const CpuidFn& cpuid, int ncpus) {
+std::vector<std::string> ParseCpuinfoFlags(std::string_view cpuinfo) {
+  // Debian's Abseil has its own string_view type.
+  absl::string_view text(cpuinfo.data(), cpuinfo.size());
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, "flags")) continue;
+    size_t colon = line.find(':');
+    if (colon == absl::string_view::npos) continue;
+    return absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty());
+  }
+  return {};
+}
+
+std::string FormatCpuinfo(const CpuidFn& cpuid, int ncpus,
+                          const std::vector<std::string>& host_flags) {
   uint32_t r[4];
   cpuid(0, 0, r);
   uint32_t max_leaf = r[kEax];
@@ -340,7 +357,17 @@ std::string FormatCpuinfo(const CpuidFn& cpuid, int ncpus) {
     cpuid(0x16, 0, e);
     mhz = e[kEax] & 0xffff;
   }
-  std::string flags = absl::StrJoin(CpuFlags(cpuid), " ");
+  std::vector<std::string> names = CpuFlags(cpuid);
+  if (!host_flags.empty()) {
+    absl::flat_hash_set<std::string_view> host(host_flags.begin(),
+                                               host_flags.end());
+    names.erase(std::remove_if(names.begin(), names.end(),
+                               [&host](const std::string& n) {
+                                 return !host.contains(n);
+                               }),
+                names.end());
+  }
+  std::string flags = absl::StrJoin(names, " ");
   std::string out;
   for (int i = 0; i < ncpus; ++i) {
     absl::StrAppendFormat(&out, "processor\t: %d\n", i);

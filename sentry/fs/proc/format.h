@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sentry/kernel/limits.h"
@@ -36,8 +37,13 @@ using CpuidFn = std::function<void(uint32_t, uint32_t, uint32_t[4])>;
 // Linux's order. Linux's synthetic flags (constant_tsc, ...) are not
 // derived from CPUID and are not shown.
 std::vector<std::string> CpuFlags(const CpuidFn& cpuid);
-// /proc/cpuinfo for `ncpus` CPUs.
-std::string FormatCpuinfo(const CpuidFn& cpuid, int ncpus);
+// /proc/cpuinfo for `ncpus` CPUs. A non-empty `host_flags` (what the host
+// kernel prints) filters the flags: one the host kernel does not show is not
+// shown either.
+std::string FormatCpuinfo(const CpuidFn& cpuid, int ncpus,
+                          const std::vector<std::string>& host_flags = {});
+// The "flags" of the first CPU in a /proc/cpuinfo text; empty if none.
+std::vector<std::string> ParseCpuinfoFlags(std::string_view cpuinfo);
 
 // One /proc/pid/mountinfo line's data and the two formats.
 struct MountEntry {

@@ -95,6 +95,22 @@ TEST(FormatTest, CpuFlagsInLinuxOrder) {
   EXPECT_NE(info.find("clflush size\t: 64\n"), std::string::npos);
 }
 
+// A flag the host kernel does not print (it cleared the feature while CPUID
+// still reports it) is not shown; flags the host shows but CPUID lacks are
+// not invented.
+TEST(FormatTest, CpuinfoFlagsFollowTheHostKernel) {
+  std::string info =
+      FormatCpuinfo(FakeCpuid, 1, {"fpu", "lm", "pni", "avx2", "rdseed"});
+  EXPECT_NE(info.find("flags\t\t: fpu lm pni avx2\n"), std::string::npos)
+      << info;
+  EXPECT_EQ(ParseCpuinfoFlags(info),
+            (std::vector<std::string>{"fpu", "lm", "pni", "avx2"}));
+  EXPECT_EQ(ParseCpuinfoFlags("processor\t: 0\nflags\t\t: a  b\n"
+                              "flags\t\t: c\n"),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(ParseCpuinfoFlags("garbage\nflags without colon\n").empty());
+}
+
 TEST(FormatTest, MountLines) {
   MountEntry e;
   e.id = 23;

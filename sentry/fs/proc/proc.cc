@@ -153,7 +153,7 @@ std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
                   [p](uint32_t leaf, uint32_t sub, uint32_t out[4]) {
                     p->Cpuid(leaf, sub, out);
                   },
-                  NumCpus());
+                  NumCpus(), kp->options().host_cpu_flags);
             }));
   root->Add("meminfo",
             File(*fs, []() -> KResult<std::string> { return MeminfoText(); }));

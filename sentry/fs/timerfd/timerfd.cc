@@ -135,6 +135,14 @@ TimerFd::Spec TimerFd::SetTime(int flags, const Spec& next) {
 
 TimerFd::Spec TimerFd::GetTime() {
   absl::MutexLock l(&mu_);
+  // Due on its clock but not yet fired by the timer service (a busy host
+  // delays the service thread; Linux's hrtimer would have fired): it
+  // expires now, so that a periodic timer reports its next period, never 0.
+  if (!expired_ && interval_ != 0 && expiry_ != 0 && NowLocked() >= expiry_) {
+    expired_ = true;
+    ++ticks_;
+    queue_.Notify(vfs::kPollIn);
+  }
   if (expired_ && interval_ != 0) {
     RestartLocked();
     expired_ = false;

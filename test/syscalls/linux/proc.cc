@@ -1420,9 +1420,14 @@ TEST(ProcTest, CpuinfoFlagsFollowCpuidAndXcr0) {
         {"clflushopt", b7, 23, false}, {"sha_ni", b7, 29, false}};
     bits.insert(bits.end(), leaf7.begin(), leaf7.end());
   }
+  // Linux shows a flag only for a feature CPUID reports (and the OS enabled:
+  // the AVX family needs YMM state in XCR0), but it may clear one CPUID
+  // reports (a host kernel hides RDSEED on CPUs where it is broken), so only
+  // this direction holds on every machine. The sandbox's file against the
+  // host's own is checked end to end (test/e2e/proc_cpuinfo_test.cc).
   for (const Bit& bit : bits) {
-    bool want = ((bit.reg >> bit.bit) & 1) && (!bit.needs_ymm || ymm);
-    EXPECT_EQ(has(bit.name), want) << bit.name;
+    bool cpuid_has = ((bit.reg >> bit.bit) & 1) && (!bit.needs_ymm || ymm);
+    if (has(bit.name)) EXPECT_TRUE(cpuid_has) << bit.name;
   }
   // The vendor string.
   unsigned v[4];
