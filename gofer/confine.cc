@@ -107,11 +107,16 @@ void DetachUnlockedSubmounts(const std::string& dir) {
 
 }  // namespace
 
-absl::Status DropCapabilities() {
-  constexpr int kKeep[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
-                           CAP_FOWNER, CAP_FSETID};
+absl::Status DropCapabilities(bool keep_chown) {
+  // DAC_OVERRIDE and DAC_READ_SEARCH: the guest's root reads and writes
+  // what the host's root may; FOWNER: chmod and utimes of files not the
+  // Gofer's. CAP_FSETID is never kept: without it the host clears S_ISUID
+  // and S_ISGID on every write and chown by the Gofer, as for any user.
+  constexpr int kKeep[] = {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER};
   uint64_t keep = 0;
   for (int c : kKeep) keep |= uint64_t{1} << c;
+  // Only ":suid" connections give files owners other than the Gofer's.
+  if (keep_chown) keep |= uint64_t{1} << CAP_CHOWN;
   for (int c = 0; c <= 63; ++c) {
     if (keep & (uint64_t{1} << c)) continue;
     if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL &&
@@ -263,7 +268,7 @@ absl::Status Confine(const ConfineOptions& options,
   if (syscall(SYS_pivot_root, ".", ".") != 0) return Errno("pivot_root");
   if (umount2(".", MNT_DETACH) != 0) return Errno("detach old root");
   if (chdir("/") != 0 || chroot("/") != 0) return Errno("chroot /");
-  s = DropCapabilities();
+  s = DropCapabilities(options.keep_chown);
   if (s.ok() && volume_roots != nullptr) *volume_roots = std::move(volumes);
   return s;
 }

@@ -22,10 +22,12 @@
 //      O_PATH, and survive only through those descriptors.
 //   3. pivot_root into the new root and detach the old one (the staging
 //      tmpfs with it): nothing of the host is reachable by path any more.
-//   4. Only the capabilities file serving needs stay (CHOWN, DAC_OVERRIDE,
-//      DAC_READ_SEARCH, FOWNER, FSETID) in the effective and permitted
-//      sets; the bounding set is emptied of the rest, the ambient and
-//      inheritable sets cleared, and no_new_privs set.
+//   4. Only the capabilities file serving needs stay (DAC_OVERRIDE,
+//      DAC_READ_SEARCH, FOWNER, and CHOWN only when a connection is
+//      ":suid") in the effective and permitted sets; the bounding set is
+//      emptied of the rest, the ambient and inheritable sets cleared, and
+//      no_new_privs set. Never CAP_FSETID: the host's own rules clear
+//      set-id bits on writes, chown and chmod to a group not ours.
 // The seccomp allowlist (seccomp.h) comes last, after the served
 // directories are opened.
 //
@@ -66,6 +68,8 @@ struct ConfineOptions {
   // can chown only to the caller's uid and gid (others are EINVAL).
   bool user_namespace = false;
   std::vector<Volume> volumes;
+  // Step 4: keep CAP_CHOWN (a connection may give files any owner).
+  bool keep_chown = false;
 };
 
 // On success *volume_roots (if not null) holds one O_PATH directory FD per
@@ -74,9 +78,9 @@ absl::Status Confine(const ConfineOptions& options,
                      std::vector<UniqueFd>* volume_roots = nullptr);
 
 // Step 4 alone (also used when the Gofer runs unconfined for tests):
-// keeps only the file-serving capabilities. Without CAP_SETPCAP the
-// bounding set cannot shrink; that is not an error.
-absl::Status DropCapabilities();
+// keeps only the file-serving capabilities (CAP_CHOWN only if keep_chown).
+// Without CAP_SETPCAP the bounding set cannot shrink; that is not an error.
+absl::Status DropCapabilities(bool keep_chown = false);
 
 }  // namespace gofer
 

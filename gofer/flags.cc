@@ -19,6 +19,18 @@ bool TakeRo(std::vector<std::string>* parts) {
   return false;
 }
 
+// Removes trailing "ro" and "suid" parts, in either order.
+void TakeOptions(std::vector<std::string>* parts, ServedMount* m) {
+  for (int i = 0; i < 2; ++i) {
+    if (!m->read_only && TakeRo(parts)) {
+      m->read_only = true;
+    } else if (!m->suid && parts->size() > 1 && parts->back() == "suid") {
+      parts->pop_back();
+      m->suid = true;
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<GoferConfig> ParseGoferFlags(
@@ -39,7 +51,7 @@ absl::StatusOr<GoferConfig> ParseGoferFlags(
     } else if (absl::ConsumePrefix(&arg, "--serve=")) {
       std::vector<std::string> parts = absl::StrSplit(arg, ':');
       ServedMount m;
-      m.read_only = TakeRo(&parts);
+      TakeOptions(&parts, &m);
       if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &m.sock_fd) ||
           m.sock_fd < 0) {
         return absl::InvalidArgumentError(absl::StrCat("bad flag ", a));
@@ -51,7 +63,8 @@ absl::StatusOr<GoferConfig> ParseGoferFlags(
       std::vector<std::string> parts = absl::StrSplit(arg, ':');
       ServedMount m;
       Volume v;
-      v.read_only = m.read_only = TakeRo(&parts);
+      TakeOptions(&parts, &m);
+      v.read_only = m.read_only;
       if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &m.sock_fd) ||
           m.sock_fd < 0) {
         return absl::InvalidArgumentError(absl::StrCat("bad flag ", a));

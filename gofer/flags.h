@@ -1,15 +1,22 @@
 // The Gofer's command line, shared by //gofer:gofer and `runsc gofer`.
 //
 //   --root=DIR                 host directory served (required)
-//   --serve=FD[:PATH][:ro]     one connection: an inherited connected
+//   --serve=FD[:PATH][:ro][:suid]
+//                              one connection: an inherited connected
 //                              SOCK_STREAM Unix socket, the directory it
 //                              serves relative to the root (default the
 //                              root), ":ro" to refuse changes (repeatable,
 //                              at least one)
-//   --volume=FD:SRC[:ro]       one connection serving the host directory SRC
+//   --volume=FD:SRC[:ro][:suid]
+//                              one connection serving the host directory SRC
 //                              (absolute), bound beside the root when
 //                              confined and unreachable from it
 //                              (repeatable)
+//                              Every connection is nosuid on the host
+//                              (ServerOptions::suid); ":suid" lets set-id
+//                              bits and any owner reach the host files:
+//                              UNSAFE, a host user who runs such a file
+//                              gets the owner's privileges.
 //   --bind=SRC:TARGET[:ro]     a host directory bound below the root when
 //                              confined (repeatable)
 //   --root-ro                  mount the root read-only when confined

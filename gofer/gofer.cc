@@ -39,12 +39,17 @@ absl::Status RunGofer(const GoferConfig& config) {
           absl::StrCat("connection on FD ", m.sock_fd, ": bad volume"));
     }
   }
+  // CAP_CHOWN only serves a writable ":suid" connection.
+  bool keep_chown = false;
+  for (const ServedMount& m : config.mounts) {
+    keep_chown |= m.suid && !m.read_only;
+  }
   UniqueFd base;
   std::vector<UniqueFd> volumes;
   if (config.confine) {
     absl::Status s =
         Confine({config.root, config.root_read_only, config.submounts,
-                 config.user_namespace, config.volumes},
+                 config.user_namespace, config.volumes, keep_chown},
                 &volumes);
     if (!s.ok()) return s;
     base.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -58,7 +63,7 @@ absl::Status RunGofer(const GoferConfig& config) {
     }
     base.reset(open(config.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (base.valid()) {
-      absl::Status s = DropCapabilities();
+      absl::Status s = DropCapabilities(keep_chown);
       if (!s.ok()) return s;
     }
   }
@@ -106,6 +111,7 @@ absl::Status RunGofer(const GoferConfig& config) {
   for (size_t i = 0; i < config.mounts.size(); ++i) {
     ServerOptions opts;
     opts.read_only = config.mounts[i].read_only;
+    opts.suid = config.mounts[i].suid;
     threads.emplace_back([&results, i, opts, sock = socks[i].release(),
                           root = roots[i].release()] {
       results[i] = ServeConnection(UniqueFd(sock), UniqueFd(root), opts);

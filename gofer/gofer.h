@@ -21,6 +21,8 @@ struct ServedMount {
   // without following symlinks.
   std::string path;
   bool read_only = false;  // Enforced by the server (EROFS).
+  // ServerOptions::suid: set-id bits and any owner reach the host. Unsafe.
+  bool suid = false;
   // If >= 0: serves GoferConfig::volumes[volume] (path must be empty)
   // instead of a directory below the root.
   int volume = -1;

@@ -59,12 +59,20 @@ Flags:
   --root=tmpfs        an in-memory root holding only a copy of PROGRAM
                       (an absolute path, copied from the host) and an empty
                       working directory
-  --bind=HOST[:GUEST][:ro]
+  --bind=HOST[:GUEST][:ro][:suid]
                       mount the host directory HOST at GUEST (default: the
                       same path) over the root, served by the Gofer on its
                       own connection; writable (writes reach the host)
                       unless ':ro'. Repeatable. GUEST is created if missing
                       and its parent is writable (e.g. below /tmp).
+                      nosuid and nodev on both sides: the host's files get
+                      no set-user/group-ID bits (cleared on create and
+                      chmod; directories keep set-group-ID), no device
+                      nodes, no security.* or trusted.* xattrs, and only
+                      the caller's uid and gid as owners (chown to another
+                      id is EINVAL). ':suid' lets modes and owners through
+                      as asked: UNSAFE, a setuid-root file planted by the
+                      sandbox gives root to any host user who runs it.
   --strace            log every syscall with its arguments and result, as
                       strace -tt -T does: entry time, then the time the
                       Sentry took in <seconds>
@@ -135,13 +143,19 @@ absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value) {
   std::vector<std::string> parts =
       absl::StrSplit(absl::string_view(value.data(), value.size()), ':');
   BindFlag b;
-  if (parts.size() > 1 && parts.back() == "ro") {
-    b.read_only = true;
-    parts.pop_back();
+  for (int k = 0; k < 2 && parts.size() > 1; ++k) {
+    if (!b.read_only && parts.back() == "ro") {
+      b.read_only = true;
+      parts.pop_back();
+    } else if (!b.suid && parts.back() == "suid") {
+      b.suid = true;
+      parts.pop_back();
+    }
   }
   if (parts.size() > 2 || parts[0].empty()) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--bind=%s: expected HOST[:GUEST][:ro] (no ':' in paths)", value));
+        "--bind=%s: expected HOST[:GUEST][:ro][:suid] (no ':' in paths)",
+        value));
   }
   b.host = parts[0];
   b.guest = parts.size() == 2 ? parts[1] : parts[0];
@@ -309,9 +323,11 @@ int DoCommand(int argc, char** argv) {
       gofer_args.push_back(absl::StrFormat("--serve=%d:ro", gofer_fd));
     } else {
       const BindFlag& b = binds[c - (host_root ? 1 : 0)];
-      spec.gofer_mounts.push_back({b.guest, sentry_fd, b.read_only, true});
-      gofer_args.push_back(absl::StrFormat("--volume=%d:%s%s", gofer_fd, b.host,
-                                           b.read_only ? ":ro" : ""));
+      spec.gofer_mounts.push_back(
+          {b.guest, sentry_fd, b.read_only, true, b.suid});
+      gofer_args.push_back(absl::StrFormat("--volume=%d:%s%s%s", gofer_fd,
+                                           b.host, b.read_only ? ":ro" : "",
+                                           b.suid ? ":suid" : ""));
     }
   }
 

@@ -9,14 +9,17 @@
 
 namespace sandbox::runsc {
 
-// One --bind=HOST[:GUEST][:ro].
+// One --bind=HOST[:GUEST][:ro][:suid].
 struct BindFlag {
   std::string host;   // as given (made absolute by DoCommand)
   std::string guest;  // absolute; default: host
   bool read_only = false;
+  // Set-id bits and any owner reach the host (unsafe); else nosuid/nodev.
+  bool suid = false;
 };
 // Parses the flag's value; InvalidArgument with the reason on bad input
-// (an empty HOST, a relative GUEST, GUEST "/", more than three parts).
+// (an empty HOST, a relative GUEST, GUEST "/", more than two path parts).
+// ":ro" and ":suid" may come in either order.
 absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value);
 
 // argv[0] is "do". Returns the CLI's exit status.

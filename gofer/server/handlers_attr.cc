@@ -57,7 +57,10 @@ int XattrFd(const Node& node, UniqueFd* out) {
 
 // SetAttr: applies size, then mode, then owner, then times, stopping at the
 // first failure (earlier changes stay, as with separate truncate, chmod,
-// chown and utimensat calls). Every field is checked before any change.
+// chown and utimensat calls). Every field is checked before any change,
+// the owner against what a nosuid connection allows (EINVAL); a mode loses
+// the set-id bits such a connection does not put on the host
+// (ServerOptions::suid).
 int Session::SetAttr(const SetAttrReq& req, Empty*) {
   std::shared_ptr<Node> node = Find(req.handle);
   if (node == nullptr) return EBADF;
@@ -74,6 +77,20 @@ int Session::SetAttr(const SetAttrReq& req, Empty*) {
   if (options_.read_only) return EROFS;
   if ((req.mask & kSetMode) && node->type == S_IFLNK) return EOPNOTSUPP;
 
+  uid_t uid = (req.mask & kSetUid) ? req.uid : static_cast<uid_t>(-1);
+  gid_t gid = (req.mask & kSetGid) ? req.gid : static_cast<gid_t>(-1);
+  if (!options_.suid && (req.mask & (kSetUid | kSetGid))) {
+    // Nosuid: a file goes only to the Gofer's own ids, or keeps its owner.
+    struct stat st;
+    if (fstat(node->get(), &st) != 0) return errno;
+    if ((uid != static_cast<uid_t>(-1) && uid != own_uid_ &&
+         uid != st.st_uid) ||
+        (gid != static_cast<gid_t>(-1) && gid != own_gid_ &&
+         gid != st.st_gid)) {
+      return EINVAL;
+    }
+  }
+
   if (req.mask & kSetSize) {
     int fd = ReopenNode(*node, O_WRONLY);
     if (fd < 0) return -fd;
@@ -81,12 +98,10 @@ int Session::SetAttr(const SetAttrReq& req, Empty*) {
     if (ftruncate(fd, static_cast<off_t>(req.size)) != 0) return errno;
   }
   if (req.mask & kSetMode) {
-    int err = ChmodNode(*node, req.mode);
+    int err = ChmodNode(*node, HostMode(node->type, req.mode));
     if (err != 0) return err;
   }
   if (req.mask & (kSetUid | kSetGid)) {
-    uid_t uid = (req.mask & kSetUid) ? req.uid : static_cast<uid_t>(-1);
-    gid_t gid = (req.mask & kSetGid) ? req.gid : static_cast<gid_t>(-1);
     if (fchownat(node->get(), "", uid, gid,
                  AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
       return errno;

@@ -2,7 +2,9 @@
 //
 // Each creates exactly one name in a directory node; the new file gets the
 // requested permission bits whatever the process umask, and the requested
-// owner when uid/gid are not kNoId. A failure after the host created the
+// owner when uid/gid are not kNoId, both within what the connection allows
+// on the host (ServerOptions::suid: no set-id bits on non-directories, no
+// owner but the Gofer's own ids). A failure after the host created the
 // name removes it again, so a failed request leaves nothing behind.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -43,7 +45,7 @@ int Session::Create(const CreateReq& req, InodeResp* resp, UniqueFd* fd) {
   }
   if (options_.read_only) return CreateRofsError(*dir, req.name);
   if (nodes_.size() >= options_.max_handles) return EMFILE;
-  uint32_t mode = req.mode & 07777;
+  uint32_t mode = HostMode(S_IFREG, req.mode);
   int f = OpenBeneath(dir->get(), req.name,
                       static_cast<int>(req.flags) | O_CREAT | O_EXCL, mode);
   if (f < 0) return -f;
@@ -57,8 +59,8 @@ int Session::Create(const CreateReq& req, InodeResp* resp, UniqueFd* fd) {
     unlinkat(dir->get(), req.name.c_str(), 0);
     return err;
   }
-  err =
-      FinishCreate(dir, req.name, &created, req.uid, req.gid, 0, &resp->inode);
+  err = FinishCreate(dir, req.name, &created, NewOwner(req.uid, own_uid_),
+                     NewOwner(req.gid, own_gid_), 0, &resp->inode);
   if (err != 0) return err;
   *fd = std::move(file);
   return 0;
@@ -70,10 +72,10 @@ int Session::Mkdir(const MkdirReq& req, InodeResp* resp) {
   if (err != 0) return err;
   if (options_.read_only) return CreateRofsError(*dir, req.name);
   if (nodes_.size() >= options_.max_handles) return EMFILE;
-  uint32_t mode = req.mode & 07777;
+  uint32_t mode = HostMode(S_IFDIR, req.mode);
   if (mkdirat(dir->get(), req.name.c_str(), mode) != 0) return errno;
-  err = FinishCreate(dir, req.name, nullptr, req.uid, req.gid, AT_REMOVEDIR,
-                     &resp->inode);
+  err = FinishCreate(dir, req.name, nullptr, NewOwner(req.uid, own_uid_),
+                     NewOwner(req.gid, own_gid_), AT_REMOVEDIR, &resp->inode);
   if (err != 0) return err;
   std::shared_ptr<Node> node = Find(resp->inode.handle);
   if (node->type != S_IFDIR) err = ESTALE;
@@ -110,11 +112,12 @@ int Session::Mknod(const MknodReq& req, InodeResp* resp) {
   }
   if (options_.read_only) return CreateRofsError(*dir, req.name);
   if (nodes_.size() >= options_.max_handles) return EMFILE;
-  uint32_t mode = req.mode & 07777;
+  uint32_t mode = HostMode(type, req.mode);
   if (mknodat(dir->get(), req.name.c_str(), type | mode, 0) != 0) {
     return errno;
   }
-  err = FinishCreate(dir, req.name, nullptr, req.uid, req.gid, 0, &resp->inode);
+  err = FinishCreate(dir, req.name, nullptr, NewOwner(req.uid, own_uid_),
+                     NewOwner(req.gid, own_gid_), 0, &resp->inode);
   if (err != 0) return err;
   std::shared_ptr<Node> node = Find(resp->inode.handle);
   if (node->type != type) err = ESTALE;
@@ -140,8 +143,8 @@ int Session::Symlink(const SymlinkReq& req, InodeResp* resp) {
   if (symlinkat(req.target.c_str(), dir->get(), req.name.c_str()) != 0) {
     return errno;
   }
-  return FinishCreate(dir, req.name, nullptr, req.uid, req.gid, 0,
-                      &resp->inode);
+  return FinishCreate(dir, req.name, nullptr, NewOwner(req.uid, own_uid_),
+                      NewOwner(req.gid, own_gid_), 0, &resp->inode);
 }
 
 // Link: a new name for an existing non-directory of this connection. The

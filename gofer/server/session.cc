@@ -1,6 +1,7 @@
 #include "gofer/server/session.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -119,6 +120,16 @@ int Session::Chown(int fd, uint32_t uid, uint32_t gid) {
     return errno;
   }
   return 0;
+}
+
+uint32_t Session::HostMode(uint32_t type, uint32_t mode) const {
+  mode &= 07777;
+  if (options_.suid) return mode;
+  return type == S_IFDIR ? mode & ~S_ISUID : mode & ~(S_ISUID | S_ISGID);
+}
+
+uint32_t Session::NewOwner(uint32_t id, uint32_t own) const {
+  return options_.suid || id == own ? id : kNoId;
 }
 
 int Session::FinishCreate(const std::shared_ptr<Node>& dir,

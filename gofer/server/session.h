@@ -10,6 +10,8 @@
 #ifndef GOFER_SERVER_SESSION_H_
 #define GOFER_SERVER_SESSION_H_
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +29,23 @@ struct ServerOptions {
   // Refuse every modification with EROFS (enforced here, not only by the
   // host mount).
   bool read_only = false;
+  // false (the default): the host side of the connection is nosuid and
+  // nodev for the host's sake, since the files outlive the sandbox and
+  // host users may run them:
+  // - S_ISUID and S_ISGID never reach a non-directory: they are cleared
+  //   from the mode of Create, Mknod and SetAttr (silently, as Linux clears
+  //   S_ISGID in chmod by a non-member); directories keep S_ISGID (group
+  //   inheritance only; the group is one of ours) and lose S_ISUID (no
+  //   meaning on Linux).
+  // - Owners are only the Gofer's own ids (the caller of runsc, or root in
+  //   its user namespace), as in a rootless container: a creation whose
+  //   requested uid or gid is another keeps the Gofer's id for it, and
+  //   SetAttr to another id than the Gofer's or the file's current one is
+  //   EINVAL (as chown to an id unmapped in a user namespace).
+  // Device nodes are never created and only user.* xattrs are served
+  // whatever this says. true: the old behaviour (any mode and owner the
+  // Gofer's capabilities allow): unsafe, ":suid" flags only.
+  bool suid = false;
   // At most this many live handles; each holds one host FD (two for a
   // directory that was listed). Walks or creations beyond it fail with
   // EMFILE.
@@ -45,7 +64,10 @@ class Session {
   // root: an O_PATH (or O_RDONLY) descriptor of the directory this
   // connection serves; Attach hands out handles to it.
   Session(UniqueFd root, ServerOptions options)
-      : root_(std::move(root)), options_(options) {}
+      : root_(std::move(root)),
+        options_(options),
+        own_uid_(geteuid()),
+        own_gid_(getegid()) {}
 
   // Decodes and runs one request. Unknown types give EOPNOTSUPP, payloads
   // that do not decode EINVAL. Never crashes on any input.
@@ -98,6 +120,12 @@ class Session {
   int CreateRofsError(const Node& dir, const std::string& name) const;
   // Applies uid/gid (kNoId = keep) to a just-created node fd.
   static int Chown(int fd, uint32_t uid, uint32_t gid);
+  // The permission bits a file of this type may get on the host (see
+  // ServerOptions::suid).
+  uint32_t HostMode(uint32_t type, uint32_t mode) const;
+  // The owner id a new file may get: id itself when the connection allows
+  // any owner or id is the Gofer's own (own), else kNoId (the Gofer's).
+  uint32_t NewOwner(uint32_t id, uint32_t own) const;
   // After creating name in dir: walks it, checks it is the file created
   // (same dev/ino as created, when known), sets owner, inserts it. On
   // failure the new name is removed (unlink_flags) and an errno returned.
@@ -107,6 +135,10 @@ class Session {
 
   const UniqueFd root_;
   const ServerOptions options_;
+  // The Gofer's own ids when the connection started: the only owners a
+  // nosuid connection gives files.
+  const uint32_t own_uid_;
+  const uint32_t own_gid_;
   absl::flat_hash_map<Handle, std::shared_ptr<Node>> nodes_;
   Handle next_handle_ = 1;  // Handles are never reused.
 };

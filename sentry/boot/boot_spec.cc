@@ -19,6 +19,7 @@ constexpr char kVersion1 = '1';
 constexpr char kVersion2 = '2';
 constexpr uint32_t kGoferMountReadOnly = 1;
 constexpr uint32_t kGoferMountShared = 2;
+constexpr uint32_t kGoferMountSuid = 4;
 constexpr size_t kMaxSize = 256 << 20;
 constexpr uint32_t kMaxStrings = 1 << 20;
 constexpr uint32_t kFlagStrace = 1;
@@ -102,11 +103,13 @@ class Reader {
       if (!String(&m.path) || !U32(&mfd) || !U32(&flags)) return false;
       m.fd = static_cast<int32_t>(mfd);
       if (m.fd < 0 || m.path.empty() || m.path[0] != '/' ||
-          (flags & ~(kGoferMountReadOnly | kGoferMountShared)) != 0) {
+          (flags & ~(kGoferMountReadOnly | kGoferMountShared |
+                     kGoferMountSuid)) != 0) {
         return false;
       }
       m.read_only = flags & kGoferMountReadOnly;
       m.shared = flags & kGoferMountShared;
+      m.suid = flags & kGoferMountSuid;
       spec->gofer_mounts.push_back(std::move(m));
     }
     return true;
@@ -151,7 +154,8 @@ std::string SerializeBootSpec(const BootSpec& spec) {
     PutString(&out, m.path);
     PutU32(&out, static_cast<uint32_t>(m.fd));
     PutU32(&out, (m.read_only ? kGoferMountReadOnly : 0) |
-                     (m.shared ? kGoferMountShared : 0));
+                     (m.shared ? kGoferMountShared : 0) |
+                     (m.suid ? kGoferMountSuid : 0));
   }
   return out;
 }

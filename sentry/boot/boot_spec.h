@@ -60,6 +60,8 @@ struct GoferMount {
   bool read_only = false;
   // Shared with the host: no caching without revalidation.
   bool shared = true;
+  // Mounted without MS_NOSUID (runsc do --bind=...:suid); else nosuid.
+  bool suid = false;
 };
 
 // At most this many Gofer mounts.

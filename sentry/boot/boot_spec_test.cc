@@ -45,18 +45,23 @@ TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
   BootSpec s{.argv = {"x"}};
   s.root = RootKind::kGofer;
   s.root_gofer_fd = 6;
-  s.gofer_mounts = {{"/data", 7, false, true}, {"/ro", 8, true, false}};
+  s.gofer_mounts = {{"/data", 7, false, true},
+                    {"/ro", 8, true, false},
+                    {"/suid", 9, false, true, true}};
   auto got = ParseBootSpec(SerializeBootSpec(s));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->root, RootKind::kGofer);
   EXPECT_EQ(got->root_gofer_fd, 6);
-  ASSERT_EQ(got->gofer_mounts.size(), 2u);
+  ASSERT_EQ(got->gofer_mounts.size(), 3u);
   EXPECT_EQ(got->gofer_mounts[0].path, "/data");
   EXPECT_EQ(got->gofer_mounts[0].fd, 7);
   EXPECT_FALSE(got->gofer_mounts[0].read_only);
   EXPECT_TRUE(got->gofer_mounts[0].shared);
   EXPECT_TRUE(got->gofer_mounts[1].read_only);
   EXPECT_FALSE(got->gofer_mounts[1].shared);
+  EXPECT_FALSE(got->gofer_mounts[0].suid);
+  EXPECT_FALSE(got->gofer_mounts[1].suid);
+  EXPECT_TRUE(got->gofer_mounts[2].suid);
 }
 
 // Version 1 (no root fields) still parses, as a tmpfs root; other

@@ -143,6 +143,7 @@ KResult<std::shared_ptr<vfs::MountNamespace>> MakeRootNamespace(
         point.ok()
             ? ns->MountAt(*point, *gfs,
                           ((*gfs)->read_only() ? vfs::kMountReadOnly : 0) |
+                              (m.suid ? 0 : vfs::kMountNoSuid) |
                               vfs::kMountNoDev)
             : KResult<std::shared_ptr<vfs::Mount>>(point.error());
     if (!mounted.ok()) {
