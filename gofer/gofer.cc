@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -93,6 +94,9 @@ absl::Status RunGofer(const GoferConfig& config) {
     nofile.rlim_cur = nofile.rlim_max;
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
+  // The owners of new files on nosuid connections: the Gofer's ids now
+  // (in its user namespace, if any), read before the seccomp filter.
+  const uint32_t owner_uid = geteuid(), owner_gid = getegid();
   umask(0);  // Modes are exactly what the client asked (the server fixes
              // them anyway; this saves a chmod per creation).
   if (config.seccomp) {
@@ -112,6 +116,8 @@ absl::Status RunGofer(const GoferConfig& config) {
     ServerOptions opts;
     opts.read_only = config.mounts[i].read_only;
     opts.suid = config.mounts[i].suid;
+    opts.owner_uid = owner_uid;
+    opts.owner_gid = owner_gid;
     threads.emplace_back([&results, i, opts, sock = socks[i].release(),
                           root = roots[i].release()] {
       results[i] = ServeConnection(UniqueFd(sock), UniqueFd(root), opts);

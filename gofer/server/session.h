@@ -46,6 +46,11 @@ struct ServerOptions {
   // whatever this says. true: the old behaviour (any mode and owner the
   // Gofer's capabilities allow): unsafe, ":suid" flags only.
   bool suid = false;
+  // The Gofer's own ids, the owners a nosuid connection gives files;
+  // kNoId: geteuid() / getegid() when the Session is made (a confined
+  // Gofer sets them before its seccomp filter, which forbids those calls).
+  uint32_t owner_uid = kNoId;
+  uint32_t owner_gid = kNoId;
   // At most this many live handles; each holds one host FD (two for a
   // directory that was listed). Walks or creations beyond it fail with
   // EMFILE.
@@ -66,8 +71,8 @@ class Session {
   Session(UniqueFd root, ServerOptions options)
       : root_(std::move(root)),
         options_(options),
-        own_uid_(geteuid()),
-        own_gid_(getegid()) {}
+        own_uid_(options.owner_uid != kNoId ? options.owner_uid : geteuid()),
+        own_gid_(options.owner_gid != kNoId ? options.owner_gid : getegid()) {}
 
   // Decodes and runs one request. Unknown types give EOPNOTSUPP, payloads
   // that do not decode EINVAL. Never crashes on any input.
@@ -135,7 +140,7 @@ class Session {
 
   const UniqueFd root_;
   const ServerOptions options_;
-  // The Gofer's own ids when the connection started: the only owners a
+  // ServerOptions::owner_uid / owner_gid resolved: the only owners a
   // nosuid connection gives files.
   const uint32_t own_uid_;
   const uint32_t own_gid_;
