@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -201,6 +202,83 @@ TEST_F(GoferBinaryTest, UnconfinedUnderSeccompServesEveryMessage) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// The binary under seccomp: a connection is nosuid on the host unless
+// ":suid" (set-id bits stripped from Create and SetAttr modes, chown to a
+// foreign id EINVAL), and the process keeps neither CAP_FSETID nor, without
+// ":suid", CAP_CHOWN.
+TEST_F(GoferBinaryTest, UnconfinedConnectionsAreNosuidUnlessAsked) {
+  Gofer g = Start({"--root=" + tree_.root(), "--no-confine"}, {"", "d:suid"});
+  struct Case {
+    GoferClient& c;
+    std::string dir;
+    uint32_t want;  // The host mode after 06755.
+  } cases[] = {{*g.clients[0], tree_.root(), 0755},
+               {*g.clients[1], tree_.root() + "/d", 06755}};
+  for (const Case& k : cases) {
+    AttachResp a;
+    ASSERT_EQ(k.c.Call(AttachReq{}, &a), 0);
+    InodeResp r;
+    UniqueFd fd;
+    ASSERT_EQ(
+        k.c.Call(CreateReq{a.root.handle, "new", O_RDWR, 06755, kNoId, kNoId},
+                 &r, &fd),
+        0);
+    struct stat st;
+    ASSERT_EQ(stat((k.dir + "/new").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, k.want) << k.dir;
+    Empty e;
+    SetAttrReq sa;
+    sa.handle = r.inode.handle;
+    sa.mask = kSetMode;
+    sa.mode = 04711;
+    ASSERT_EQ(k.c.Call(sa, &e), 0);
+    ASSERT_EQ(stat((k.dir + "/new").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, k.want == 0755 ? 0711u : 04711u) << k.dir;
+    // Keeping the owner is allowed; giving the file away is not.
+    sa.mask = kSetUid | kSetGid;
+    sa.uid = st.st_uid;
+    sa.gid = st.st_gid;
+    EXPECT_EQ(k.c.Call(sa, &e), 0);
+    const uint32_t other = st.st_uid + 12345;
+    // ":suid" and CAP_CHOWN: as before, where the id is mapped here.
+    const bool can =
+        geteuid() == 0 && testing::IdMapped("/proc/self/uid_map", other);
+    sa.mask = kSetUid;
+    sa.uid = other;
+    int err = k.c.Call(sa, &e);
+    if (k.want == 0755) {
+      EXPECT_EQ(err, EINVAL);
+    } else if (can) {
+      EXPECT_EQ(err, 0);
+    }
+    ASSERT_EQ(stat((k.dir + "/new").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, k.want != 0755 && can ? other : geteuid());
+  }
+  uint64_t eff = std::stoull(ProcStatusField(g.pid, "CapEff"), nullptr, 16);
+  EXPECT_EQ(eff & (uint64_t{1} << CAP_FSETID), 0u) << std::hex << eff;
+  if (geteuid() == 0) {  // The ":suid" connection needs CAP_CHOWN.
+    EXPECT_NE(eff & (uint64_t{1} << CAP_CHOWN), 0u) << std::hex << eff;
+  }
+  int status = Stop(g);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(GoferBinaryTest, UnconfinedWithoutSuidKeepsNoChownOrFsetid) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIP: not root, no capabilities";
+  Gofer g = Start({"--root=" + tree_.root(), "--no-confine"}, {""});
+  AttachResp a;  // Served: the capabilities are dropped by now.
+  ASSERT_EQ(g.clients[0]->Call(AttachReq{}, &a), 0);
+  uint64_t eff = std::stoull(ProcStatusField(g.pid, "CapEff"), nullptr, 16);
+  EXPECT_EQ(eff & ((uint64_t{1} << CAP_FSETID) | (uint64_t{1} << CAP_CHOWN)),
+            0u)
+      << std::hex << eff;
+  EXPECT_NE(eff & (uint64_t{1} << CAP_DAC_OVERRIDE), 0u) << std::hex << eff;
+  int status = Stop(g);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST_F(GoferBinaryTest, ServesASubdirectoryReadOnly) {
   Gofer g = Start({"--root=" + tree_.root(), "--no-confine"}, {"d:ro"});
   GoferClient& c = *g.clients[0];
@@ -306,8 +384,10 @@ TEST_F(GoferBinaryTest, ConfinedServesOnlyTheRootAndChosenMounts) {
   // The process: seccomp, no_new_privs, only the file-serving capabilities.
   EXPECT_EQ(ProcStatusField(g.pid, "Seccomp"), "2");
   EXPECT_EQ(ProcStatusField(g.pid, "NoNewPrivs"), "1");
+  // No connection is ":suid": DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER only
+  // (never CAP_FSETID; CAP_CHOWN only for ":suid").
   uint64_t eff = std::stoull(ProcStatusField(g.pid, "CapEff"), nullptr, 16);
-  EXPECT_EQ(eff & ~uint64_t{0x1f}, 0u) << std::hex << eff;
+  EXPECT_EQ(eff & ~uint64_t{0x0e}, 0u) << std::hex << eff;
   // Its root is the served tree.
   std::set<std::string> names;
   for (auto& e : std::filesystem::directory_iterator(
@@ -521,19 +601,30 @@ TEST(Seccomp, KillsForbiddenCallsAndAllowsServing) {
 
 TEST(Capabilities, DropKeepsOnlyFileServing) {
   if (geteuid() != 0) GTEST_SKIP() << "SKIP: not root, nothing to drop";
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!DropCapabilities().ok()) _exit(1);
-    // CAP_SYS_ADMIN is gone: unshare fails; CAP_CHOWN stays.
-    if (unshare(CLONE_NEWNS) == 0) _exit(2);
-    std::string eff = ProcStatusField(getpid(), "CapEff");
-    uint64_t v = std::stoull(eff, nullptr, 16);
-    _exit(v == 0 || (v & ~uint64_t{0x1f}) != 0 ? 3 : 0);
+  constexpr uint64_t kServing = (uint64_t{1} << CAP_DAC_OVERRIDE) |
+                                (uint64_t{1} << CAP_DAC_READ_SEARCH) |
+                                (uint64_t{1} << CAP_FOWNER);
+  for (bool keep_chown : {false, true}) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (!DropCapabilities(keep_chown).ok()) _exit(1);
+      // CAP_SYS_ADMIN is gone: unshare fails.
+      if (unshare(CLONE_NEWNS) == 0) _exit(2);
+      uint64_t eff =
+          std::stoull(ProcStatusField(getpid(), "CapEff"), nullptr, 16);
+      uint64_t prm =
+          std::stoull(ProcStatusField(getpid(), "CapPrm"), nullptr, 16);
+      uint64_t want =
+          kServing | (keep_chown ? uint64_t{1} << CAP_CHOWN : uint64_t{0});
+      // Never CAP_FSETID: the host clears set-id bits as for any user.
+      if (eff & (uint64_t{1} << CAP_FSETID)) _exit(3);
+      _exit(eff == want && prm == want ? 0 : 4);
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "keep_chown " << keep_chown;
   }
-  int status;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #define GOFER_SERVER_TESTING_H_
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -51,6 +52,21 @@ inline void WriteFile(const std::string& path, const std::string& content) {
   ASSERT_EQ(write(fd, content.data(), content.size()),
             static_cast<ssize_t>(content.size()));
   close(fd);
+}
+
+// Whether id is mapped in this process's user namespace (uid_map or
+// gid_map): a chown to an unmapped id is the host's EINVAL (as inside
+// Bazel's sandbox, which maps only root).
+inline bool IdMapped(const char* map, uint32_t id) {
+  FILE* f = fopen(map, "re");
+  if (f == nullptr) return false;
+  unsigned long inside, outside, count;
+  bool found = false;
+  while (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3) {
+    found |= id >= inside && id - inside < count;
+  }
+  fclose(f);
+  return found;
 }
 
 // Reads everything from fd at offset 0.
