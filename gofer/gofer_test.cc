@@ -519,10 +519,13 @@ TEST_F(GoferBinaryTest, ConfinedInAUserNamespaceWithoutRoot) {
   }
   ASSERT_EQ(chmod((tree_.root() + "/d").c_str(), 0777), 0);
   ASSERT_EQ(chown((tree_.root() + "/d/f").c_str(), 65534, 65534), 0);
-  int sv[2];
+  // Two connections to the same tree: the default (nosuid) and ":suid".
+  int sv[2], sv2[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv2), 0);
   Gofer g;
   g.clients.push_back(std::make_unique<GoferClient>(UniqueFd(sv[0])));
+  g.clients.push_back(std::make_unique<GoferClient>(UniqueFd(sv2[0])));
   g.pid = fork();
   if (g.pid == 0) {
     g.clients.clear();
@@ -531,11 +534,13 @@ TEST_F(GoferBinaryTest, ConfinedInAUserNamespaceWithoutRoot) {
     config.root = tree_.root();
     config.user_namespace = true;
     config.mounts.push_back({sv[1], "", false});
+    config.mounts.push_back({sv2[1], "", false, /*suid=*/true});
     absl::Status s = RunGofer(config);
     if (!s.ok()) std::fprintf(stderr, "gofer: %s\n", s.ToString().c_str());
     _exit(s.ok() ? 0 : 1);
   }
   close(sv[1]);
+  close(sv2[1]);
   GoferClient& c = *g.clients[0];
   AttachResp a;
   ASSERT_EQ(c.Call(AttachReq{}, &a), 0) << "gofer failed to start";
@@ -554,10 +559,19 @@ TEST_F(GoferBinaryTest, ConfinedInAUserNamespaceWithoutRoot) {
   ASSERT_EQ(stat((tree_.root() + "/d/n").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);  // uid 0 inside is nobody outside.
   EXPECT_EQ(st.st_mode & 07777, 0640u);
-  // Chown to an unmapped id fails; the half-made file is removed.
-  EXPECT_EQ(c.Call(MkdirReq{w.inodes[0].handle, "m", 0755, 1000, 1000}, &ir),
+  // Nosuid: another owner asked for gives the Gofer's own (nobody).
+  ASSERT_EQ(c.Call(MkdirReq{w.inodes[0].handle, "m", 0755, 1000, 1000}, &ir),
+            0);
+  ASSERT_EQ(stat((tree_.root() + "/d/m").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  // ":suid": the chown to an unmapped id fails; the half-made file is
+  // removed.
+  GoferClient& s = *g.clients[1];
+  ASSERT_EQ(s.Call(AttachReq{}, &a), 0);
+  ASSERT_EQ(s.Call(WalkReq{a.root.handle, {"d"}}, &w), 0);
+  EXPECT_EQ(s.Call(MkdirReq{w.inodes[0].handle, "m2", 0755, 1000, 1000}, &ir),
             EINVAL);
-  EXPECT_FALSE(std::filesystem::exists(tree_.root() + "/d/m"));
+  EXPECT_FALSE(std::filesystem::exists(tree_.root() + "/d/m2"));
   EXPECT_EQ(ProcStatusField(g.pid, "Seccomp"), "2");
   int status = Stop(g);
   ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
