@@ -45,6 +45,26 @@ TEST(Flags, ParsesVolumes) {
   EXPECT_TRUE(c->volumes[1].read_only);
 }
 
+TEST(Flags, ParsesSuidInEitherOrder) {
+  auto c = ParseGoferFlags({"--root=/", "--serve=3:ro", "--serve=4:d:suid",
+                            "--volume=5:/a:ro:suid", "--volume=6:/b:suid:ro",
+                            "--volume=7:/c"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->mounts.size(), 5u);
+  EXPECT_FALSE(c->mounts[0].suid);  // Nosuid unless asked.
+  EXPECT_TRUE(c->mounts[1].suid);
+  EXPECT_EQ(c->mounts[1].path, "d");
+  EXPECT_FALSE(c->mounts[1].read_only);
+  for (int i : {2, 3}) {
+    EXPECT_TRUE(c->mounts[i].suid) << i;
+    EXPECT_TRUE(c->mounts[i].read_only) << i;
+  }
+  EXPECT_EQ(c->volumes[0].source, "/a");
+  EXPECT_EQ(c->volumes[1].source, "/b");
+  EXPECT_FALSE(c->mounts[4].suid);
+  EXPECT_EQ(c->volumes[2].source, "/c");
+}
+
 TEST(Flags, RejectsBadInput) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{

@@ -171,6 +171,27 @@ TEST_F(BindNosuidTest, ShellAttacksLeaveNoPrivilegeOnTheHost) {
   EXPECT_EQ(st.st_mode & 07777, 0755u);
 }
 
+// A set-id file the host already has in the bind: the guest's writes and
+// truncations (the Sentry's donated descriptors, the Gofer's SetAttr; both
+// without CAP_FSETID) clear its bits, as a write by any user does on Linux.
+TEST_F(BindNosuidTest, WritesToAHostSetuidFileClearItsBits) {
+  if (access(kBusybox, X_OK) != 0) GTEST_SKIP() << "SKIP: no " << kBusybox;
+  const std::string& d = dir_.path();
+  for (const char* name : {"appended", "truncated"}) {
+    std::string p = d + "/" + name;
+    FILE* f = fopen(p.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("#!/bin/sh\n", f);
+    fclose(f);
+    ASSERT_EQ(chmod(p.c_str(), 06755), 0);
+  }
+  Result r = RunRunsc(
+      {"do", "--bind=" + d, "--", kBusybox, "sh", "-c",
+       "echo 'id' >> " + d + "/appended && truncate -s 0 " + d + "/truncated"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  ExpectNothingPlanted(d, 2);
+}
+
 // ":suid" restores the old behaviour: chown 0:0 && chmod 4755 reach the
 // host. (The checks above fail on this tree.)
 TEST_F(BindNosuidTest, SuidOptionLetsSetIdBitsThrough) {
