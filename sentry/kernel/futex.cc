@@ -179,12 +179,13 @@ KResult<uint64_t> FutexManager::Requeue(Task& t, uint64_t addr, uint64_t addr2,
       ++w;  // requeued onto its own queue: it keeps its place
     } else {
       (*w)->key = to;
-      if (dest == nullptr) dest = &queues_[to.key];  // node map: q stays
+      // A node map: q stays where it is, though `it` may not be valid.
+      if (dest == nullptr) dest = &queues_[to.key];
       dest->push_back(*w);
       w = q.erase(w);
     }
   }
-  if (q.empty()) queues_.erase(it);
+  if (q.empty()) queues_.erase(from.key);
   return static_cast<uint64_t>(count);
 }
 
