@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <utility>
+#include <vector>
 
 #include "sentry/kernel/task.h"
 #include "sentry/mm/memory_manager.h"
@@ -151,6 +152,9 @@ KResult<uint64_t> FutexManager::Requeue(Task& t, uint64_t addr, uint64_t addr2,
   if (nr_wake < 0 || nr_requeue < 0) return kEINVAL;
   TRY(PinnedKey from, KeyFor(t, addr, shared));
   TRY(PinnedKey to, KeyFor(t, addr2, shared));
+  // The keys requeued waiters leave: released after mu_, since the last
+  // reference to a Mappable (its mapping gone) frees the file.
+  std::vector<std::shared_ptr<const void>> dropped;
   absl::MutexLock l(&mu_);
   if (cmpval.has_value()) {
     uint32_t cur = 0;
@@ -178,6 +182,7 @@ KResult<uint64_t> FutexManager::Requeue(Task& t, uint64_t addr, uint64_t addr2,
     } else if (same) {
       ++w;  // requeued onto its own queue: it keeps its place
     } else {
+      dropped.push_back(std::move((*w)->key.pin));
       (*w)->key = to;
       // A node map: q stays where it is, though `it` may not be valid.
       if (dest == nullptr) dest = &queues_[to.key];
