@@ -91,11 +91,14 @@ void Task::Run() {
   RetireTaskCpu(*this, mm_ != nullptr ? mm_->BackedBytes() / 1024 : 0);
   SignalsOnTaskExit(*this);
   // CLONE_CHILD_CLEARTID / set_tid_address: zero the word and wake one
-  // futex waiter (pthread_join). Errors are ignored, as Linux does.
+  // futex waiter (pthread_join). The wake is a shared futex, as Linux's
+  // mm_release makes it (glibc waits with a shared FUTEX_WAIT). Errors are
+  // ignored, as Linux does.
   if (clear_child_tid_ != 0) {
     uint32_t zero = 0;
     if (CopyOutFull(clear_child_tid_, &zero, sizeof(zero)).ok()) {
-      (void)kernel_.futexes().Wake(*this, clear_child_tid_, ~0u, 1);
+      (void)kernel_.futexes().Wake(*this, clear_child_tid_, /*shared=*/true,
+                                   ~0u, 1);
     }
   }
   // Release what the task holds before the group is reported dead, so the

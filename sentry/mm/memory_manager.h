@@ -190,6 +190,24 @@ class MemoryManager : public MappingSpace {
                                     platform::AccessType access,
                                     absl::FunctionRef<void(uint8_t*)> fn);
 
+  // The object a shared futex word at `addr` lives in (Linux's
+  // get_futex_key without FUTEX_PRIVATE_FLAG): for a MAP_SHARED mapping,
+  // its Mappable (a tmpfs, memfd or Gofer file, shared anonymous memory)
+  // and the byte offset of addr in it, the same for every mapping of that
+  // page in any mm at any address (fork, two aliases, /dev/shm); for a
+  // private mapping, a null `mappable` (the futex is keyed by mm and
+  // address; a private file page already shared with the file is not
+  // looked through, see README). The page is faulted in first, as
+  // get_user_pages does (for writing with `write`: FUTEX_WAKE_OP's second
+  // word). EFAULT: no VMA covers addr, it allows neither reading nor
+  // writing (with `write`: no writing), or its page cannot be backed
+  // (beyond a file's end).
+  struct SharedObject {
+    std::shared_ptr<Mappable> mappable;  // keeps the object alive
+    uint64_t offset = 0;
+  };
+  KResult<SharedObject> FutexObjectAt(uintptr_t addr, bool write = false);
+
   // ---- Faults. ----
   // Resolves a guest fault at `addr`: backs and maps a run of pages around
   // it if a VMA allows the access (write needs PROT_WRITE, execute

@@ -195,6 +195,41 @@ TEST_F(ForkTest, SharedAnonymousMemoryIsShared) {
   EXPECT_EQ(Allocated(), 0u);
 }
 
+// A shared futex's key (FutexObjectAt): the same object and offset in both
+// processes for shared memory, none (mm and address) for private memory,
+// EFAULT beyond the object, in a PROT_NONE mapping or a hole.
+TEST_F(ForkTest, FutexObjectAtNamesSharedMemoryInBothProcesses) {
+  MapFixed(*parent_, kBase, 4 * 4096, MAP_SHARED | MAP_ANONYMOUS);
+  MapFixed(*parent_, kBase + 8 * 4096, 4096);
+  MapFixed(*parent_, kBase + 10 * 4096, 4096, kAnonPrivate, PROT_NONE);
+  Fork();
+  auto p = parent_->FutexObjectAt(kBase + 2 * 4096 + 12);
+  auto c = child_->FutexObjectAt(kBase + 2 * 4096 + 12);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(c.ok());
+  ASSERT_NE(p->mappable, nullptr);
+  EXPECT_EQ(p->mappable, c->mappable);
+  EXPECT_EQ(p->offset, 2 * 4096 + 12u);
+  EXPECT_EQ(c->offset, 2 * 4096 + 12u);
+  // Moved elsewhere in the child: still the same object and offset.
+  auto moved = child_->Mremap(kBase, 4 * 4096, 4 * 4096,
+                              MREMAP_MAYMOVE | MREMAP_FIXED, kBase + 32 * 4096);
+  ASSERT_TRUE(moved.ok());
+  c = child_->FutexObjectAt(kBase + 34 * 4096 + 12);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(p->mappable, c->mappable);
+  EXPECT_EQ(c->offset, 2 * 4096 + 12u);
+  // Private memory: keyed by mm and address, no object.
+  auto priv = parent_->FutexObjectAt(kBase + 8 * 4096);
+  ASSERT_TRUE(priv.ok());
+  EXPECT_EQ(priv->mappable, nullptr);
+  EXPECT_EQ(parent_->FutexObjectAt(kBase + 10 * 4096).error(), kEFAULT);
+  EXPECT_EQ(parent_->FutexObjectAt(kBase + 12 * 4096).error(), kEFAULT);
+  // Beyond the end of the shared object (grown by mremap): EFAULT.
+  ASSERT_TRUE(parent_->Mremap(kBase, 4 * 4096, 6 * 4096, 0, 0).ok());
+  EXPECT_EQ(parent_->FutexObjectAt(kBase + 5 * 4096).error(), kEFAULT);
+}
+
 TEST_F(ForkTest, DontforkAndWipeonfork) {
   MapFixed(*parent_, kBase, 4096);
   MapFixed(*parent_, kBase + 4096, 4096, kAnonPrivate, PROT_READ);

@@ -541,6 +541,26 @@ KResult<void> MemoryManager::WithInternalMapping(
   return OkResult();
 }
 
+KResult<MemoryManager::SharedObject> MemoryManager::FutexObjectAt(
+    uintptr_t addr, bool write) {
+  absl::ReaderMutexLock ml(&mapping_mu_);
+  auto vit = FindVmaLocked(addr);
+  if (vit == vmas_.end()) return kEFAULT;
+  const Vma& vma = vit->second;
+  // get_user_pages: FOLL_WRITE first, then (unless `write`) a read; an
+  // exec-only or PROT_NONE VMA allows neither.
+  const int need = write ? PROT_WRITE : PROT_READ | PROT_WRITE;
+  if (!(vma.prot & need)) return kEFAULT;
+  {
+    absl::MutexLock al(&active_mu_);
+    if (!EnsurePmaLocked(vit->first, vma, addr, write).ok()) {
+      return kEFAULT;
+    }
+  }
+  if (!vma.shared || vma.mappable == nullptr) return SharedObject{};
+  return SharedObject{vma.mappable, vma.offset + (addr - vit->first)};
+}
+
 // ---- Introspection, invalidation. ----
 
 uint64_t MemoryManager::BackedBytes() {

@@ -1,4 +1,6 @@
-// futex(2): wait and wake; the queues live in kernel::FutexManager.
+// futex(2): wait, wake, requeue and wake-op; the queues live in
+// kernel::FutexManager. No PI futexes (LOCK_PI, UNLOCK_PI, TRYLOCK_PI,
+// WAIT_REQUEUE_PI, CMP_REQUEUE_PI, LOCK_PI2): ENOSYS.
 #include <linux/futex.h>
 #include <time.h>
 
@@ -35,14 +37,15 @@ absl::Time FromClock(int clock, absl::Duration abs) {
 // SA_RESTART says) and anything else (a stop, a signal without a handler)
 // resumes it through restart_syscall(2) (futex_wait_restart) to the same
 // absolute deadline, not a fresh timeout.
-Errno TimedWaitRestartBlock(Task& t, uint64_t addr, uint32_t val,
+Errno TimedWaitRestartBlock(Task& t, uint64_t addr, bool shared, uint32_t val,
                             uint32_t bitset, absl::Time deadline) {
-  t.signals().restart_fn = [addr, val, bitset,
+  t.signals().restart_fn = [addr, shared, val, bitset,
                             deadline](Task& t) -> KResult<uint64_t> {
-    KResult<void> r = t.kernel().futexes().Wait(t, addr, val, bitset, deadline);
+    KResult<void> r =
+        t.kernel().futexes().Wait(t, addr, shared, val, bitset, deadline);
     if (r.ok()) return uint64_t{0};
     if (r.error() == kERestartSys) {
-      return TimedWaitRestartBlock(t, addr, val, bitset, deadline);
+      return TimedWaitRestartBlock(t, addr, shared, val, bitset, deadline);
     }
     return r.error();
   };
@@ -52,14 +55,18 @@ Errno TimedWaitRestartBlock(Task& t, uint64_t addr, uint32_t val,
 // futex(2).
 SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
                     UserAddr utime, UserAddr uaddr2, uint32_t val3) {
-  (void)uaddr2;
   const int cmd = op & FUTEX_CMD_MASK;
   const bool realtime = op & FUTEX_CLOCK_REALTIME;
+  // Without FUTEX_PRIVATE_FLAG the word is keyed by the memory it lives in
+  // (FutexManager::KeyFor), so other processes mapping it meet it.
+  const bool shared = !(op & FUTEX_PRIVATE_FLAG);
+  // REQUEUE, CMP_REQUEUE and WAKE_OP take a count where the timeout goes.
+  const int val2 = static_cast<int32_t>(static_cast<uint32_t>(utime.addr));
   kernel::FutexManager& f = t.kernel().futexes();
   switch (cmd) {
     case FUTEX_WAIT:
     case FUTEX_WAIT_BITSET: {
-      if (realtime && cmd == FUTEX_WAIT) return kENOSYS;
+      // sys_futex reads the timeout before do_futex checks the clock.
       std::optional<absl::Time> deadline;
       if (!utime.null()) {
         TRY(abi::Timespec ts, t.CopyInObj<abi::Timespec>(utime.addr));
@@ -69,23 +76,37 @@ SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
                 ? absl::Now() + d
                 : FromClock(realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, d);
       }
+      if (realtime && cmd == FUTEX_WAIT) return kENOSYS;
       uint32_t bitset = cmd == FUTEX_WAIT ? FUTEX_BITSET_MATCH_ANY : val3;
-      KResult<void> r = f.Wait(t, uaddr.addr, val, bitset, deadline);
+      KResult<void> r = f.Wait(t, uaddr.addr, shared, val, bitset, deadline);
       if (r.ok()) return uint64_t{0};
       // Without a timeout, ERESTARTSYS: SA_RESTART restarts the wait.
       if (r.error() == kERestartSys && deadline.has_value()) {
-        return TimedWaitRestartBlock(t, uaddr.addr, val, bitset, *deadline);
+        return TimedWaitRestartBlock(t, uaddr.addr, shared, val, bitset,
+                                     *deadline);
       }
       return r.error();
     }
+    default:
+      break;
+  }
+  // Only the waits take FUTEX_CLOCK_REALTIME (and the PI ones, absent).
+  if (realtime) return kENOSYS;
+  switch (cmd) {
     case FUTEX_WAKE:
     case FUTEX_WAKE_BITSET: {
-      if (realtime) return kENOSYS;
       uint32_t bitset = cmd == FUTEX_WAKE ? FUTEX_BITSET_MATCH_ANY : val3;
-      int n =
-          static_cast<int32_t>(val) < 0 ? INT32_MAX : static_cast<int32_t>(val);
-      return f.Wake(t, uaddr.addr, bitset, n);
+      return f.Wake(t, uaddr.addr, shared, bitset, static_cast<int32_t>(val));
     }
+    case FUTEX_REQUEUE:
+      return f.Requeue(t, uaddr.addr, uaddr2.addr, shared,
+                       static_cast<int32_t>(val), val2, std::nullopt);
+    case FUTEX_CMP_REQUEUE:
+      return f.Requeue(t, uaddr.addr, uaddr2.addr, shared,
+                       static_cast<int32_t>(val), val2, val3);
+    case FUTEX_WAKE_OP:
+      return f.WakeOp(t, uaddr.addr, uaddr2.addr, shared,
+                      static_cast<int32_t>(val), val2, val3);
     default:
       return kENOSYS;
   }
@@ -96,8 +117,9 @@ SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
 void RegisterFutexSyscalls(SyscallTable& t) {
   using namespace abi;  // NOLINT: nr::
   t.Partial<&Futex>(nr::futex,
-                    "WAIT, WAKE, WAIT_BITSET, WAKE_BITSET (private and "
-                    "shared keyed by address space); no REQUEUE, WAKE_OP, PI");
+                    "WAIT, WAKE, WAIT_BITSET, WAKE_BITSET, REQUEUE, "
+                    "CMP_REQUEUE, WAKE_OP (shared ones keyed by the memory "
+                    "they live in); no PI futexes");
 }
 
 }  // namespace sandbox::syscalls

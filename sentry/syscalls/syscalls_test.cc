@@ -491,7 +491,7 @@ TEST_F(SyscallsTest, Futex) {
   kernel::FutexManager& f = kernel_->futexes();
   std::thread waker([&] {
     while (f.WaiterCount() == 0) usleep(1000);
-    EXPECT_EQ(f.Wake(*task_, buf_, ~0u, 1).value(), 1u);
+    EXPECT_EQ(f.Wake(*task_, buf_, /*shared=*/false, ~0u, 1).value(), 1u);
   });
   EXPECT_EQ(Call(nr::futex, buf_, kWait | kPrivate, 5, 0).value(), 0u);
   waker.join();

@@ -481,6 +481,16 @@ KResult<std::shared_ptr<vfs::VfsFile>> RegularFile::Open(
       vd, flags, std::static_pointer_cast<RegularFile>(shared_from_this())));
 }
 
+std::shared_ptr<mm::Mappable> RegularFileDescription::GetMappable() {
+  struct Hold {
+    vfs::VirtualDentry vd;
+    std::shared_ptr<RegularFile> file;
+  };
+  auto hold = std::make_shared<Hold>(Hold{vd(), file_});
+  mm::Mappable* m = hold->file.get();
+  return std::shared_ptr<mm::Mappable>(std::move(hold), m);
+}
+
 KResult<size_t> RegularFileDescription::Read(vfs::IoContext&,
                                              absl::Span<uint8_t> dst) {
   if (!readable()) return kEBADF;

@@ -192,7 +192,12 @@ class RegularFileDescription final : public vfs::VfsFile {
   KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
                               int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
-  std::shared_ptr<mm::Mappable> GetMappable() override { return file_; }
+  // The file's pages, holding what an open file holds (Linux's
+  // vma->vm_file): the mount, and through it the tmpfs instance the
+  // file's pages are counted in, so a mapping may outlive the last
+  // descriptor (a memfd's private mount goes with its last descriptor).
+  // The pointer is file_ itself, the same for every mapping of the file.
+  std::shared_ptr<mm::Mappable> GetMappable() override;
   KResult<uint32_t> GetSeals() override { return file_->seals(); }
   KResult<void> AddSeals(uint32_t seals) override {
     return file_->AddSeals(seals);

@@ -428,5 +428,25 @@ TEST(MemfdTest, ForkedChildSharesTheMemfdMapping) {
   EXPECT_EQ(c, 'c');
 }
 
+// A mapping holds the file as an open descriptor does (Linux's vm_file):
+// closing the last descriptor of a memfd leaves the mapping usable, and
+// unmapping it afterwards frees the file (here the Sentry once crashed:
+// the memfd's private mount went with the descriptor, the file outlived
+// it).
+TEST(MemfdTest, MappingOutlivesTheLastDescriptor) {
+  int fd = NewMemfd().release();
+  ASSERT_THAT(ftruncate(fd, 2 * PageSize()), SyscallSucceeds());
+  char* p = static_cast<char*>(
+      mmap(nullptr, 2 * PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  p[0] = 'a';
+  ASSERT_THAT(close(fd), SyscallSucceeds());
+  p[PageSize()] = 'b';  // a page first touched after the close
+  EXPECT_EQ(p[0], 'a');
+  EXPECT_THAT(InForkedChild([p] { p[1] = 'c'; }), ExitedWithCode(0));
+  EXPECT_EQ(p[1], 'c');
+  EXPECT_THAT(munmap(p, 2 * PageSize()), SyscallSucceeds());
+}
+
 }  // namespace
 }  // namespace sandbox::testutil
