@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
+#include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/guest_io.h"
 #include "sentry/syscalls/lock.h"
@@ -72,23 +73,18 @@ KResult<size_t> RaiseSigpipe(Task& t, KResult<size_t> r) {
   return r;
 }
 
+KResult<uint64_t> DoWritev(Task& t, FileDescription& f,
+                           absl::Span<const abi::Iovec> v, int64_t offset,
+                           vfs::IoContext& ctx);
+
 KResult<size_t> DoWrite(Task& t, FileDescription& f, uint64_t buf,
                         uint64_t count, int64_t offset) {
   if (!RangeOk(buf, count)) return kEFAULT;
   if (count == 0) return size_t{0};
-  if (f.CanDirectIo(t.mm().memory_file())) {
-    mm::GuestSegments src(t.mm(), /*guest_written=*/false);
-    src.Add(buf, std::min(count, kMaxRwCount));
-    vfs::IoContext ctx = t.io_context();
-    return f.WriteDirect(ctx, src, offset);
-  }
-  std::vector<uint8_t> tmp(std::min<uint64_t>(count, kMaxTransfer));
-  // A partial copy writes what could be read, as Linux does.
-  TRY(size_t got, t.CopyIn(buf, tmp.data(), tmp.size()));
+  const abi::Iovec iov{buf, count};
   vfs::IoContext ctx = t.io_context();
-  auto src = absl::MakeConstSpan(tmp.data(), got);
-  return RaiseSigpipe(
-      t, offset < 0 ? f.Write(ctx, src) : f.PWrite(ctx, src, offset));
+  TRY(uint64_t n, DoWritev(t, f, absl::MakeConstSpan(&iov, 1), offset, ctx));
+  return static_cast<size_t>(n);
 }
 
 // read(2).
@@ -144,7 +140,7 @@ KResult<std::vector<abi::Iovec>> CopyInIovecs(Task& t, UserAddr iov,
 // The iovecs (checked by CopyInIovecs) as a direct-I/O buffer, at most
 // MAX_RW_COUNT bytes in all (rw_verify_area).
 std::unique_ptr<mm::GuestSegments> DirectSegments(
-    Task& t, const std::vector<abi::Iovec>& v, bool guest_written) {
+    Task& t, absl::Span<const abi::Iovec> v, bool guest_written) {
   auto segs = std::make_unique<mm::GuestSegments>(t.mm(), guest_written);
   uint64_t room = kMaxRwCount;
   for (const abi::Iovec& e : v) {
@@ -185,10 +181,23 @@ KResult<uint64_t> DoReadv(Task& t, FileDescription& f,
   return uint64_t{done};
 }
 
-// Gathers the iovecs so one write keeps pipe writes up to PIPE_BUF atomic,
-// then writes at the offset (offset < 0) or at `offset`.
+// pipe_write blocks until the whole count went in, so a write to a pipe or
+// FIFO goes on past the bounce buffer: chunk after chunk while each went in
+// whole. Other files get one chunk (a short count), as before.
+bool WritesWholeCount(FileDescription& f) {
+  return fs::pipe::PipeOf(f) != nullptr;
+}
+
+// Writes the iovecs (checked by CopyInIovecs, or one range checked by
+// DoWrite) at the description's offset (offset < 0) or at `offset`:
+// directly when the file's data is in the memory file (CanDirectIo), else
+// gathered into bounce-buffer chunks of kMaxTransfer bytes, each one Write
+// (so pipe writes up to PIPE_BUF stay atomic). A chunk that went in short,
+// a fault in the guest's buffer or an error ends the call; an error after
+// some bytes went in gives their count (EPIPE still raises SIGPIPE, as
+// pipe_write does), before any is the errno (ERESTARTSYS: EINTR or restart).
 KResult<uint64_t> DoWritev(Task& t, FileDescription& f,
-                           const std::vector<abi::Iovec>& v, int64_t offset,
+                           absl::Span<const abi::Iovec> v, int64_t offset,
                            vfs::IoContext& ctx) {
   if (f.CanDirectIo(t.mm().memory_file())) {
     std::unique_ptr<mm::GuestSegments> src = DirectSegments(t, v, false);
@@ -196,27 +205,49 @@ KResult<uint64_t> DoWritev(Task& t, FileDescription& f,
     TRY(size_t n, f.WriteDirect(ctx, *src, offset));
     return uint64_t{n};
   }
+  const bool whole = WritesWholeCount(f);
   std::vector<uint8_t> tmp;
-  for (const abi::Iovec& e : v) {
-    size_t room = kMaxTransfer - tmp.size();
-    if (room == 0) break;
-    size_t want = std::min<uint64_t>(e.iov_len, room);
-    size_t at = tmp.size();
-    tmp.resize(at + want);
-    KResult<size_t> c = t.CopyIn(e.iov_base, tmp.data() + at, want);
-    if (!c.ok()) {
-      tmp.resize(at);
-      if (at == 0) return c.error();
+  size_t iov = 0;        // the next iovec to gather from
+  uint64_t iov_off = 0;  // bytes of v[iov] already gathered
+  uint64_t done = 0;     // bytes written by earlier chunks
+  for (;;) {
+    tmp.clear();
+    bool fault = false;
+    // At most MAX_RW_COUNT in all (rw_verify_area).
+    const size_t limit = std::min<uint64_t>(kMaxTransfer, kMaxRwCount - done);
+    while (iov < v.size() && tmp.size() < limit) {
+      const abi::Iovec& e = v[iov];
+      if (iov_off == e.iov_len) {
+        ++iov;
+        iov_off = 0;
+        continue;
+      }
+      size_t want = std::min<uint64_t>(e.iov_len - iov_off, limit - tmp.size());
+      size_t at = tmp.size();
+      tmp.resize(at + want);
+      // A partial copy writes what could be read, as Linux does.
+      KResult<size_t> c = t.CopyIn(e.iov_base + iov_off, tmp.data() + at, want);
+      size_t got = c.ok() ? std::min(c.value(), want) : 0;
+      tmp.resize(at + got);
+      iov_off += got;
+      if (got < want) {
+        if (tmp.empty() && done == 0) return c.ok() ? kEFAULT : c.error();
+        fault = true;
+        break;
+      }
+    }
+    if (tmp.empty()) break;
+    auto src = absl::MakeConstSpan(tmp);
+    KResult<size_t> r = RaiseSigpipe(
+        t, offset < 0 ? f.Write(ctx, src) : f.PWrite(ctx, src, offset + done));
+    if (!r.ok()) {
+      if (done == 0) return r.error();
       break;
     }
-    tmp.resize(at + c.value());
-    if (c.value() < want) break;
+    done += r.value();
+    if (!whole || fault || r.value() < tmp.size()) break;
   }
-  if (tmp.empty()) return uint64_t{0};
-  auto src = absl::MakeConstSpan(tmp);
-  TRY(size_t n, RaiseSigpipe(t, offset < 0 ? f.Write(ctx, src)
-                                           : f.PWrite(ctx, src, offset)));
-  return uint64_t{n};
+  return done;
 }
 
 // readv(2).

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -13,8 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -315,6 +319,206 @@ TEST(PipeTest, ConcurrentPipeBufWritesDoNotInterleave) {
     ASSERT_THAT(waitpid(pid, &status, 0), SyscallSucceedsWithValue(pid));
     EXPECT_THAT(status, ExitedWithCode(0));
   }
+}
+
+// ---- Blocking writes larger than any internal buffer (4 MiB). ----
+
+constexpr size_t k4MiB = 4 << 20;
+
+char PatternAt(size_t i) { return static_cast<char>((i * 7 + i / 4093) % 251); }
+
+std::vector<char> Pattern(size_t n) {
+  std::vector<char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = PatternAt(i);
+  return v;
+}
+
+// Reads `fd` in chunks of varying sizes until EOF; counts the bytes and
+// the first offset whose byte is not the pattern's (npos if none).
+struct ReadResult {
+  size_t total = 0;
+  size_t first_bad = std::string::npos;
+  int error = 0;
+};
+ReadResult ReadPatternUntilEof(int fd) {
+  ReadResult r;
+  std::vector<char> buf(70001);
+  const size_t sizes[] = {1, 4096, 70001, 333, 65536, 12345};
+  for (size_t k = 0;; ++k) {
+    ssize_t n = read(fd, buf.data(), sizes[k % 6]);
+    if (n < 0) {
+      r.error = errno;
+      return r;
+    }
+    if (n == 0) return r;
+    for (ssize_t i = 0; i < n && r.first_bad == std::string::npos; ++i) {
+      if (buf[i] != PatternAt(r.total + i)) r.first_bad = r.total + i;
+    }
+    r.total += n;
+  }
+}
+
+TEST(PipeTest, BlockingWriteOf4MiBIsWholeWithAConcurrentReader) {
+  Pipe p;
+  ReadResult got;
+  std::thread reader([&] { got = ReadPatternUntilEof(p.r.get()); });
+  std::vector<char> data = Pattern(k4MiB);
+  EXPECT_THAT(write(p.w.get(), data.data(), data.size()),
+              SyscallSucceedsWithValue(k4MiB));
+  p.w.reset();
+  reader.join();
+  EXPECT_EQ(got.error, 0);
+  EXPECT_EQ(got.total, k4MiB);
+  EXPECT_EQ(got.first_bad, std::string::npos);
+}
+
+TEST(PipeTest, BlockingWritevOf4MiBIsWholeWithAConcurrentReader) {
+  Pipe p;
+  ReadResult got;
+  std::thread reader([&] { got = ReadPatternUntilEof(p.r.get()); });
+  std::vector<char> data = Pattern(k4MiB);
+  // Uneven pieces, one of them empty, crossing every 1 MiB boundary.
+  const size_t cuts[] = {0, 1, 1500000, 1500000, 2621441, k4MiB};
+  std::vector<struct iovec> iov;
+  for (size_t i = 0; i + 1 < sizeof(cuts) / sizeof(cuts[0]); ++i) {
+    iov.push_back({data.data() + cuts[i], cuts[i + 1] - cuts[i]});
+  }
+  EXPECT_THAT(writev(p.w.get(), iov.data(), iov.size()),
+              SyscallSucceedsWithValue(k4MiB));
+  p.w.reset();
+  reader.join();
+  EXPECT_EQ(got.error, 0);
+  EXPECT_EQ(got.total, k4MiB);
+  EXPECT_EQ(got.first_bad, std::string::npos);
+}
+
+TEST(PipeTest, BlockingWriteOf4MiBToAFifoIsWhole) {
+  std::string path = NewTempPath();
+  ASSERT_THAT(mkfifo(path.c_str(), 0600), SyscallSucceeds());
+  ReadResult got;
+  std::thread reader([&] {
+    FileDescriptor r(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!r.valid()) {
+      got.error = errno;
+      return;
+    }
+    got = ReadPatternUntilEof(r.get());
+  });
+  FileDescriptor w(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  ASSERT_TRUE(w.valid());
+  std::vector<char> data = Pattern(k4MiB);
+  EXPECT_THAT(write(w.get(), data.data(), data.size()),
+              SyscallSucceedsWithValue(k4MiB));
+  w.reset();
+  reader.join();
+  unlink(path.c_str());
+  EXPECT_EQ(got.error, 0);
+  EXPECT_EQ(got.total, k4MiB);
+  EXPECT_EQ(got.first_bad, std::string::npos);
+}
+
+std::atomic<int> usr1_count{0};
+void CountUsr1(int) { usr1_count.fetch_add(1); }
+
+// ReadAll, but gives up when no byte comes for 10 s.
+std::string ReadAllWithin10s(int fd, size_t n) {
+  std::string s;
+  char buf[4096];
+  while (s.size() < n) {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    if (poll(&pfd, 1, 10000) != 1) break;
+    ssize_t r = read(fd, buf, std::min(sizeof(buf), n - s.size()));
+    if (r <= 0) break;
+    s.append(buf, r);
+  }
+  return s;
+}
+
+// Waits (up to 10 s) until the pipe holds `n` bytes.
+bool WaitQueued(int rfd, int n) {
+  for (int i = 0; i < 10000; ++i) {
+    int q = -1;
+    if (ioctl(rfd, FIONREAD, &q) != 0) return false;
+    if (q == n) return true;
+    usleep(1000);
+  }
+  return false;
+}
+
+// A signal (no SA_RESTART) that stops a blocked 4 MiB write after 3 MiB
+// went in (2 MiB read, a full 1 MiB pipe) gives the partial count, and
+// nothing beyond it was queued.
+TEST(PipeTest, SignalMidWriteGivesThePartialCount) {
+  Pipe p;
+  constexpr int kCapacity = 1 << 20;  // pipe-max-size: no privilege needed
+  ASSERT_THAT(fcntl(p.w.get(), F_SETPIPE_SZ, kCapacity),
+              SyscallSucceedsWithValue(kCapacity));
+  struct sigaction sa = {}, old;
+  sa.sa_handler = CountUsr1;  // no SA_RESTART
+  sigemptyset(&sa.sa_mask);
+  ASSERT_THAT(sigaction(SIGUSR1, &sa, &old), SyscallSucceeds());
+  usr1_count = 0;
+  const pthread_t writer = pthread_self();
+  constexpr size_t kRead = 2 << 20;
+  std::string first;
+  bool full = false;
+  std::thread helper([&] {
+    first = ReadAllWithin10s(p.r.get(), kRead);
+    full = WaitQueued(p.r.get(), kCapacity);
+    usleep(50 * 1000);  // let the writer go to sleep
+    pthread_kill(writer, SIGUSR1);
+  });
+  std::vector<char> data = Pattern(k4MiB);
+  ssize_t n = write(p.w.get(), data.data(), data.size());
+  int err = errno;
+  helper.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  ASSERT_TRUE(full);
+  EXPECT_EQ(usr1_count.load(), 1);
+  EXPECT_EQ(n, static_cast<ssize_t>(kRead + kCapacity)) << strerror(err);
+  ASSERT_EQ(first.size(), kRead);
+  EXPECT_EQ(first, std::string(data.data(), kRead));
+  p.w.reset();
+  std::string rest = ReadAll(p.r.get(), k4MiB);
+  EXPECT_EQ(rest, std::string(data.data() + kRead, kCapacity));
+}
+
+// Before any byte went in, the same signal gives EINTR.
+TEST(PipeTest, SignalBeforeAnyByteIsEintr) {
+  Pipe p;
+  std::vector<char> fill(65536, 'f');
+  ASSERT_THAT(write(p.w.get(), fill.data(), fill.size()),
+              SyscallSucceedsWithValue(fill.size()));
+  struct sigaction sa = {}, old;
+  sa.sa_handler = CountUsr1;  // no SA_RESTART
+  sigemptyset(&sa.sa_mask);
+  ASSERT_THAT(sigaction(SIGUSR1, &sa, &old), SyscallSucceeds());
+  usr1_count = 0;
+  const pthread_t writer = pthread_self();
+  std::thread helper([&] {
+    usleep(100 * 1000);
+    pthread_kill(writer, SIGUSR1);
+  });
+  std::vector<char> data = Pattern(k4MiB);
+  EXPECT_THAT(write(p.w.get(), data.data(), data.size()),
+              SyscallFailsWithErrno(EINTR));
+  helper.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_EQ(usr1_count.load(), 1);
+}
+
+// Non-blocking: as much as fits, then EAGAIN, however large the write.
+TEST(PipeTest, NonblockingWriteOf4MiBIsPartial) {
+  Pipe p(O_NONBLOCK);
+  constexpr int kCapacity = 1 << 20;
+  ASSERT_THAT(fcntl(p.w.get(), F_SETPIPE_SZ, kCapacity),
+              SyscallSucceedsWithValue(kCapacity));
+  std::vector<char> data = Pattern(k4MiB);
+  EXPECT_THAT(write(p.w.get(), data.data(), data.size()),
+              SyscallSucceedsWithValue(kCapacity));
+  EXPECT_THAT(write(p.w.get(), data.data(), data.size()),
+              SyscallFailsWithErrno(EAGAIN));
+  EXPECT_EQ(ReadAll(p.r.get(), kCapacity), std::string(data.data(), kCapacity));
 }
 
 // ---- splice, tee, vmsplice between pipes. ----
