@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
+
+#include "absl/strings/str_cat.h"
 
 namespace sandbox::fs::kernfs {
 
@@ -38,8 +41,8 @@ void Dir::Add(std::string name, std::shared_ptr<vfs::Inode> inode) {
   fixed_.emplace_back(std::move(name), std::move(inode));
 }
 
-void Dir::SetDynamic(NameLister names, DynamicLookup lookup) {
-  names_ = std::move(names);
+void Dir::SetDynamic(NumberLister numbers, DynamicLookup lookup) {
+  numbers_ = std::move(numbers);
   lookup_ = std::move(lookup);
 }
 
@@ -52,8 +55,8 @@ KResult<std::shared_ptr<vfs::Inode>> Dir::Lookup(std::string_view name) {
 }
 
 KResult<void> Dir::IterDirents(int64_t offset, vfs::DirentSink sink) {
-  // Cookies: fixed child i is 2 + i; dynamic child j (in the lister's
-  // order at the time of the call) is 2 + fixed_.size() + j.
+  // Cookies: fixed child i is 2 + i; dynamic child number n is
+  // 2 + fixed_.size() + n. Each entry's next offset is its cookie + 1.
   int64_t cookie = 2;
   for (const auto& [name, inode] : fixed_) {
     if (cookie >= offset) {
@@ -63,17 +66,23 @@ KResult<void> Dir::IterDirents(int64_t offset, vfs::DirentSink sink) {
     }
     ++cookie;
   }
-  if (!names_) return OkResult();
-  for (const std::string& name : names_()) {
-    if (cookie >= offset) {
-      KResult<std::shared_ptr<vfs::Inode>> inode = lookup_(name);
-      if (inode.ok()) {  // skip entries that vanished meanwhile
-        vfs::DirEntry e{name, (*inode)->ino(),
-                        vfs::DirentType((*inode)->type()), cookie + 1};
-        if (!sink(e)) return OkResult();
-      }
-    }
-    ++cookie;
+  if (!numbers_) return OkResult();
+  const uint64_t base = static_cast<uint64_t>(cookie);
+  // Numbers whose cookie would not fit an offset are never listed.
+  const uint64_t max_number = static_cast<uint64_t>(INT64_MAX) - 1 - base;
+  const uint64_t first =
+      offset > cookie ? static_cast<uint64_t>(offset) - base : 0;
+  std::vector<uint64_t> numbers = numbers_();
+  std::sort(numbers.begin(), numbers.end());
+  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+  for (auto it = std::lower_bound(numbers.begin(), numbers.end(), first);
+       it != numbers.end() && *it <= max_number; ++it) {
+    std::string name = absl::StrCat(*it);
+    KResult<std::shared_ptr<vfs::Inode>> inode = lookup_(name);
+    if (!inode.ok()) continue;  // gone meanwhile
+    vfs::DirEntry e{name, (*inode)->ino(), vfs::DirentType((*inode)->type()),
+                    static_cast<int64_t>(base + *it + 1)};
+    if (!sink(e)) return OkResult();
   }
   return OkResult();
 }

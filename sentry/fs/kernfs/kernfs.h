@@ -5,9 +5,10 @@
 //  - Filesystem: a vfs::Filesystem with a type name, a statfs magic and an
 //    inode-number counter; the user builds the tree and calls SetRoot once.
 //  - Dir: a directory with a fixed list of children (Add, before the file
-//    system is mounted) and optionally dynamic ones (a name lister and a
-//    lookup function, e.g. one entry per PID). Name changes fail with EPERM
-//    as Linux gives for a directory without those inode operations.
+//    system is mounted) and optionally dynamic ones named by numbers (a
+//    number lister and a lookup function: one entry per PID, TID or
+//    descriptor). Name changes fail with EPERM as Linux gives for a
+//    directory without those inode operations.
 //  - Symlink: a link whose target is computed on each readlink/follow
 //    (/proc/self -> "<pid>"); with a Jump it is a magic link
 //    (/proc/PID/fd/N, cwd, root, exe): walks jump to the location the Jump
@@ -71,7 +72,12 @@ vfs::NewInodeAttrs RootOwned(uint32_t mode, uint64_t rdev = 0);
 
 class Dir : public vfs::Inode {
  public:
-  using NameLister = std::function<std::vector<std::string>()>;
+  // The numbers that name the dynamic children now (any order). A child's
+  // directory offset is 2 + fixed children + its number, as Linux's
+  // proc_pid_readdir and proc_readfd_common use the PID or descriptor: a
+  // listing resumes after the last number it returned, so children that go
+  // away meanwhile never make it skip others.
+  using NumberLister = std::function<std::vector<uint64_t>()>;
   using DynamicLookup =
       std::function<KResult<std::shared_ptr<vfs::Inode>>(std::string_view)>;
 
@@ -80,9 +86,9 @@ class Dir : public vfs::Inode {
 
   // Adds a fixed child. Only while building (before mounting).
   void Add(std::string name, std::shared_ptr<vfs::Inode> inode);
-  // Adds dynamic children (listed after the fixed ones). Only while
-  // building.
-  void SetDynamic(NameLister names, DynamicLookup lookup);
+  // Adds dynamic children (listed after the fixed ones, in increasing
+  // number, each named by its number in decimal). Only while building.
+  void SetDynamic(NumberLister numbers, DynamicLookup lookup);
 
   KResult<std::shared_ptr<vfs::Inode>> Lookup(std::string_view name) override;
   KResult<void> IterDirents(int64_t offset, vfs::DirentSink sink) override;
@@ -108,7 +114,7 @@ class Dir : public vfs::Inode {
 
  private:
   std::vector<std::pair<std::string, std::shared_ptr<vfs::Inode>>> fixed_;
-  NameLister names_;
+  NumberLister numbers_;
   DynamicLookup lookup_;
 };
 

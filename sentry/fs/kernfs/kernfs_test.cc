@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,7 @@ Tree MakeTree(GeneratedFile::Generator gen) {
   t.root->Add("link", std::make_shared<Symlink>(*t.fs, "file"));
   t.root->SetDynamic(
       [] {
-        return std::vector<std::string>{"7", "9"};
+        return std::vector<uint64_t>{9, 7};
       },
       [fs = t.fs.get()](
           std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
@@ -53,8 +55,10 @@ TEST(KernfsTest, DirListsFixedThenDynamicAndResumes) {
   Tree t = MakeTree([]() -> KResult<std::string> { return std::string("x"); });
   EXPECT_EQ(List(*t.root, 2),
             (std::vector<std::string>{"file", "sub", "link", "7", "9"}));
-  // Offset 5 = the fourth entry's cookie (fixed entries are 2, 3, 4).
+  // Fixed entries are 2, 3, 4; dynamic number n is 5 + n.
   EXPECT_EQ(List(*t.root, 5), (std::vector<std::string>{"7", "9"}));
+  EXPECT_EQ(List(*t.root, 13), (std::vector<std::string>{"9"}));
+  EXPECT_EQ(List(*t.root, 15), (std::vector<std::string>{}));
   EXPECT_EQ(t.root->nlink(), 3u);  // ".", its own entry, sub's ".."
   absl::ReaderMutexLock l(&t.fs->tree_mu());
   EXPECT_TRUE(t.root->Lookup("9").ok());
@@ -62,6 +66,52 @@ TEST(KernfsTest, DirListsFixedThenDynamicAndResumes) {
   EXPECT_EQ(
       t.root->CreateChild("new", kernfs::RootOwned(S_IFREG | 0644), "").error(),
       kEPERM);
+}
+
+// Each dynamic entry's offset is its number: entries that go away after
+// a partial listing do not make the rest of it skip any.
+TEST(KernfsTest, DynamicOffsetsAreNumbersSoRemovalsSkipNothing) {
+  auto fs = std::make_shared<Filesystem>("testfs", 0x1234);
+  auto root = std::make_shared<Dir>(*fs, 0555);
+  root->Add("fixed", std::make_shared<Dir>(*fs, 0555));
+  std::vector<uint64_t> numbers = {3, 4, 5, 6, 40};
+  root->SetDynamic([&numbers] { return numbers; },
+                   [&numbers, fs = fs.get()](std::string_view name)
+                       -> KResult<std::shared_ptr<vfs::Inode>> {
+                     for (uint64_t n : numbers) {
+                       if (std::to_string(n) == name) {
+                         return std::shared_ptr<vfs::Inode>(
+                             std::make_shared<Dir>(*fs, 0555));
+                       }
+                     }
+                     return kENOENT;
+                   });
+  fs->SetRoot(root);
+  // Two entries per call; the caller removes what it saw ("close each").
+  std::vector<std::string> seen;
+  int64_t offset = 2;
+  for (int calls = 0; calls < 10; ++calls) {
+    int took = 0;
+    absl::ReaderMutexLock l(&fs->tree_mu());
+    ASSERT_TRUE(root->IterDirents(offset,
+                                  [&](const vfs::DirEntry& e) {
+                                    if (took == 2) return false;
+                                    ++took;
+                                    seen.emplace_back(e.name);
+                                    offset = e.next_offset;
+                                    return true;
+                                  })
+                    .ok());
+    if (took == 0) break;
+    for (const std::string& name : seen) {
+      numbers.erase(std::remove(numbers.begin(), numbers.end(),
+                                std::strtoull(name.c_str(), nullptr, 10)),
+                    numbers.end());
+    }
+  }
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"fixed", "3", "4", "5", "6", "40"}));
+  EXPECT_EQ(offset, 3 + 40 + 1);
 }
 
 TEST(KernfsTest, GeneratedFileRegeneratesAtOffsetZeroOnly) {

@@ -182,9 +182,9 @@ std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
   root->Add("sys", SysDir(*fs, k, NewUuid()));
   root->SetDynamic(
       [kp] {
-        std::vector<std::string> names;
-        for (ThreadId tgid : Tgids(*kp)) names.push_back(absl::StrCat(tgid));
-        return names;
+        std::vector<uint64_t> tgids;
+        for (ThreadId tgid : Tgids(*kp)) tgids.push_back(tgid);
+        return tgids;
       },
       [kp, fsp](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
         ThreadId tid;

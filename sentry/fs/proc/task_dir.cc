@@ -562,10 +562,9 @@ std::string FdinfoText(const vfs::FileRef& f, bool cloexec) {
          f->FdInfo();  // show_fdinfo
 }
 
-std::vector<std::string> FdNames(Task* t) {
-  std::vector<std::string> names;
-  for (int fd : OpenFds(t)) names.push_back(absl::StrCat(fd));
-  return names;
+std::vector<uint64_t> FdNumbers(Task* t) {
+  std::vector<int> fds = OpenFds(t);
+  return std::vector<uint64_t>(fds.begin(), fds.end());
 }
 
 std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs,
@@ -576,7 +575,7 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs,
   dir->SetDynamic(
       [w] {
         std::shared_ptr<Task> t = w.lock();
-        return t != nullptr ? FdNames(t.get()) : std::vector<std::string>{};
+        return t != nullptr ? FdNumbers(t.get()) : std::vector<uint64_t>{};
       },
       [fsp, w, info, uid,
        gid](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {
@@ -867,13 +866,13 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs,
     kernfs::Filesystem* fsp = &fs;
     tasks->SetDynamic(
         [w] {
-          std::vector<std::string> names;
+          std::vector<uint64_t> tids;
           std::shared_ptr<Task> t = w.lock();
-          if (t == nullptr) return names;
+          if (t == nullptr) return tids;
           for (const std::shared_ptr<Task>& th : Threads(t->thread_group())) {
-            names.push_back(absl::StrCat(th->tid()));
+            tids.push_back(th->tid());
           }
-          return names;
+          return tids;
         },
         [fsp,
          w](std::string_view name) -> KResult<std::shared_ptr<vfs::Inode>> {

@@ -23,14 +23,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -1687,6 +1691,157 @@ TEST(ProcTest, AnotherProcessesPipeCanBeReopened) {
   close(go[1]);
   int ws;
   ASSERT_THAT(waitpid(child, &ws, 0), SyscallSucceedsWithValue(child));
+}
+
+// ---- Directory offsets of /proc that stay put when entries go away. ----
+
+// Lists `dir_fd` with getdents64 in `buf_size`-byte calls, handing every
+// name to `each` after each call (so `each` may make entries go away
+// before the next call, as Python's close_fds loop does).
+void ListInSmallCalls(int dir_fd, size_t buf_size,
+                      const std::function<void(const std::string&)>& each) {
+  std::vector<char> buf(buf_size);
+  for (int calls = 0; calls < 100000; ++calls) {
+    long n = syscall(SYS_getdents64, dir_fd, buf.data(), buf.size());
+    ASSERT_GE(n, 0) << strerror(errno);
+    if (n == 0) return;
+    std::vector<std::string> names;
+    for (long off = 0; off < n;) {
+      auto* e = reinterpret_cast<struct dirent64*>(buf.data() + off);
+      names.push_back(e->d_name);
+      off += e->d_reclen;
+    }
+    for (const std::string& name : names) each(name);
+  }
+  ADD_FAILURE() << "the listing never ended";
+}
+
+// What subprocess's close_fds does: list /proc/self/fd (or fdinfo) and
+// close every listed descriptor while listing. Every one of 80 closes.
+void CloseEachListedFd(const char* dir) {
+  std::set<int> mine;
+  for (int i = 0; i < 80; ++i) {
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    mine.insert(fd);
+  }
+  FileDescriptor d(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(d.valid());
+  ListInSmallCalls(d.get(), 64, [&](const std::string& name) {
+    if (name.empty() || name.size() > 9 ||
+        name.find_first_not_of("0123456789") != std::string::npos) {
+      return;  // ".", ".."
+    }
+    int fd = std::stoi(name);
+    if (mine.count(fd)) close(fd);
+  });
+  std::vector<int> open_still;
+  for (int fd : mine) {
+    if (fcntl(fd, F_GETFD) != -1) {
+      open_still.push_back(fd);
+      close(fd);
+    }
+  }
+  EXPECT_THAT(open_still, ::testing::IsEmpty())
+      << open_still.size() << " of 80 were not listed";
+}
+
+TEST(ProcTest, ClosingEachListedFdWhileListingClosesThemAll) {
+  CloseEachListedFd("/proc/self/fd");
+}
+
+TEST(ProcTest, ClosingEachListedFdinfoWhileListingClosesThemAll) {
+  CloseEachListedFd("/proc/self/fdinfo");
+}
+
+// A process that goes away after /proc listed it does not hide the next.
+TEST(ProcTest, PidListingSkipsNoneWhenAListedProcessIsReaped) {
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 3; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (;;) pause();
+    }
+    kids.push_back(pid);
+  }
+  std::sort(kids.begin(), kids.end());
+  FileDescriptor d(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(d.valid());
+  std::set<std::string> seen;
+  bool reaped = false;
+  ListInSmallCalls(d.get(), 48, [&](const std::string& name) {
+    seen.insert(name);
+    if (!reaped && name == std::to_string(kids[0])) {
+      kill(kids[0], SIGKILL);
+      waitpid(kids[0], nullptr, 0);
+      reaped = true;
+    }
+  });
+  for (pid_t pid : kids) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  EXPECT_TRUE(reaped);
+  EXPECT_TRUE(seen.count(std::to_string(kids[1])));
+  EXPECT_TRUE(seen.count(std::to_string(kids[2])));
+}
+
+// The same for a thread that exits after task/ listed it.
+TEST(ProcTest, TaskListingSkipsNoneWhenAListedThreadExits) {
+  struct Worker {
+    std::thread thread;
+    std::atomic<pid_t> tid{0};
+    std::atomic<bool> stop{false};
+  };
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < 3; ++i) {
+    auto w = std::make_unique<Worker>();
+    Worker* wp = w.get();
+    w->thread = std::thread([wp] {
+      wp->tid = static_cast<pid_t>(syscall(SYS_gettid));
+      while (!wp->stop) usleep(1000);
+    });
+    workers.push_back(std::move(w));
+  }
+  std::vector<pid_t> tids;
+  for (auto& w : workers) {
+    while (w->tid == 0) usleep(1000);
+    tids.push_back(w->tid);
+  }
+  std::sort(tids.begin(), tids.end());
+  auto worker_of = [&](pid_t tid) -> Worker& {
+    for (auto& w : workers) {
+      if (w->tid == tid) return *w;
+    }
+    return *workers[0];
+  };
+  FileDescriptor d(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(d.valid());
+  std::set<std::string> seen;
+  bool gone = false;
+  ListInSmallCalls(d.get(), 48, [&](const std::string& name) {
+    seen.insert(name);
+    if (!gone && name == std::to_string(tids[0])) {
+      Worker& w = worker_of(tids[0]);
+      w.stop = true;
+      w.thread.join();
+      // The entry goes once the thread is released (soon after the join).
+      std::string path = "/proc/self/task/" + name;
+      struct stat st;
+      for (int i = 0; i < 10000 && stat(path.c_str(), &st) == 0; ++i) {
+        usleep(1000);
+      }
+      gone = stat(path.c_str(), &st) != 0;
+    }
+  });
+  for (auto& w : workers) {
+    w->stop = true;
+    if (w->thread.joinable()) w->thread.join();
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_TRUE(seen.count(std::to_string(tids[1])));
+  EXPECT_TRUE(seen.count(std::to_string(tids[2])));
 }
 
 }  // namespace
