@@ -60,7 +60,9 @@ vfs::VirtualDentry MemfdRoot(platform::MemoryFile& mf) {
   std::weak_ptr<vfs::Mount>& weak = (*mounts)[&mf];
   std::shared_ptr<vfs::Mount> mount = weak.lock();
   if (mount == nullptr) {
-    auto fs = fs::tmpfs::Filesystem::Create(mf, fs::tmpfs::Options{});
+    // shm_mnt: no size or inode limit (statfs shows no sizes).
+    auto fs = fs::tmpfs::Filesystem::Create(
+        mf, fs::tmpfs::Options{.max_bytes = 0, .max_inodes = 0});
     mount = vfs::Mount::Create(fs, fs->root(), 0);
     weak = mount;
   }

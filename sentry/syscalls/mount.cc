@@ -141,7 +141,7 @@ bool ParseSbFlag(absl::string_view key, bool* read_only) {
 // shmem_show_options shows them.
 struct TmpfsConfig {
   fs::tmpfs::Options opts;
-  uint64_t nr_inodes = 0;  // 0: default (not enforced: see README)
+  std::optional<uint64_t> nr_inodes;  // unset: the default
   bool read_only = false;
   std::string shown;
 };
@@ -179,9 +179,9 @@ KResult<TmpfsConfig> ParseTmpfs(absl::string_view data) {
       size = blocks * kPageSize;
       size_set = true;
     } else if (key == "nr_inodes") {
-      if (!MemParse(value, &c.nr_inodes, &rest) || !rest.empty()) {
-        return kEINVAL;
-      }
+      uint64_t n;
+      if (!MemParse(value, &n, &rest) || !rest.empty()) return kEINVAL;
+      c.nr_inodes = n;
     } else if (key == "mode") {
       uint32_t mode = 0;
       if (value.empty()) return kEINVAL;
@@ -198,12 +198,22 @@ KResult<TmpfsConfig> ParseTmpfs(absl::string_view data) {
       return kEINVAL;  // "tmpfs: Unknown parameter"
     }
   }
+  // shmem_show_options: size and nr_inodes when not the defaults (half of
+  // RAM's pages each); 0 is "unlimited".
+  const uint64_t default_pages = fs::tmpfs::DefaultMaxPages();
   if (size_set) {
     uint64_t pages = size / kPageSize + (size % kPageSize != 0);
     c.opts.max_bytes = pages * kPageSize;
-    if (pages != 0) absl::StrAppend(&c.shown, ",size=", pages * 4, "k");
+    if (pages != default_pages) {
+      absl::StrAppend(&c.shown, ",size=", pages * 4, "k");
+    }
   }
-  if (c.nr_inodes != 0) absl::StrAppend(&c.shown, ",nr_inodes=", c.nr_inodes);
+  if (c.nr_inodes) {
+    c.opts.max_inodes = *c.nr_inodes;
+    if (*c.nr_inodes != default_pages) {
+      absl::StrAppend(&c.shown, ",nr_inodes=", *c.nr_inodes);
+    }
+  }
   if (c.opts.root_mode != 01777) {
     absl::StrAppendFormat(&c.shown, ",mode=%03o", c.opts.root_mode);
   }
@@ -428,7 +438,7 @@ void RegisterMountSyscalls(SyscallTable& t) {
                     "tmpfs, proc, sysfs, devpts (no terminals yet), bind "
                     "(MS_REC), MS_REMOUNT, MS_MOVE, "
                     "propagation types recorded (one namespace); other types "
-                    "ENODEV; tmpfs nr_inodes= shown, not enforced; remount "
+                    "ENODEV; remount "
                     "changes per-mount flags (and devpts's ptmxmode) only");
   t.Full<&Umount2>(nr::umount2);
 }

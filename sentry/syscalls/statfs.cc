@@ -7,19 +7,37 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
+#include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 
 namespace sandbox::syscalls {
 namespace {
 
-// ST_VALID (linux/statfs.h): f_flags is meaningful.
-constexpr uint64_t kStValid = 0x20;
+// ST_* (linux/statfs.h).
+constexpr uint64_t kStRdonly = 0x1, kStNosuid = 0x2, kStNodev = 0x4,
+                   kStNoexec = 0x8, kStValid = 0x20, kStNoatime = 0x400,
+                   kStNodiratime = 0x800, kStRelatime = 0x1000;
+
+// calculate_f_flags: ST_VALID and the mount's flags (flags_by_mnt); a
+// mount that is neither noatime nor strictatime is relatime.
+uint64_t StatfsFlags(uint32_t mnt) {
+  uint64_t f = kStValid;
+  if (mnt & vfs::kMountReadOnly) f |= kStRdonly;
+  if (mnt & vfs::kMountNoSuid) f |= kStNosuid;
+  if (mnt & vfs::kMountNoDev) f |= kStNodev;
+  if (mnt & vfs::kMountNoExec) f |= kStNoexec;
+  if (mnt & vfs::kMountNoAtime) f |= kStNoatime;
+  if (mnt & vfs::kMountNoDiratime) f |= kStNodiratime;
+  if (!(mnt & (vfs::kMountNoAtime | vfs::kMountStrictAtime))) f |= kStRelatime;
+  return f;
+}
 
 // glibc's struct statfs is the kernel's x86-64 layout.
 static_assert(sizeof(struct statfs) == 120);
 
-// The struct for a location: f_flags is ST_VALID plus the mount's flags
-// (MS_RDONLY... have the ST_* values), f_fsid the device number.
+// The struct for a location: f_flags from the mount's flags (s.flags),
+// f_fsid the device number, f_frsize f_bsize unless the file system gave
+// one (statfs_by_dentry).
 struct statfs ToStatfs(const vfs::FsStats& s, uint64_t dev) {
   struct statfs out;
   memset(&out, 0, sizeof(out));
@@ -33,8 +51,9 @@ struct statfs ToStatfs(const vfs::FsStats& s, uint64_t dev) {
   out.f_fsid.__val[0] = static_cast<int>(dev & 0xffffffff);
   out.f_fsid.__val[1] = static_cast<int>(dev >> 32);
   out.f_namelen = static_cast<__fsword_t>(s.name_max);
-  out.f_frsize = static_cast<__fsword_t>(s.frsize);
-  out.f_flags = static_cast<__fsword_t>(kStValid | s.flags);
+  out.f_frsize =
+      static_cast<__fsword_t>(s.frsize != 0 ? s.frsize : s.block_size);
+  out.f_flags = static_cast<__fsword_t>(StatfsFlags(s.flags));
   return out;
 }
 

@@ -233,20 +233,37 @@ void GoferFilesystem::TrimCache() {
   }
 }
 
-vfs::FsStats GoferFilesystem::StatFs() {
+vfs::FsStats StatsFromGofer(const wire::StatfsResp& r) {
   vfs::FsStats st;
   st.type = kV9fsMagic;
-  wire::StatfsResp r;
-  if (!Call(wire::StatfsReq{root_handle_}, &r).ok()) return st;
+  st.name_max = vfs::kNameMax;
+  // No block size, or an absurd one: not a statfs; show no sizes.
+  constexpr uint64_t kMaxBlockSize = uint64_t{1} << 30;
+  if (r.bsize == 0 || r.bsize > kMaxBlockSize || r.frsize > kMaxBlockSize) {
+    return st;
+  }
   st.block_size = r.bsize;
+  st.frsize = r.frsize != 0 ? r.frsize : r.bsize;
   st.blocks = r.blocks;
-  st.blocks_free = r.bfree;
-  st.blocks_avail = r.bavail;
+  st.blocks_free = std::min(r.bfree, r.blocks);
+  st.blocks_avail = std::min(r.bavail, st.blocks_free);
   st.files = r.files;
-  st.files_free = r.ffree;
-  st.name_max = r.namelen;
-  st.frsize = r.frsize;
+  st.files_free = std::min(r.ffree, r.files);
+  // Names longer than the protocol carries cannot be made here.
+  if (r.namelen != 0)
+    st.name_max = std::min<uint64_t>(r.namelen, wire::kMaxNameLen);
   return st;
+}
+
+vfs::FsStats GoferFilesystem::StatFs() {
+  wire::StatfsResp r;
+  if (!Call(wire::StatfsReq{root_handle_}, &r).ok()) {
+    vfs::FsStats st;
+    st.type = kV9fsMagic;
+    st.name_max = vfs::kNameMax;
+    return st;
+  }
+  return StatsFromGofer(r);
 }
 
 }  // namespace sandbox::fs::gofer

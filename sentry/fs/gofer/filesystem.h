@@ -88,6 +88,14 @@ class CallTimer {
 
 inline constexpr uint64_t kV9fsMagic = 0x01021997;  // V9FS_MAGIC
 
+// statfs of a Gofer mount from the Gofer's fstatfs of the host file system
+// (f_type V9FS_MAGIC, as Linux's 9p client). The reply is hostile input:
+// one without a sane block size (0, or above 1 GiB) shows no sizes; free
+// counts above their totals are cut to them (f_bavail <= f_bfree <=
+// f_blocks, f_ffree <= f_files); f_namelen is at most NAME_MAX (no longer
+// name crosses the protocol).
+vfs::FsStats StatsFromGofer(const wire::StatfsResp& r);
+
 // How exclusive mounts list directories (directory.h).
 enum class ListingMode {
   // Getdents, switching a directory to GetdentsPlus when a walker (a

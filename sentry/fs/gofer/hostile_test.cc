@@ -417,6 +417,56 @@ TEST_F(HostileGoferTest, BadSymlinkAndXattrRepliesAreEio) {
   EXPECT_EQ(vfs::ListXattrAt(Base(), "/file", true).error(), kEIO);
 }
 
+// A statfs reply that cannot be a file system's: counts past their totals
+// are cut, a block size of 0 shows no sizes, never a crash.
+TEST_F(HostileGoferTest, StatfsRepliesAreChecked) {
+  wire::StatfsResp bad;
+  bad.type = 0xEF53;
+  bad.bsize = 4096;
+  bad.blocks = 10;
+  bad.bfree = 20;
+  bad.bavail = 30;
+  bad.files = 5;
+  bad.ffree = 9;
+  bad.namelen = 100000;
+  bad.frsize = 0;
+  wire::StatfsResp* reply = &bad;
+  ASSERT_TRUE(Start([&reply](int sock, const wire::Message& m) {
+                if (m.header.type !=
+                    static_cast<uint16_t>(wire::MessageType::kStatfs)) {
+                  return ReplyError(sock, m, EINVAL);
+                }
+                if (reply == nullptr) return ReplyError(sock, m, EIO);
+                Reply(sock, m, *reply);
+              }).ok());
+  KResult<vfs::FsStats> st = vfs::StatFsAt(Base(), "/");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->type, kV9fsMagic);
+  EXPECT_EQ(st->block_size, 4096u);
+  EXPECT_EQ(st->frsize, 4096u);
+  EXPECT_EQ(st->blocks, 10u);
+  EXPECT_EQ(st->blocks_free, 10u);
+  EXPECT_EQ(st->blocks_avail, 10u);
+  EXPECT_EQ(st->files, 5u);
+  EXPECT_EQ(st->files_free, 5u);
+  EXPECT_EQ(st->name_max, 255u);
+
+  wire::StatfsResp no_block_size = bad;
+  no_block_size.bsize = 0;
+  reply = &no_block_size;
+  st = vfs::StatFsAt(Base(), "/");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->blocks, 0u);
+  EXPECT_EQ(st->files, 0u);
+  EXPECT_NE(st->block_size, 0u);
+
+  reply = nullptr;  // an error reply
+  st = vfs::StatFsAt(Base(), "/");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->type, kV9fsMagic);
+  EXPECT_EQ(st->blocks, 0u);
+}
+
 TEST(HostileAttach, RootThatIsNotADirectoryIsEio) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);

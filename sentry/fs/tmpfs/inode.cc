@@ -2,7 +2,11 @@
 
 #include <sys/xattr.h>
 
+#include "sentry/fs/tmpfs/tmpfs.h"
+
 namespace sandbox::fs::tmpfs {
+
+TmpfsInode::~TmpfsInode() { static_cast<Filesystem&>(fs()).ReleaseInode(); }
 
 KResult<std::string> TmpfsInode::GetXattr(const std::string& name) {
   absl::ReaderMutexLock l(&mu_);

@@ -20,6 +20,9 @@ class TmpfsInode : public vfs::Inode {
   static constexpr size_t kXattrBytesMax = 1 << 20;
 
   using vfs::Inode::Inode;
+  // Gives the inode back to its file system's inode limit (each was
+  // counted by Filesystem::NewInode).
+  ~TmpfsInode() override;
 
   KResult<std::string> GetXattr(const std::string& name) override
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -154,6 +154,57 @@ TEST_F(RegularFileTest, SizeLimitGivesEnospcAndShortWrites) {
   EXPECT_EQ(st->blocks_free, 0u);
 }
 
+// shmem_statfs: by default half of RAM's pages and as many inodes; used
+// data pages and live inodes (the root's too) come off the free counts.
+TEST_F(RegularFileTest, StatFsShowsTheDefaultLimitsAndWhatIsUsed) {
+  ASSERT_GT(DefaultMaxPages(), 0u);
+  auto st = vfs::StatFsAt(Base(), "/");
+  ASSERT_OK(st);
+  EXPECT_EQ(st->type, kTmpfsMagic);
+  EXPECT_EQ(st->block_size, 4096u);
+  EXPECT_EQ(st->blocks, DefaultMaxPages());
+  EXPECT_EQ(st->blocks_free, st->blocks);
+  EXPECT_EQ(st->files, DefaultMaxPages());
+  EXPECT_EQ(st->files_free, st->files - 1);
+  {
+    auto f = Create("/data");
+    ASSERT_OK(f->Write(ctx_, Bytes(std::string(10000, 'd'))));
+    auto now = vfs::StatFsAt(Base(), "/");
+    ASSERT_OK(now);
+    EXPECT_EQ(now->blocks_free, st->blocks - 3);
+    EXPECT_EQ(now->blocks_avail, now->blocks_free);
+    EXPECT_EQ(now->files_free, st->files - 2);
+    ASSERT_OK(vfs::UnlinkAt(Base(), "/data", 0));
+  }
+  auto after = vfs::StatFsAt(Base(), "/");
+  ASSERT_OK(after);
+  EXPECT_EQ(after->blocks_free, st->blocks);
+  EXPECT_EQ(after->files_free, st->files - 1);
+}
+
+// size=0 and nr_inodes=0 are "no limit": statfs shows no sizes.
+TEST_F(RegularFileTest, StatFsOfAnUnlimitedInstanceShowsNoSizes) {
+  auto fs = Filesystem::Create(*mf_, Options{.max_bytes = 0, .max_inodes = 0});
+  vfs::FsStats st = fs->StatFs();
+  EXPECT_EQ(st.type, kTmpfsMagic);
+  EXPECT_EQ(st.blocks, 0u);
+  EXPECT_EQ(st.files, 0u);
+  EXPECT_EQ(st.files_free, 0u);
+}
+
+TEST_F(RegularFileTest, InodeLimitGivesEnospc) {
+  auto small = Filesystem::Create(*mf_, Options{.max_inodes = 3});
+  ASSERT_OK(Mkdir("/small"));
+  ASSERT_OK(ns_->MountAt(vfs::Resolve(Base(), "/small", {}).value(), small, 0));
+  ASSERT_OK(vfs::MknodAt(Base(), "/small/a", S_IFREG | 0644, 0, 0));
+  ASSERT_OK(vfs::MkdirAt(Base(), "/small/d", 0755, 0));
+  EXPECT_ERRNO(vfs::MknodAt(Base(), "/small/b", S_IFREG | 0644, 0, 0), kENOSPC);
+  EXPECT_EQ(small->StatFs().files_free, 0u);
+  ASSERT_OK(vfs::UnlinkAt(Base(), "/small/a", 0));
+  EXPECT_EQ(small->StatFs().files_free, 1u);
+  ASSERT_OK(vfs::MknodAt(Base(), "/small/b", S_IFREG | 0644, 0, 0));
+}
+
 TEST_F(RegularFileTest, ConcurrentAppendsDoNotInterleave) {
   auto f = Create("/log", O_WRONLY | O_APPEND);
   std::vector<std::thread> threads;

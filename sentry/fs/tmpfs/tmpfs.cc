@@ -1,6 +1,7 @@
 #include "sentry/fs/tmpfs/tmpfs.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/tmpfs/directory.h"
@@ -47,8 +48,20 @@ class SpecialInode final : public TmpfsInode {
 
 }  // namespace
 
+uint64_t DefaultMaxPages() {
+  static const uint64_t pages = [] {
+    long n = sysconf(_SC_PHYS_PAGES);
+    long psz = sysconf(_SC_PAGESIZE);
+    if (n <= 0 || psz <= 0) return uint64_t{0};
+    return static_cast<uint64_t>(n) * static_cast<uint64_t>(psz) / kPage / 2;
+  }();
+  return pages;
+}
+
 Filesystem::Filesystem(platform::MemoryFile& mf, const Options& opts)
-    : mf_(mf), max_pages_(opts.max_bytes / kPage) {}
+    : mf_(mf),
+      max_pages_(opts.max_bytes ? *opts.max_bytes / kPage : DefaultMaxPages()),
+      max_inodes_(opts.max_inodes ? *opts.max_inodes : DefaultMaxPages()) {}
 
 std::shared_ptr<Filesystem> Filesystem::Create(platform::MemoryFile& mf,
                                                const Options& opts) {
@@ -64,8 +77,13 @@ std::shared_ptr<Filesystem> Filesystem::Create(platform::MemoryFile& mf,
 
 KResult<std::shared_ptr<vfs::Inode>> Filesystem::NewInode(
     const vfs::NewInodeAttrs& attrs, std::string_view symlink_target) {
+  // shmem_reserve_inode: ENOSPC at the inode limit.
+  uint64_t live = inodes_.load(std::memory_order_relaxed);
+  do {
+    if (max_inodes_ != 0 && live >= max_inodes_) return kENOSPC;
+  } while (!inodes_.compare_exchange_weak(live, live + 1,
+                                          std::memory_order_relaxed));
   uint64_t ino = next_ino_.fetch_add(1, std::memory_order_relaxed);
-  inodes_.fetch_add(1, std::memory_order_relaxed);
   switch (attrs.mode & S_IFMT) {
     case S_IFDIR:
       return std::shared_ptr<vfs::Inode>(
@@ -85,6 +103,7 @@ KResult<std::shared_ptr<vfs::Inode>> Filesystem::NewInode(
       return std::shared_ptr<vfs::Inode>(
           std::make_shared<SpecialInode>(*this, ino, attrs));
     default:
+      ReleaseInode();
       return kEINVAL;
   }
 }
@@ -102,14 +121,22 @@ void Filesystem::ReleasePages(uint64_t n) {
   used_pages_.fetch_sub(n, std::memory_order_relaxed);
 }
 
+// shmem_statfs: sizes only for a limited instance (size=0 / nr_inodes=0
+// show zeros); the used pages are file data pages, every live inode (the
+// root too) counts against the inode limit.
 vfs::FsStats Filesystem::StatFs() {
   vfs::FsStats st;
   st.type = kTmpfsMagic;
   st.block_size = st.frsize = kPage;
-  uint64_t used = used_pages_.load(std::memory_order_relaxed);
   if (max_pages_ != 0) {
+    uint64_t used = used_pages_.load(std::memory_order_relaxed);
     st.blocks = max_pages_;
     st.blocks_free = st.blocks_avail = max_pages_ - std::min(used, max_pages_);
+  }
+  if (max_inodes_ != 0) {
+    uint64_t live = inodes_.load(std::memory_order_relaxed);
+    st.files = max_inodes_;
+    st.files_free = max_inodes_ - std::min(live, max_inodes_);
   }
   st.name_max = vfs::kNameMax;
   return st;

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "platform/memory_file.h"
@@ -35,12 +36,21 @@ inline constexpr uint64_t kTmpfsMagic = 0x01021994;
 
 struct Options {
   // Limit on data pages (bytes, rounded down to pages); 0 = only the memory
-  // file's own limit.
-  uint64_t max_bytes = 0;
+  // file's own limit (statfs then shows no sizes, as Linux's size=0).
+  // Unset: Linux's default, half of RAM (DefaultMaxPages).
+  std::optional<uint64_t> max_bytes;
+  // Limit on inodes (nr_inodes=); 0 = none (statfs shows no inode counts).
+  // Unset: Linux's default, one per page of half of RAM.
+  std::optional<uint64_t> max_inodes;
   uint32_t root_mode = 01777;
   uint32_t root_uid = 0;
   uint32_t root_gid = 0;
 };
+
+// Linux's default size and inode limit of a tmpfs (shmem_default_max_blocks,
+// shmem_default_max_inodes): half of RAM's pages (sysinfo's totalram, as
+// the guest sees it).
+uint64_t DefaultMaxPages();
 
 class Filesystem final : public vfs::Filesystem {
  public:
@@ -61,15 +71,19 @@ class Filesystem final : public vfs::Filesystem {
   // Page accounting for the size limit: reserve before allocating.
   bool ReservePages(uint64_t n);
   void ReleasePages(uint64_t n);
+  // Inode accounting for the inode limit (every TmpfsInode holds one from
+  // NewInode to its destruction).
+  void ReleaseInode() { inodes_.fetch_sub(1, std::memory_order_relaxed); }
 
  private:
   Filesystem(platform::MemoryFile& mf, const Options& opts);
 
   platform::MemoryFile& mf_;
-  const uint64_t max_pages_;  // 0: unlimited
+  const uint64_t max_pages_;   // 0: unlimited
+  const uint64_t max_inodes_;  // 0: unlimited
   std::atomic<uint64_t> used_pages_{0};
   std::atomic<uint64_t> next_ino_{1};
-  std::atomic<uint64_t> inodes_{0};
+  std::atomic<uint64_t> inodes_{0};  // live inodes
   // Declared after everything an inode's destructor uses (mf_, the page
   // and inode counters), so the dentries it holds, and their inodes, go
   // first.
