@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
+#include "sentry/fs/host/host_file.h"
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/guest_io.h"
@@ -182,10 +183,12 @@ KResult<uint64_t> DoReadv(Task& t, FileDescription& f,
 }
 
 // pipe_write blocks until the whole count went in, so a write to a pipe or
-// FIFO goes on past the bounce buffer: chunk after chunk while each went in
+// FIFO, or to the host stdio (a pipe, terminal or file of the caller's)
+// goes on past the bounce buffer: chunk after chunk while each went in
 // whole. Other files get one chunk (a short count), as before.
 bool WritesWholeCount(FileDescription& f) {
-  return fs::pipe::PipeOf(f) != nullptr;
+  return fs::pipe::PipeOf(f) != nullptr ||
+         dynamic_cast<fs::host::HostFile*>(&f) != nullptr;
 }
 
 // Writes the iovecs (checked by CopyInIovecs, or one range checked by

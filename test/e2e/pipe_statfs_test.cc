@@ -1,6 +1,7 @@
 // End-to-end: host tools through `runsc do` over the host's root give the
-// results they give natively for a 4 MiB write through a pipe (one write
-// larger than any buffer of the Sentry) and for df / shutil.disk_usage
+// results they give natively for a 4 MiB write through a pipe, the
+// sandbox's or runsc's own stdout (one write larger than any buffer of the
+// Sentry) and for df / shutil.disk_usage
 // (statfs of the overlay root, a tmpfs, and the host's root via the Gofer).
 #include <unistd.h>
 
@@ -67,6 +68,19 @@ TEST_F(PipeStatfsTest, FourMiBWriteThroughAPipeToWcIsWhole) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, native.out);
   EXPECT_EQ(r.err, "");
+}
+
+// The same write to runsc's own stdout (a host pipe, read by this test).
+TEST_F(PipeStatfsTest, FourMiBWriteToTheHostStdoutPipeIsWhole) {
+  if (!Have("/usr/bin/python3")) GTEST_SKIP() << "needs /usr/bin/python3";
+  Result r = RunRunsc({"do", "--", "/usr/bin/python3", "-c",
+                       "import os, sys\n"
+                       "n = os.write(1, b'x' * 4194304)\n"
+                       "print(n, file=sys.stderr)\n"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "4194304\n");
+  EXPECT_EQ(r.out.size(), 4194304u);
+  EXPECT_EQ(r.out.find_first_not_of('x'), std::string::npos);
 }
 
 // df / (the overlay root: its tmpfs upper layer's figures) and df /tmp

@@ -76,15 +76,31 @@ KResult<size_t> HostFile::Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) {
   }
 }
 
+// A blocking description (the guest's view) takes the whole chunk, as a
+// Linux pipe, socket or terminal write blocks until all of it went in, even
+// when the host description is O_NONBLOCK (the caller's choice): a short
+// host write waits and goes on. An interruption or an error after some
+// bytes went in gives their count.
 KResult<size_t> HostFile::Write(vfs::IoContext& ctx,
                                 absl::Span<const uint8_t> src) {
-  size_t n = std::min(src.size(), kMaxChunk);
+  const size_t n = std::min(src.size(), kMaxChunk);
+  size_t done = 0;
   for (;;) {
-    TRY_VOID(WaitReady(ctx, POLLOUT));
-    ssize_t r = write(fd_, src.data(), n);
-    if (r >= 0) return static_cast<size_t>(r);
+    KResult<void> ready = WaitReady(ctx, POLLOUT);
+    if (!ready.ok()) {
+      if (done > 0) return done;
+      return ready.error();
+    }
+    ssize_t r = write(fd_, src.data() + done, n - done);
+    if (r > 0) {
+      done += static_cast<size_t>(r);
+      if (done == n || !may_block_ || nonblocking()) return done;
+      continue;
+    }
+    if (r == 0) return done;
     if (errno == EAGAIN && may_block_ && !nonblocking()) continue;
     if (errno == EINTR) continue;
+    if (done > 0) return done;
     return HostErrno();
   }
 }

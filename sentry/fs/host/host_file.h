@@ -8,6 +8,13 @@
 // poll the host FD together with the task's interrupt FD, so a signal or a
 // kill stops a task blocked on a terminal or pipe.
 //
+// A blocking write takes all of its (at most 1 MiB) chunk, waiting again
+// after a short host write (a host description the caller made O_NONBLOCK),
+// so write(2)'s chunk loop (sentry/syscalls/file.cc) gives the whole count
+// as Linux's pipes and terminals do; interrupted after some bytes, their
+// count. The host write itself can block in the host kernel when the host
+// description is blocking (not interruptible until the reader reads).
+//
 // fstat and an allowlist of terminal ioctls (TCGETS, TIOCGWINSZ) pass
 // through; other ioctls get ENOTTY.
 //

@@ -114,6 +114,64 @@ TEST(HostFileTest, BlockedReadIsInterruptible) {
   close(p[1]);
 }
 
+// The guest's description is blocking: a write takes all of its chunk
+// even though the host pipe is O_NONBLOCK and holds only 64 KiB.
+TEST(HostFileTest, BlockingWriteIsWholeOverANonblockingHostPipe) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_NONBLOCK), 0);
+  auto w = HostFile::Create(p[1]);
+  ASSERT_TRUE(w.ok());
+  const size_t kSize = 1 << 20;
+  std::vector<uint8_t> data(kSize);
+  for (size_t i = 0; i < kSize; ++i) data[i] = static_cast<uint8_t>(i % 253);
+  std::vector<uint8_t> got;
+  std::thread reader([&] {
+    uint8_t buf[65536];
+    while (got.size() < kSize) {
+      ssize_t n = read(p[0], buf, sizeof(buf));
+      if (n > 0) {
+        got.insert(got.end(), buf, buf + n);
+      } else if (n == 0 || errno != EAGAIN) {
+        break;
+      } else {
+        usleep(1000);
+      }
+    }
+  });
+  vfs::IoContext ctx;
+  auto n = w.value()->Write(ctx, absl::MakeConstSpan(data));
+  reader.join();
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), kSize);
+  EXPECT_TRUE(got == data);
+  close(p[0]);
+}
+
+// Interrupted after some bytes went in: their count, not ERESTARTSYS.
+TEST(HostFileTest, InterruptedWriteGivesThePartialCount) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_NONBLOCK), 0);
+  auto w = HostFile::Create(p[1]);
+  ASSERT_TRUE(w.ok());
+  const int capacity = fcntl(p[1], F_GETPIPE_SZ);
+  ASSERT_GT(capacity, 0);
+  int efd = eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(efd, 0);
+  std::thread interrupter([&] {
+    usleep(20000);
+    uint64_t one = 1;
+    ASSERT_EQ(write(efd, &one, 8), 8);
+  });
+  vfs::IoContext ctx{.interrupt_fd = efd};
+  std::vector<uint8_t> data(1 << 20, 'w');
+  auto n = w.value()->Write(ctx, absl::MakeConstSpan(data));
+  interrupter.join();
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), static_cast<size_t>(capacity));
+  close(efd);
+  close(p[0]);
+}
+
 TEST(HostFileTest, RegularFileSharesHostOffset) {
   char path[] = "/tmp/hostfileXXXXXX";
   int fd = mkstemp(path);
