@@ -48,6 +48,11 @@ runs `<runsc> do --root=tmpfs -- <binary> --gtest_color=no` in a fresh
 temporary directory ({TMPDIR} in the arguments becomes that directory). To
 turn it on for every test at once, set SANDBOX below instead of editing each
 call. sandbox_tags (e.g. ["manual"]) keep the sandbox variant out of //...
+
+Sizes: unless `size` is given, each target gets the smallest Bazel size
+whose timeout outlasts the runner's (timeout_secs per run; a sandboxed
+variant makes two runs), so a slow case is reported by the runner, not
+killed by Bazel.
 """
 
 # The default sandbox for every syscall_test: None, or a label such as
