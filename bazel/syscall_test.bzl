@@ -48,6 +48,11 @@ runs `<runsc> do --root=tmpfs -- <binary> --gtest_color=no` in a fresh
 temporary directory ({TMPDIR} in the arguments becomes that directory). To
 turn it on for every test at once, set SANDBOX below instead of editing each
 call. sandbox_tags (e.g. ["manual"]) keep the sandbox variant out of //...
+
+Sizes: unless `size` is given, each target gets the smallest Bazel size
+whose timeout outlasts the runner's (timeout_secs per run; a sandboxed
+variant makes two runs), so a slow case is reported by the runner, not
+killed by Bazel.
 """
 
 # The default sandbox for every syscall_test: None, or a label such as
@@ -57,11 +62,19 @@ SANDBOX = None
 _RUNNER = "//test/syscalls/runner:runner"
 _WRAPPER = "//test/syscalls:run_syscall_test.sh"
 
+def _size_for(secs):
+    """The smallest Bazel test size whose timeout (60, 300, 900, 3600 s)
+    covers `secs`, so the runner's own per-run timeout fires first."""
+    for size, limit in [("small", 60), ("medium", 300), ("large", 900)]:
+        if secs < limit:
+            return size
+    return "enormous"
+
 def syscall_test(
         name,
         srcs,
         deps = [],
-        size = "small",
+        size = None,
         timeout_secs = 120,
         sandbox = SANDBOX,
         sandbox_args = ["do", "--root=tmpfs", "--"],
@@ -95,9 +108,11 @@ def syscall_test(
         "$(rootpath %s)" % _RUNNER,
         "--timeout=%ds" % timeout_secs,
     ]
+    # Bazel's timeout must outlast the runner's: one run natively, two
+    # (native, then sandboxed) for each variant.
     native.sh_test(
         name = name + "_native",
-        size = size,
+        size = size or _size_for(timeout_secs),
         srcs = [_WRAPPER],
         args = runner_args + ["$(rootpath :%s)" % name],
         data = [_RUNNER, ":" + name],
@@ -132,7 +147,7 @@ def syscall_test(
         _sandbox_test(
             name = name + suffix,
             binary = name,
-            size = size,
+            size = size or _size_for(2 * timeout_secs),
             runner_args = runner_args + extra_flags,
             sandbox = sandbox,
             sandbox_args = args,

@@ -8,7 +8,9 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -477,12 +479,30 @@ bool DropToNobody() {
          setresuid(65534, 65534, 65534) == 0;
 }
 
-// Why uid 65534 cannot make a user namespace here, or "" if it can.
+// Writes `s` to a /proc/self file; false if it cannot (async-signal-safe).
+bool WriteSelfFile(const char* path, const char* s) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, s, strlen(s)) == static_cast<ssize_t>(strlen(s));
+  close(fd);
+  return ok;
+}
+
+// Why uid 65534 cannot make a user namespace here, or "" if it can. As the
+// Gofer does (confine.cc): unshare, then map its ids (an LSM or a
+// sysctl may allow the one and deny the other).
 std::string WhyNoUnprivilegedUserNamespace() {
   pid_t pid = fork();
   if (pid == 0) {
     if (!DropToNobody()) _exit(1);
-    _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 2);
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) _exit(3);
+    if (unshare(CLONE_NEWUSER) != 0) _exit(2);
+    if (!WriteSelfFile("/proc/self/setgroups", "deny") ||
+        !WriteSelfFile("/proc/self/uid_map", "0 65534 1") ||
+        !WriteSelfFile("/proc/self/gid_map", "0 65534 1")) {
+      _exit(3);
+    }
+    _exit(0);
   }
   int status;
   waitpid(pid, &status, 0);
@@ -492,6 +512,8 @@ std::string WhyNoUnprivilegedUserNamespace() {
       return "";
     case 1:
       return "cannot switch to uid 65534 (not mapped in this sandbox)";
+    case 3:
+      return "uid 65534 may not map its ids in a new user namespace here";
     default:
       return "unprivileged user namespaces are not allowed here";
   }

@@ -84,7 +84,7 @@ for name in true pass import; do
     import) label="python3 -c 'import json, sqlite3'" ;;
   esac
   awk -v l="$label" -v n="$n" -v s="$s" -v r="$runs" 'BEGIN {
-    printf "%s, median of %d: native %.1f ms, runsc do %.1f ms, ratio %.1fx\n", l, r, n / 1e6, s / 1e6, s / n }'
+    printf "%s, median of %d: native %.1f ms, runsc do %.1f ms, ratio %.1fx\n", l, r, n / 1e6, s / 1e6, (n != 0 ? s / n : 0) }'
 done
 
 # Where the sandbox's time goes, as counts (they do not depend on the load):

@@ -45,6 +45,6 @@ awk -v np="$native_ppid" -v sp="$sandbox_ppid" -v nt="$native_total" \
     -v st="$sandbox_total" -v r="$runs" -v n="$n" -v cpus="$(nproc)" \
     -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
   printf "machine: %d CPUs, load average %s at start\n", cpus, load
-  printf "getppid round trip (%d calls): native %.0f ns, runsc do %.0f ns, ratio %.1fx\n", n, np, sp, sp / np
-  printf "static true, mean of %d runs: native %.2f ms, runsc do %.2f ms, ratio %.1fx\n", r, nt / r / 1e6, st / r / 1e6, (st / r) / (nt / r)
+  printf "getppid round trip (%d calls): native %.0f ns, runsc do %.0f ns, ratio %.1fx\n", n, np, sp, (np != 0 ? sp / np : 0)
+  printf "static true, mean of %d runs: native %.2f ms, runsc do %.2f ms, ratio %.1fx\n", r, nt / r / 1e6, st / r / 1e6, (nt != 0 ? st / nt : 0)
 }'

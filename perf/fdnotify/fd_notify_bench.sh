@@ -17,4 +17,4 @@ source "$root/perf/lib.sh"
 perf_rounds fd_notify_bench -- "$root/perf/fdnotify/fd_notify_bench_prog" "$iters"
 perf_machine "$iters operations a batch (settime-to-read: $((iters / 20)))"
 perf_joined | awk -F= '
-  { printf "%-34s native %8.2f  runsc do %8.2f  ratio %.2fx\n", $1, $2, $3, $3 / $2 }'
+  { printf "%-34s native %8.2f  runsc do %8.2f  ratio %.2fx\n", $1, $2, $3, ($2 != 0 ? $3 / $2 : 0) }'

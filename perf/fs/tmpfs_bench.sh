@@ -23,8 +23,8 @@ printf 'machine: %d CPUs, load average %s; file %d MiB, %d iterations\n' \
   "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)" "$file_mib" "$iters"
 join -t= "$out/native" "$out/sandbox" | awk -F= '
   { n = $2; s = $3
-    if ($1 ~ /_mib_s$/) printf "%-20s native %10.0f  runsc do %10.0f  ratio %.2fx (higher is better)\n", $1, n, s, s / n
-    else printf "%-20s native %10.1f  runsc do %10.1f  ratio %.2fx\n", $1, n, s, s / n
+    if ($1 ~ /_mib_s$/) printf "%-20s native %10.0f  runsc do %10.0f  ratio %.2fx (higher is better)\n", $1, n, s, (n != 0 ? s / n : 0)
+    else printf "%-20s native %10.1f  runsc do %10.1f  ratio %.2fx\n", $1, n, s, (n != 0 ? s / n : 0)
     v[$1] = s; nv[$1] = n }
   END {
     rt = v["getppid_ns"]

@@ -5,7 +5,8 @@
 # cached), on the same host files, twice each, interleaved; the better of
 # the two runs counts for each figure.
 # Usage: gofer_bench.sh [FILE_MIB] [ITERS] [WALK_DIR]
-#        (defaults 1024 100000 /usr)
+#        (defaults 1024 100000 /usr; WALK_DIR "tree" walks a tree of 1,000
+#        files the script makes, which nothing else changes between runs)
 # Under Bazel: bazel run -c opt //perf/gofer:gofer_bench -- 1024 100000 /usr
 # (bazel test runs it briefly, with a small file and tree, to prove it works).
 # With more than three arguments the last three count: `bazel run` of the
@@ -28,6 +29,13 @@ data=$(mktemp -d -p "${TEST_TMPDIR:-/var/tmp}" gofer_bench.XXXXXX)
 trap 'rm -rf "$perf_out" "$data"' EXIT
 head -c 64 /dev/zero | tr '\0' x >"$data/small"
 dd if=/dev/zero of="$data/big" bs=1M count="$file_mib" status=none
+if [[ "$walk" == tree ]]; then
+  walk="$data/tree"
+  for d in $(seq 20); do
+    mkdir -p "$walk/d$d"
+    (cd "$walk/d$d" && touch $(seq -f f%g 50))
+  done
+fi
 
 perf_rounds gofer_bench --root=host-ro -- \
   "$root/perf/gofer/gofer_bench_prog" "$data" "$walk" "$iters"
@@ -46,14 +54,15 @@ printf 'machine: %d CPUs, load average %s; file %d MiB, %d iterations, walk %s (
   "$n_entries"
 join -t= <(grep -v walk_entries "$out/native") \
   <(grep -v walk_entries "$out/sandbox") | awk -F= '
+  function ratio(a, b) { return b != 0 ? a / b : 0 }
   { n = $2; s = $3
-    if ($1 ~ /_mib_s$/) printf "%-20s native %10.0f  runsc do %10.0f  ratio %.2fx (higher is better)\n", $1, n, s, s / n
-    else printf "%-20s native %10.1f  runsc do %10.1f  ratio %.2fx\n", $1, n, s, s / n
+    if ($1 ~ /_mib_s$/) printf "%-20s native %10.0f  runsc do %10.0f  ratio %.2fx (higher is better)\n", $1, n, s, ratio(s, n)
+    else printf "%-20s native %10.1f  runsc do %10.1f  ratio %.2fx\n", $1, n, s, ratio(s, n)
     v[$1] = s; nat[$1] = n }
   END {
     rt = v["getppid_ns"]
     printf "goal: cached stat <= one round trip + 1 us: %.0f <= %.0f ns: %s\n", v["stat_ns"], rt + 1000, (v["stat_ns"] <= rt + 1000 ? "met" : "NOT met")
     printf "goal: open+read+close <= three round trips + 3 us: %.0f <= %.0f ns: %s\n", v["open_read_close_ns"], 3 * rt + 3000, (v["open_read_close_ns"] <= 3 * rt + 3000 ? "met" : "NOT met")
-    r = v["read1m_mib_s"] / nat["read1m_mib_s"]
+    r = ratio(v["read1m_mib_s"], nat["read1m_mib_s"])
     printf "goal: sequential read >= 0.9x native: %.2fx: %s\n", r, (r >= 0.9 ? "met" : "NOT met")
   }'

@@ -19,4 +19,4 @@ source "$root/perf/lib.sh"
 perf_rounds poll_bench -- "$root/perf/poll/poll_bench_prog" "$iters" "$n"
 perf_machine "$iters round trips a batch, $n ready fds"
 perf_joined | awk -F= '
-  { printf "%-26s native %8.1f  runsc do %8.1f  ratio %.2fx\n", $1, $2, $3, $3 / $2 }'
+  { printf "%-26s native %8.1f  runsc do %8.1f  ratio %.2fx\n", $1, $2, $3, ($2 != 0 ? $3 / $2 : 0) }'

@@ -19,4 +19,4 @@ source "$root/perf/lib.sh"
 perf_rounds spawn_bench -- "$root/perf/process/spawn_bench_prog" "$iters"
 perf_machine "$iters creations a batch"
 perf_joined | awk -F= '
-  { printf "%-26s native %8.1f  runsc do %8.1f  ratio %.2fx\n", $1, $2, $3, $3 / $2 }'
+  { printf "%-26s native %8.1f  runsc do %8.1f  ratio %.2fx\n", $1, $2, $3, ($2 != 0 ? $3 / $2 : 0) }'

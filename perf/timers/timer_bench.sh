@@ -18,4 +18,4 @@ source "$root/perf/lib.sh"
 perf_rounds timer_bench -- "$root/perf/timers/timer_bench_prog" "$iters"
 perf_machine "$iters operations a batch (settime-to-signal: $((iters / 20)))"
 perf_joined | awk -F= '
-  { printf "%-34s native %8.2f  runsc do %8.2f  ratio %.2fx\n", $1, $2, $3, $3 / $2 }'
+  { printf "%-34s native %8.2f  runsc do %8.2f  ratio %.2fx\n", $1, $2, $3, ($2 != 0 ? $3 / $2 : 0) }'

@@ -18,7 +18,7 @@ source "$root/perf/lib.sh"
 perf_rounds clock_bench -- "$root/perf/vdso/clock_bench_prog" "$iters"
 perf_machine "$iters calls a batch"
 perf_joined | awk -F= '
-  { printf "%-28s native %8.1f  runsc do %8.1f  ratio %.2fx\n", $1, $2, $3, $3 / $2
+  { printf "%-28s native %8.1f  runsc do %8.1f  ratio %.2fx\n", $1, $2, $3, ($2 != 0 ? $3 / $2 : 0)
     v[$1] = $3; nv[$1] = $2 }
   END {
     k = "clock_gettime_monotonic_ns"

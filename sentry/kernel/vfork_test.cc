@@ -26,11 +26,12 @@ TEST_F(VforkTest, CompletedBeforeTheWait) {
 
 TEST_F(VforkTest, WaitsForTheCompletion) {
   VforkCompletion c;
+  // Before the thread starts: its 50 ms all fall after `start`.
+  absl::Time start = absl::Now();
   std::thread child([&c] {
     absl::SleepFor(absl::Milliseconds(50));
     c.Complete();
   });
-  absl::Time start = absl::Now();
   EXPECT_TRUE(c.Wait(*task_));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(40));
   child.join();

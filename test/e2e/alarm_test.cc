@@ -49,10 +49,10 @@ TEST(AlarmE2eTest, PythonSignalAlarmKillsAfterOneSecond) {
   Result sandboxed = RunscDo({"/bin/sh", "-c", py + "; exit $?"});
   const double elapsed = Seconds() - start;
   EXPECT_EQ(sandboxed.status, 128 + SIGALRM) << sandboxed.err;
-  // Never before the alarm's second; well before the 5 s sleep would end
-  // (python's start-up in the sandbox is included).
+  // Never before the alarm's second. The status shows the alarm cut the
+  // sleep short; the time from outside also holds start-up, which a loaded
+  // host stretches (the check from inside below bounds the delivery).
   EXPECT_GE(elapsed, 1.0);
-  EXPECT_LT(elapsed, 4.9) << "the alarm did not cut the sleep short";
 
   // From inside: SIGALRM arrives at least 1 s after alarm(1), and long
   // before the sleep's 5 s.

@@ -244,7 +244,38 @@ TEST_F(RunscDoTest, BlockedReadIsInterrupted) {
   EXPECT_EQ(c.Finish(20000).status, 128 + SIGTERM);
 }
 
+// The processes whose parent is `pid` (any of its threads), from the
+// PPid field of every /proc/N/stat: where /proc/PID/task/TID/children is
+// missing (it needs CONFIG_PROC_CHILDREN).
+std::vector<pid_t> ChildrenByPpid(pid_t pid) {
+  std::vector<pid_t> out;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* de = readdir(dir)) {
+    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+    std::ifstream f(std::string("/proc/") + de->d_name + "/stat");
+    std::string s((std::istreambuf_iterator<char>(f)), {});
+    size_t close = s.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(s.substr(close + 1));
+    std::string state;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == pid) {
+      out.push_back(std::atoi(de->d_name));
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+bool HaveProcChildren() {
+  const std::string self =
+      "/proc/self/task/" + std::to_string(getpid()) + "/children";
+  return access(self.c_str(), R_OK) == 0;
+}
+
 std::vector<pid_t> Children(pid_t pid) {
+  if (!HaveProcChildren()) return ChildrenByPpid(pid);
   std::vector<pid_t> out;
   std::ifstream f("/proc/" + std::to_string(pid) + "/task/" +
                   std::to_string(pid) + "/children");
@@ -276,6 +307,7 @@ std::vector<pid_t> ChildrenNamed(pid_t cli, const std::string& comm) {
 // The Sentry's children, over all its threads: the stub processes (each is
 // a child of the Sentry thread that created it).
 std::vector<pid_t> StubPids(pid_t sentry) {
+  if (!HaveProcChildren()) return ChildrenByPpid(sentry);
   std::vector<pid_t> out;
   const std::string tasks = "/proc/" + std::to_string(sentry) + "/task";
   DIR* dir = opendir(tasks.c_str());

@@ -342,13 +342,26 @@ TEST(ReadWriteTest, Pwritev2Flags) {
               SyscallSucceedsWithValue(4));
   EXPECT_THAT(pwritev2(fd.get(), &v, 1, 0, 0x10000),
               SyscallFailsWithErrno(EOPNOTSUPP));
-  // RWF_NOAPPEND writes at the offset of an O_APPEND description.
+}
+
+// RWF_NOAPPEND writes at the offset of an O_APPEND description (since
+// Linux 6.9: EOPNOTSUPP before, as for any unknown flag).
+TEST(ReadWriteTest, Pwritev2NoAppend) {
+  TempPath file = TempPath::CreateFile();
+  FileDescriptor fd(open(file.path().c_str(), O_RDWR));
+  ASSERT_TRUE(fd.valid());
+  ASSERT_THAT(write(fd.get(), "01234567", 8), SyscallSucceedsWithValue(8));
   FileDescriptor app(open(file.path().c_str(), O_WRONLY | O_APPEND));
+  ASSERT_TRUE(app.valid());
   char z[] = "Z";
   struct iovec zv = {z, 1};
-  ASSERT_THAT(pwritev2(app.get(), &zv, 1, 0, RWF_NOAPPEND),
-              SyscallSucceedsWithValue(1));
+  ssize_t n = pwritev2(app.get(), &zv, 1, 0, RWF_NOAPPEND);
+  if (n == -1 && errno == EOPNOTSUPP) {
+    GTEST_SKIP() << "RWF_NOAPPEND is new in Linux 6.9";
+  }
+  ASSERT_THAT(n, SyscallSucceedsWithValue(1));
   char c;
+  struct stat st;
   ASSERT_THAT(pread(fd.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
   EXPECT_EQ(c, 'Z');
   ASSERT_THAT(fstat(fd.get(), &st), SyscallSucceeds());

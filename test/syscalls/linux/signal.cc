@@ -341,15 +341,29 @@ TEST(SignalTest, NanosleepInterruptedByAHandlerIsEintr) {
   ScopedHandler h(SIGUSR1, RecordingHandler, SA_RESTART);
   const pid_t main_tid = Gettid();
   std::thread th([&] {
-    usleep(50 * 1000);
+    // Until the main thread sleeps (at most 4 s): a signal that came
+    // before nanosleep would let it sleep its whole 5 s.
+    const std::string stat =
+        "/proc/self/task/" + std::to_string(main_tid) + "/stat";
+    for (int i = 0; i < 400; ++i) {
+      std::string s = ReadFileOrEmpty(stat);
+      size_t paren = s.rfind(')');
+      if (paren != std::string::npos && paren + 2 < s.size() &&
+          s[paren + 2] == 'S') {
+        break;
+      }
+      usleep(10 * 1000);
+    }
     Tgkill(getpid(), main_tid, SIGUSR1);
   });
   struct timespec req = {5, 0}, rem = {0, 0};
   EXPECT_THAT(nanosleep(&req, &rem), SyscallFailsWithErrno(EINTR));
   th.join();
   EXPECT_EQ(seen.count.load(), 1);
-  EXPECT_GT(rem.tv_sec, 3);
-  EXPECT_LE(rem.tv_sec, 5);
+  // Some time left, less than asked.
+  const int64_t left = int64_t{rem.tv_sec} * 1000000000 + rem.tv_nsec;
+  EXPECT_GT(left, 0);
+  EXPECT_LT(left, int64_t{req.tv_sec} * 1000000000);
 }
 
 TEST(SignalTest, AlternateStack) {
