@@ -243,6 +243,9 @@ absl::Status MakeHidden(const std::string& dir, const std::vector<int>& trees,
       if (fd >= 0) {
         UniqueFd child(fd);
         if (fstat(fd, &st) != 0) return Errno("fstat hidden entry");
+        // A symlink (a host's /run -> /var/run) is served as itself: the
+        // sandbox resolves it in its own tree. Mount points are never one.
+        if (S_ISLNK(st.st_mode)) continue;
         p.has_self = true;
         p.dev = st.st_dev;
         p.ino = st.st_ino;

@@ -761,6 +761,8 @@ TEST(LockedMountTest, RecursiveBindCarriesLockedChildren) {
     LOCKED_CHECK(4, umount2((y + "/proc").c_str(), 0) != 0 && errno == EINVAL);
     LOCKED_CHECK(
         5, umount2((y + "/proc").c_str(), MNT_DETACH) != 0 && errno == EINVAL);
+    // Busy with its (locked) children: EBUSY, as any parent.
+    LOCKED_CHECK(10, umount2(y.c_str(), 0) != 0 && errno == EBUSY);
     // Held, then lazily unmounted: the locked copies stay connected.
     int held = open(y.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     LOCKED_CHECK(6, held >= 0);
