@@ -39,8 +39,10 @@ struct Result {
   std::string out;
 };
 
-// Runs `runsc do -- mount_probe ARGS...`, stdout and stderr together.
-Result Probe(const std::vector<std::string>& args) {
+// Runs `runsc do FLAGS... -- mount_probe ARGS...`, stdout and stderr
+// together.
+Result Probe(const std::vector<std::string>& args,
+             const std::vector<std::string>& flags = {}) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) abort();
   std::string runsc = Runfile("runsc-compat/runsc");
@@ -52,7 +54,10 @@ Result Probe(const std::vector<std::string>& args) {
     int null = open("/dev/null", O_RDONLY);
     dup2(null, 0);
     if (chdir("/") != 0) _exit(112);
-    std::vector<std::string> v = {"runsc", "do", "--", probe};
+    std::vector<std::string> v = {"runsc", "do"};
+    v.insert(v.end(), flags.begin(), flags.end());
+    v.push_back("--");
+    v.push_back(probe);
     v.insert(v.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : v) argv.push_back(a.data());
@@ -161,6 +166,12 @@ TEST(MountLockTest, HostMountPointIsEmpty) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("ok " + point + " is a directory"), std::string::npos)
+      << r.out;
+  // Below a --bind's root (its own Gofer connection), the same.
+  r = Probe({"empty", "/mnt/bound/mp"}, {"--bind=" + t + ":/mnt/bound:ro"});
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok /mnt/bound/mp is empty\n"), std::string::npos)
       << r.out;
   EXPECT_EQ(ReadHost(canary), "on the host mount\n");
   EXPECT_EQ(umount2(point.c_str(), 0), 0);
