@@ -1,8 +1,10 @@
 #include "gofer/confine.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -12,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -105,6 +109,201 @@ void DetachUnlockedSubmounts(const std::string& dir) {
   for (const std::string& p : below) umount2(p.c_str(), MNT_DETACH);
 }
 
+// A host mount (a /proc/self/mountinfo line, unescaped).
+struct HostMount {
+  std::string id, parent, dev, root, point;
+};
+
+// The host's mounts, read before anything is mounted in the new
+// namespace.
+std::vector<HostMount> HostMounts() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::vector<HostMount> mounts;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    HostMount m;
+    if (!(fields >> m.id >> m.parent >> m.dev >> m.root >> m.point)) continue;
+    m.root = Unescape(m.root);
+    m.point = Unescape(m.point);
+    mounts.push_back(std::move(m));
+  }
+  return mounts;
+}
+
+// `path` below `dir` ("" for dir itself), or nullopt.
+std::optional<std::string> Below(const std::string& path,
+                                 const std::string& dir) {
+  if (path == dir) return std::string();
+  const std::string prefix = dir == "/" ? "/" : dir + "/";
+  if (path.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  return path.substr(prefix.size());
+}
+
+// Whether `m` binds its parent mount's own directory at its mount point
+// onto itself (same file system, same directory: Bazel's sandbox, for one,
+// re-binds writable directories so): it covers nothing and shows nothing
+// else than the directory under it, so it is served as that directory.
+bool IsSelfBind(const HostMount& m, const std::vector<HostMount>& all) {
+  for (const HostMount& p : all) {
+    if (p.id != m.parent || p.dev != m.dev) continue;
+    std::optional<std::string> rel = Below(m.point, p.point);
+    if (!rel) return false;
+    std::string want = p.root;
+    if (!rel->empty()) want = (want == "/" ? "/" : want + "/") + *rel;
+    return m.root == want;
+  }
+  return false;
+}
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+
+// The entries to hide below the served directory `dir` (canonical): the
+// mount points strictly below it but self-binds, relative to it, plus
+// `extra`; none below
+// another (unreachable anyway), at most kMaxHidden.
+constexpr size_t kMaxHidden = 4096;
+std::vector<std::string> HiddenBelow(const std::vector<HostMount>& mounts,
+                                     const std::string& dir,
+                                     std::vector<std::string> extra) {
+  std::vector<std::string> rel = std::move(extra);
+  for (const HostMount& m : mounts) {
+    std::optional<std::string> r = Below(m.point, dir);
+    if (!r || r->empty() || IsSelfBind(m, mounts)) continue;
+    rel.push_back(*r);
+  }
+  std::sort(rel.begin(), rel.end());
+  std::vector<std::string> kept;
+  for (const std::string& r : rel) {
+    if (r.empty() || r.back() == '/') continue;
+    if (!kept.empty() && (r == kept.back() ||
+                          (r.size() > kept.back().size() &&
+                           r.compare(0, kept.back().size(), kept.back()) == 0 &&
+                           r[kept.back().size()] == '/'))) {
+      continue;  // the same, or below a hidden one
+    }
+    if (kept.size() == kMaxHidden) break;
+    kept.push_back(r);
+  }
+  return kept;
+}
+
+// Builds *hidden (server/hidden.h) for the trees served from `trees` (the
+// new root and the volumes, as bound in the new namespace) with `rels[i]`
+// to hide below trees[i]: one stand-in each (an empty directory, or an
+// empty file for a file mount point) on a read-only tmpfs mounted at
+// `dir`, reachable afterwards only through the stand-ins' descriptors.
+absl::Status MakeHidden(const std::string& dir, const std::vector<int>& trees,
+                        const std::vector<std::vector<std::string>>& rels,
+                        std::shared_ptr<Hidden>* hidden) {
+  size_t total = 0;
+  for (const auto& r : rels) total += r.size();
+  if (mkdir(dir.c_str(), 0700) != 0) return Errno("mkdir stand-in directory");
+  std::string opts = absl::StrCat("size=4k,mode=0755,nr_inodes=", total + 16);
+  if (mount("gofer-hidden", dir.c_str(), "tmpfs", kMountFlags | MS_NOEXEC,
+            opts.c_str()) != 0) {
+    return Errno("mount stand-in tmpfs");
+  }
+  UniqueFd base(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!base.valid()) return Errno("open stand-in tmpfs");
+  struct Pending {
+    uint64_t parent_dev, parent_ino;
+    std::string name;
+    bool has_self;
+    uint64_t dev, ino;
+    std::string stand_in;
+  };
+  std::vector<Pending> pending;
+  for (size_t t = 0; t < trees.size(); ++t) {
+    for (const std::string& rel : rels[t]) {
+      size_t slash = rel.rfind('/');
+      std::string parent_rel =
+          slash == std::string::npos ? "" : rel.substr(0, slash);
+      std::string name =
+          slash == std::string::npos ? rel : rel.substr(slash + 1);
+      UniqueFd parent;
+      struct stat pst, st;
+      if (ValidateName(name) != 0 ||
+          OpenPathBeneath(trees[t], parent_rel, &parent) != 0 ||
+          fstat(parent.get(), &pst) != 0) {
+        continue;  // not in the served tree (below a host mount)
+      }
+      Pending p{static_cast<uint64_t>(pst.st_dev),
+                static_cast<uint64_t>(pst.st_ino),
+                name,
+                false,
+                0,
+                0,
+                absl::StrCat(pending.size())};
+      bool is_dir = true;
+      int fd = OpenBeneath(parent.get(), name, O_PATH | O_NOFOLLOW, 0);
+      if (fd >= 0) {
+        UniqueFd child(fd);
+        if (fstat(fd, &st) != 0) return Errno("fstat hidden entry");
+        // A symlink (a host's /run -> /var/run) is served as itself: the
+        // sandbox resolves it in its own tree. Mount points are never one.
+        if (S_ISLNK(st.st_mode)) continue;
+        p.has_self = true;
+        p.dev = st.st_dev;
+        p.ino = st.st_ino;
+        is_dir = S_ISDIR(st.st_mode);
+      } else if (fd != -EXDEV) {
+        continue;  // ENOENT: nothing there to hide
+      }
+      if (is_dir) {
+        if (mkdirat(base.get(), p.stand_in.c_str(), 0755) != 0) {
+          return Errno("mkdir stand-in");
+        }
+      } else {
+        std::string path = absl::StrCat(dir, "/", p.stand_in);
+        UniqueFd f(
+            open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
+        if (!f.valid()) return Errno("create stand-in");
+      }
+      pending.push_back(std::move(p));
+    }
+  }
+  if (mkdirat(base.get(), "fallback", 0755) != 0) {
+    return Errno("mkdir stand-in");
+  }
+  if (mount(nullptr, dir.c_str(), nullptr,
+            MS_REMOUNT | MS_BIND | MS_RDONLY | kMountFlags | MS_NOEXEC,
+            nullptr) != 0) {
+    return Errno("remount stand-in tmpfs read-only");
+  }
+  auto parent_fd = std::make_shared<const UniqueFd>(std::move(base));
+  auto stand_in = [&](const std::string& name,
+                      std::shared_ptr<const StandIn>* out) -> absl::Status {
+    int fd = OpenBeneath(parent_fd->get(), name, O_PATH | O_NOFOLLOW, 0);
+    if (fd < 0) {
+      return absl::ErrnoToStatus(-fd, "open stand-in");
+    }
+    auto s = std::make_shared<StandIn>();
+    s->fd = std::make_shared<const UniqueFd>(fd);
+    s->parent_fd = parent_fd;
+    s->name = name;
+    *out = std::move(s);
+    return absl::OkStatus();
+  };
+  auto h = std::make_shared<Hidden>();
+  for (const Pending& p : pending) {
+    std::shared_ptr<const StandIn> s;
+    absl::Status st = stand_in(p.stand_in, &s);
+    if (!st.ok()) return st;
+    h->Add(p.parent_dev, p.parent_ino, p.name, p.has_self, p.dev, p.ino,
+           std::move(s));
+  }
+  std::shared_ptr<const StandIn> fallback;
+  absl::Status st = stand_in("fallback", &fallback);
+  if (!st.ok()) return st;
+  h->set_fallback(std::move(fallback));
+  *hidden = std::move(h);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status DropCapabilities(bool keep_chown) {
@@ -145,9 +344,25 @@ absl::Status DropCapabilities(bool keep_chown) {
 }
 
 absl::Status Confine(const ConfineOptions& options,
-                     std::vector<UniqueFd>* volume_roots) {
+                     std::vector<UniqueFd>* volume_roots,
+                     std::shared_ptr<const Hidden>* hidden) {
   if (options.root.empty() || options.root[0] != '/') {
     return absl::InvalidArgumentError("root must be an absolute path");
+  }
+  // What not to serve (hidden.h), from the host's mounts as they are now,
+  // before any is added or moved in the new namespace: the mount points
+  // below each served tree, and the host root's /tmp and /run (host
+  // scratch and runtime state, which the sandbox has its own of).
+  std::vector<std::vector<std::string>> hidden_rels;
+  {
+    const std::vector<HostMount> points = HostMounts();
+    const std::string root = Canonical(options.root);
+    std::vector<std::string> extra;
+    if (root == "/") extra = {"tmp", "run"};
+    hidden_rels.push_back(HiddenBelow(points, root, std::move(extra)));
+    for (const Volume& v : options.volumes) {
+      hidden_rels.push_back(HiddenBelow(points, Canonical(v.source), {}));
+    }
   }
   if (options.user_namespace) {
     absl::Status s = EnterUserNamespace();
@@ -241,6 +456,15 @@ absl::Status Confine(const ConfineOptions& options,
     if (!volumes.back().valid()) return Errno("open volume");
   }
   volume_sources.clear();
+  {
+    std::vector<int> trees = {root.get()};
+    for (const UniqueFd& v : volumes) trees.push_back(v.get());
+    std::shared_ptr<Hidden> h;
+    absl::Status s =
+        MakeHidden(absl::StrCat(staging, "/hidden"), trees, hidden_rels, &h);
+    if (!s.ok()) return s;
+    if (hidden != nullptr) *hidden = std::move(h);
+  }
   if (fchdir(root.get()) != 0) return Errno("fchdir root");
   // nodev, nosuid (and ro) on every mount. Not noexec: the Sentry maps
   // donated FDs of guest binaries PROT_EXEC.

@@ -42,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "gofer/protocol/unique_fd.h"
+#include "gofer/server/hidden.h"
 
 namespace gofer {
 
@@ -73,9 +74,13 @@ struct ConfineOptions {
 };
 
 // On success *volume_roots (if not null) holds one O_PATH directory FD per
-// options.volumes entry, in order.
+// options.volumes entry, in order, and *hidden (if not null) what the
+// served trees leave out (server/hidden.h): every host mount point below
+// the root and below each volume, and the host root's tmp and run, each
+// with an empty stand-in on a read-only tmpfs held only by descriptors.
 absl::Status Confine(const ConfineOptions& options,
-                     std::vector<UniqueFd>* volume_roots = nullptr);
+                     std::vector<UniqueFd>* volume_roots = nullptr,
+                     std::shared_ptr<const Hidden>* hidden = nullptr);
 
 // Step 4 alone (also used when the Gofer runs unconfined for tests):
 // keeps only the file-serving capabilities (CAP_CHOWN only if keep_chown).

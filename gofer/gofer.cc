@@ -47,11 +47,12 @@ absl::Status RunGofer(const GoferConfig& config) {
   }
   UniqueFd base;
   std::vector<UniqueFd> volumes;
+  std::shared_ptr<const Hidden> hidden;
   if (config.confine) {
     absl::Status s =
         Confine({config.root, config.root_read_only, config.submounts,
                  config.user_namespace, config.volumes, keep_chown},
-                &volumes);
+                &volumes, &hidden);
     if (!s.ok()) return s;
     base.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   } else {
@@ -118,6 +119,7 @@ absl::Status RunGofer(const GoferConfig& config) {
     opts.suid = config.mounts[i].suid;
     opts.owner_uid = owner_uid;
     opts.owner_gid = owner_gid;
+    opts.hidden = hidden;
     threads.emplace_back([&results, i, opts, sock = socks[i].release(),
                           root = roots[i].release()] {
       results[i] = ServeConnection(UniqueFd(sock), UniqueFd(root), opts);

@@ -330,6 +330,7 @@ TEST_F(GoferBinaryTest, ConfinedServesOnlyTheRootAndChosenMounts) {
   std::filesystem::create_directory(tree_.outside() + "/vol");
   WriteFile(tree_.outside() + "/vol/v", "volume");
   std::string hostmnt = tree_.root() + "/hostmnt";
+  WriteFile(hostmnt + "/covered", "under the host mount");
   // In the child, before exec: a private mount namespace where a tmpfs is
   // mounted below the root, as the host's /proc is below "/".
   auto pre = [hostmnt] {
@@ -352,14 +353,29 @@ TEST_F(GoferBinaryTest, ConfinedServesOnlyTheRootAndChosenMounts) {
   AttachResp a;
   ASSERT_EQ(c.Call(AttachReq{}, &a), 0) << "gofer failed to start";
   WalkResp w;
-  // The host's submount did not come along: the bare directory is served.
-  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"hostmnt", "hidden"}}, &w), 0);
-  EXPECT_EQ(w.status, WalkStatus::kError);
+  // The host's submount did not come along, nor the directory it covers:
+  // an empty stand-in is served there (server/hidden.h).
+  for (const char* name : {"hidden", "covered"}) {
+    ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"hostmnt", name}}, &w), 0);
+    EXPECT_EQ(w.status, WalkStatus::kError) << name;
+    EXPECT_EQ(w.error, static_cast<uint32_t>(ENOENT)) << name;
+    EXPECT_EQ(w.inodes.size(), 1u);
+  }
+  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"hostmnt"}}, &w), 0);
+  ASSERT_EQ(w.status, WalkStatus::kOk);
+  EXPECT_TRUE(S_ISDIR(w.inodes[0].stat.mode));
+  GetdentsResp hd;
+  ASSERT_EQ(c.Call(GetdentsReq{w.inodes[0].handle, 0, 10}, &hd), 0);
+  for (const auto& d : hd.dirents) {
+    EXPECT_TRUE(d.name == "." || d.name == "..") << d.name;
+  }
+  InodeResp hir;
+  EXPECT_NE(c.Call(MkdirReq{w.inodes[0].handle, "x", 0755}, &hir), 0);
+  // The chosen submount is not entered from the root's connection (a mount
+  // boundary: the same empty stand-in)...
+  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"data", "v"}}, &w), 0);
   EXPECT_EQ(w.error, static_cast<uint32_t>(ENOENT));
   EXPECT_EQ(w.inodes.size(), 1u);
-  // The chosen submount is not entered from the root's connection...
-  ASSERT_EQ(c.Call(WalkReq{a.root.handle, {"data", "v"}}, &w), 0);
-  EXPECT_EQ(w.error, static_cast<uint32_t>(EXDEV));
   ExerciseEveryMessage(c);
   // ...but served on its own, read-only by its mount flags.
   GoferClient& v = *g.clients[1];

@@ -39,10 +39,12 @@ runsc ends, every process of the sandbox ends with it.
 
 The sandbox's root file system is, by default, the host's "/" served
 read-only by a Gofer process (`runsc gofer`, confined: the host's /proc,
-/sys, /dev and other mounts below "/" are not served), under an in-memory
+/sys, /dev, /tmp, /run and every other mount point below "/" are served as
+empty directories), under an in-memory
 overlay: the program's changes stay in the sandbox's memory and vanish
 with it (the host is never written). /dev, /proc and /sys are the
-sandbox's own, /tmp and /dev/shm are empty tmpfs mounts. The working
+sandbox's own, /tmp and /dev/shm are empty tmpfs mounts; the sandbox's
+own mounts are locked (umount EINVAL, as Linux's MNT_LOCKED). The working
 directory is the caller's, if the sandbox has it (else "/", with a
 warning).
 

@@ -18,6 +18,7 @@ int Session::Unlink(const UnlinkReq& req, Empty*) {
   if (req.flags != 0 && req.flags != AT_REMOVEDIR) return EINVAL;
   // Linux checks for a writable mount before looking the name up.
   if (options_.read_only) return EROFS;
+  if (HiddenName(*dir, req.name)) return EBUSY;  // a host mount point
   if (unlinkat(dir->get(), req.name.c_str(), static_cast<int>(req.flags)) !=
       0) {
     return errno;
@@ -42,6 +43,10 @@ int Session::Rename(const RenameReq& req, Empty*) {
     return EINVAL;
   }
   if (options_.read_only) return EROFS;
+  if (HiddenName(*old_dir, req.old_name) ||
+      HiddenName(*new_dir, req.new_name)) {
+    return EBUSY;  // a host mount point (Linux: EBUSY)
+  }
   if (renameat2(old_dir->get(), req.old_name.c_str(), new_dir->get(),
                 req.new_name.c_str(), req.flags) != 0) {
     return errno;

@@ -61,7 +61,7 @@ int Session::WalkStat(const WalkStatReq& req, WalkStatResp* resp) {
     int err = ValidateName(name);
     std::shared_ptr<Node> next;
     struct stat st;
-    if (err == 0) err = WalkOne(cur, name, &next, &st);
+    if (err == 0) err = WalkOne(cur, name, &next, &st, options_.hidden.get());
     if (err != 0) {
       resp->status = WalkStatus::kError;
       resp->error = static_cast<uint32_t>(err);

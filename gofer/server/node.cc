@@ -68,13 +68,44 @@ int NodeFromFd(UniqueFd fd, std::shared_ptr<Node>* out, struct stat* st) {
   return 0;
 }
 
+namespace {
+
+// A node for `stand_in` (hidden.h), walked as `name` from `dir`.
+int StandInNode(const StandIn& stand_in, std::shared_ptr<Node>* out,
+                struct stat* st) {
+  int fd = fcntl(stand_in.fd->get(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  int err = NodeFromFd(UniqueFd(fd), out, st);
+  if (err != 0) return err;
+  // Re-opens (ReopenNode) go through the stand-in's own directory.
+  (*out)->parent_fd = stand_in.parent_fd;
+  (*out)->parent_dev = 0;
+  (*out)->parent_ino = 0;
+  (*out)->name = stand_in.name;
+  return 0;
+}
+
+}  // namespace
+
 int WalkOne(const std::shared_ptr<Node>& dir, const std::string& name,
-            std::shared_ptr<Node>* out, struct stat* st) {
+            std::shared_ptr<Node>* out, struct stat* st, const Hidden* hidden) {
   if (!dir->IsDir()) return ENOTDIR;
   int fd = OpenBeneath(dir->get(), name, O_PATH | O_NOFOLLOW, 0);
+  if (fd == -EXDEV && hidden != nullptr) {
+    // A mount point in the Gofer's own tree: never entered, never shown.
+    if (const StandIn* s = hidden->Find(dir->dev, dir->ino, name, nullptr)) {
+      return StandInNode(*s, out, st);
+    }
+  }
   if (fd < 0) return -fd;
   int err = NodeFromFd(UniqueFd(fd), out, st);
   if (err != 0) return err;
+  if (hidden != nullptr) {
+    if (const StandIn* s = hidden->Find(dir->dev, dir->ino, name, st)) {
+      out->reset();
+      return StandInNode(*s, out, st);
+    }
+  }
   (*out)->parent_fd = dir->fd;
   (*out)->parent_dev = dir->dev;
   (*out)->parent_ino = dir->ino;

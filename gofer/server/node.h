@@ -24,6 +24,7 @@
 
 #include "gofer/protocol/messages.h"
 #include "gofer/protocol/unique_fd.h"
+#include "gofer/server/hidden.h"
 
 namespace gofer {
 
@@ -75,9 +76,12 @@ int OpenBeneath(int dirfd, const std::string& name, int flags, mode_t mode,
 // "." or ".." component).
 int OpenPathBeneath(int dirfd, std::string_view path, UniqueFd* out);
 
-// Walks name from dir into a new node. Returns 0 or an errno.
+// Walks name from dir into a new node. With `hidden`, an entry it hides
+// (a host mount point, a mount boundary: hidden.h) becomes a node of its
+// empty stand-in, and *st that stand-in's lstat. Returns 0 or an errno.
 int WalkOne(const std::shared_ptr<Node>& dir, const std::string& name,
-            std::shared_ptr<Node>* out, struct stat* st);
+            std::shared_ptr<Node>* out, struct stat* st,
+            const Hidden* hidden = nullptr);
 
 // Makes a node from an O_PATH fd already opened (for roots). Returns 0 or
 // an errno.

@@ -624,5 +624,98 @@ TEST(ServerLimits, GetdentsPlusPastTheHandleCapListsWithoutInodes) {
   EXPECT_EQ(with, 3);
 }
 
+// Hidden entries (hidden.h) are served as their stand-ins: by name in
+// their directory, by identity wherever met (here a hard link of a hidden
+// file), in Walk, WalkStat and GetdentsPlus; their names cannot be removed
+// or replaced (EBUSY); everything else is served as is.
+TEST(ServerHidden, HiddenEntriesAreServedAsStandIns) {
+  TempTree tree;
+  std::filesystem::create_directories(tree.root() + "/tmp/secret");
+  WriteFile(tree.root() + "/tmp/canary", "host secret");
+  WriteFile(tree.root() + "/conf", "host file");
+  ASSERT_EQ(link((tree.root() + "/conf").c_str(),
+                 (tree.root() + "/conf-link").c_str()),
+            0);
+  WriteFile(tree.root() + "/plain", "served");
+  const std::string stand = tree.outside() + "/stand";
+  std::filesystem::create_directories(stand + "/dir");
+  WriteFile(stand + "/file", "");
+  auto open_path = [](const std::string& p) {
+    return std::make_shared<const UniqueFd>(
+        open(p.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  };
+  auto parent = open_path(stand);
+  auto make = [&](const std::string& name) {
+    auto s = std::make_shared<StandIn>();
+    s->fd = open_path(stand + "/" + name);
+    s->parent_fd = parent;
+    s->name = name;
+    return std::shared_ptr<const StandIn>(s);
+  };
+  struct stat root_st, tmp_st, conf_st;
+  ASSERT_EQ(stat(tree.root().c_str(), &root_st), 0);
+  ASSERT_EQ(stat((tree.root() + "/tmp").c_str(), &tmp_st), 0);
+  ASSERT_EQ(stat((tree.root() + "/conf").c_str(), &conf_st), 0);
+  auto hidden = std::make_shared<Hidden>();
+  hidden->Add(root_st.st_dev, root_st.st_ino, "tmp", true, tmp_st.st_dev,
+              tmp_st.st_ino, make("dir"));
+  hidden->Add(root_st.st_dev, root_st.st_ino, "conf", true, conf_st.st_dev,
+              conf_st.st_ino, make("file"));
+  ServerOptions opts;
+  opts.hidden = hidden;
+  Harness h(tree.root(), opts);
+  int err;
+  WalkResp w = h.Walk(h.root(), {"tmp", "canary"}, &err);
+  ASSERT_EQ(err, 0);
+  EXPECT_EQ(w.status, WalkStatus::kError);
+  EXPECT_EQ(w.error, static_cast<uint32_t>(ENOENT));
+  ASSERT_EQ(w.inodes.size(), 1u);
+  EXPECT_NE(w.inodes[0].stat.ino, static_cast<uint64_t>(tmp_st.st_ino));
+  GetdentsResp gd;
+  ASSERT_EQ(h.client().Call(GetdentsReq{w.inodes[0].handle, 0, 10}, &gd), 0);
+  for (const auto& d : gd.dirents) {
+    EXPECT_TRUE(d.name == "." || d.name == "..") << d.name;
+  }
+  WalkStatResp ws;
+  ASSERT_EQ(h.client().Call(WalkStatReq{h.root(), {"tmp", "secret"}}, &ws), 0);
+  EXPECT_EQ(ws.error, static_cast<uint32_t>(ENOENT));
+  // A hidden file, by name and through a hard link: the empty stand-in.
+  for (const char* name : {"conf", "conf-link"}) {
+    Handle f = h.MustWalk({name});
+    Empty e;
+    UniqueFd fd;
+    ASSERT_EQ(h.client().Call(OpenReq{f, O_RDONLY}, &e, &fd), 0) << name;
+    EXPECT_EQ(ReadAll(fd.get()), "") << name;
+  }
+  Handle p = h.MustWalk({"plain"});
+  Empty e;
+  UniqueFd fd;
+  ASSERT_EQ(h.client().Call(OpenReq{p, O_RDONLY}, &e, &fd), 0);
+  EXPECT_EQ(ReadAll(fd.get()), "served");
+  GetdentsPlusResp gp;
+  ASSERT_EQ(h.client().Call(GetdentsPlusReq{h.root(), 0, 100}, &gp), 0);
+  for (const DirentPlus& d : gp.dirents) {
+    if (d.name == "tmp") {
+      ASSERT_TRUE(d.has_inode);
+      EXPECT_NE(d.inode.stat.ino, static_cast<uint64_t>(tmp_st.st_ino));
+    }
+  }
+  EXPECT_EQ(h.client().Call(UnlinkReq{h.root(), "tmp", AT_REMOVEDIR}, &e),
+            EBUSY);
+  EXPECT_EQ(
+      h.client().Call(RenameReq{h.root(), "tmp", h.root(), "tmp2", 0}, &e),
+      EBUSY);
+  EXPECT_EQ(
+      h.client().Call(RenameReq{h.root(), "plain", h.root(), "conf", 0}, &e),
+      EBUSY);
+  auto read_host = [](const std::string& path) {
+    UniqueFd f(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    return ReadAll(f.get());
+  };
+  EXPECT_EQ(read_host(tree.root() + "/tmp/canary"), "host secret");
+  EXPECT_EQ(read_host(tree.root() + "/conf"), "host file");
+  EXPECT_TRUE(std::filesystem::exists(tree.root() + "/tmp/secret"));
+}
+
 }  // namespace
 }  // namespace gofer

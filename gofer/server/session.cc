@@ -99,7 +99,7 @@ int Session::WalkInsert(const std::shared_ptr<Node>& dir,
   if (nodes_.size() >= options_.max_handles) return EMFILE;
   std::shared_ptr<Node> node;
   struct stat st;
-  int err = WalkOne(dir, name, &node, &st);
+  int err = WalkOne(dir, name, &node, &st, options_.hidden.get());
   if (err != 0) return err;
   inode->handle = Insert(std::move(node));
   inode->stat = ToWire(st);
@@ -142,7 +142,7 @@ int Session::FinishCreate(const std::shared_ptr<Node>& dir,
   if (nodes_.size() >= options_.max_handles) {
     err = EMFILE;
   } else {
-    err = WalkOne(dir, name, &node, &st);
+    err = WalkOne(dir, name, &node, &st, options_.hidden.get());
   }
   if (err == 0 && created != nullptr && !node->Same(*created)) err = ESTALE;
   if (err == 0) err = Chown(node->get(), uid, gid);

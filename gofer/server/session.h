@@ -55,6 +55,8 @@ struct ServerOptions {
   // directory that was listed). Walks or creations beyond it fail with
   // EMFILE.
   size_t max_handles = 16384;
+  // Entries served as empty stand-ins (hidden.h); null: none.
+  std::shared_ptr<const Hidden> hidden;
 };
 
 // A reply to send: errno (0 = success), payload and at most one FD.
@@ -122,6 +124,12 @@ class Session {
   // For a creation in dir under name that the host refused or was not
   // attempted (read-only): Linux reports EEXIST for an existing name before
   // EROFS. Returns EEXIST or EROFS.
+  // Whether `name` in `dir` is an entry options_.hidden serves as a
+  // stand-in (its host name may not be removed or replaced).
+  bool HiddenName(const Node& dir, const std::string& name) const {
+    return options_.hidden != nullptr &&
+           options_.hidden->HidesName(dir.dev, dir.ino, name);
+  }
   int CreateRofsError(const Node& dir, const std::string& name) const;
   // Applies uid/gid (kNoId = keep) to a just-created node fd.
   static int Chown(int fd, uint32_t uid, uint32_t gid);

@@ -152,6 +152,11 @@ KResult<std::shared_ptr<vfs::MountNamespace>> MakeRootNamespace(
       return mounted.error();
     }
   }
+  // Locked as Linux locks mounts inherited into a less privileged mount
+  // namespace: the guest (root, CAP_SYS_ADMIN inside) cannot unmount,
+  // move or plainly re-bind them to see what lies under them (the host's
+  // /tmp under the sandbox's), nor clear their nodev/nosuid/ro.
+  ns->root_mount()->LockTree();
   return ns;
 }
 

@@ -4,7 +4,11 @@
 // devpts instances; bind mounts (MS_BIND, MS_REC) of directories and files;
 // MS_REMOUNT (per-mount flags; MS_REMOUNT|MS_BIND for a read-only bind);
 // propagation types (recorded: there is one mount namespace); MS_MOVE;
-// umount2 with MNT_FORCE, MNT_DETACH, MNT_EXPIRE and UMOUNT_NOFOLLOW. The
+// umount2 with MNT_FORCE, MNT_DETACH, MNT_EXPIRE and UMOUNT_NOFOLLOW.
+// The sandbox's set-up mounts are locked (vfs::kLockMounted: Linux's
+// MNT_LOCKED in a less privileged mount namespace): umount and MS_MOVE of
+// them EINVAL, a plain bind of what they cover EINVAL, remounts that clear
+// their flags EPERM. The
 // mount tree and its locking are vfs::Mount's (sentry/vfs/mount.h).
 #include "sentry/vfs/mount.h"
 
@@ -322,9 +326,16 @@ SyscallResult Mount(Task& t, UserCString source_addr, UserCString target_addr,
 
   uint32_t mnt_flags = MountFlags(flags);
   const bool at_root = point.dentry == point.mount->root();
+  if ((flags & MS_REMOUNT) && (flags & (MS_NOATIME | MS_NODIRATIME |
+                                        MS_RELATIME | MS_STRICTATIME)) == 0) {
+    // path_mount: a remount keeps the atime mode unless given.
+    mnt_flags = (mnt_flags & ~vfs::kMountAtimeMask) |
+                (point.mount->flags() & vfs::kMountAtimeMask);
+  }
   if ((flags & (MS_REMOUNT | MS_BIND)) == (MS_REMOUNT | MS_BIND)) {
     // do_reconfigure_mnt: the per-mount flags only.
     if (!at_root) return kEINVAL;
+    if (!point.mount->CanChangeLockedFlags(mnt_flags)) return kEPERM;
     uint32_t old = point.mount->flags();
     point.mount->set_flags((old & ~vfs::kMountSettable) | mnt_flags);
     return uint64_t{0};
@@ -333,6 +344,7 @@ SyscallResult Mount(Task& t, UserCString source_addr, UserCString target_addr,
     // do_remount: the options are checked as for a new mount of the type;
     // the atime mode is kept unless given.
     if (!at_root) return kEINVAL;
+    if (!point.mount->CanChangeLockedFlags(mnt_flags)) return kEPERM;
     const std::string fstype(point.mount->fs().type_name());
     bool read_only = false;
     if (fstype == "tmpfs") {
@@ -346,12 +358,6 @@ SyscallResult Mount(Task& t, UserCString source_addr, UserCString target_addr,
     }
     if (read_only) mnt_flags |= vfs::kMountReadOnly;
     uint32_t old = point.mount->flags();
-    constexpr uint32_t kAtime =
-        vfs::kMountNoAtime | vfs::kMountNoDiratime | vfs::kMountStrictAtime;
-    if ((flags & (MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME)) ==
-        0) {
-      mnt_flags = (mnt_flags & ~kAtime) | (old & kAtime);
-    }
     point.mount->set_flags((old & ~vfs::kMountSettable) | mnt_flags);
     return uint64_t{0};
   }
@@ -406,8 +412,10 @@ SyscallResult Umount2(Task& t, UserCString target_addr, int32_t flags) {
   if (!t.creds().HasCapability(kernel::kCapSysAdmin)) return kEPERM;
   TRY(vfs::VirtualDentry vd,
       ResolvePath(t, target_addr, !(flags & UMOUNT_NOFOLLOW)));
-  // can_umount: the path must be a mount's root.
+  // can_umount: the path must be a mount's root, and not a locked mount
+  // (the sandbox's own: what it covers stays covered).
   if (vd.dentry != vd.mount->root()) return kEINVAL;
+  if (vd.mount->locked()) return kEINVAL;
   // The namespace root (no parent) is the root of every task here.
   if (!vd.mount->MountPoint().ok()) {
     return (flags & MNT_EXPIRE) ? kEINVAL : kEBUSY;
@@ -420,7 +428,8 @@ SyscallResult Umount2(Task& t, UserCString target_addr, int32_t flags) {
   }
   if (flags & MNT_DETACH) {
     // Lazy: gone from the tree now; open files and cwds inside keep it.
-    vd.mount->DetachTree();
+    // Locked mounts below stay connected to the detached tree.
+    vd.mount->DetachTree(/*keep_locked=*/true);
     return uint64_t{0};
   }
   // MNT_FORCE: no file system here has an umount_begin to abort pending

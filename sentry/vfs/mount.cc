@@ -58,11 +58,65 @@ Mount::Mount(std::shared_ptr<Filesystem> fs, std::shared_ptr<Dentry> root,
       source_(std::move(source)),
       fs_options_(std::move(fs_options)) {}
 
-VirtualDentry Mount::MountPoint() const {
-  absl::ReaderMutexLock l(&MountLock());
-  return {parent_, mountpoint_};
+Mount::~Mount() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Only children left connected by a lazy umount (UmountChildrenLocked)
+  // can be here: an attached child holds its parent. Their mount points'
+  // references are dropped now (atomics: no lock, so this may run under
+  // MountLock); nothing writes their fields any more.
+  for (auto& [d, child] : children_) {
+    if (child->mountpoint_ != nullptr) child->mountpoint_->DropMountRef();
+  }
 }
 
+VirtualDentry Mount::MountPoint() const {
+  absl::ReaderMutexLock l(&MountLock());
+  return {ParentLocked(), mountpoint_};
+}
+
+bool Mount::CanChangeLockedFlags(uint32_t f) const {
+  const uint32_t l = locks();
+  const uint32_t old = flags();
+  if ((l & kLockReadOnly) && !(f & kMountReadOnly)) return false;
+  if ((l & kLockNoDev) && !(f & kMountNoDev)) return false;
+  if ((l & kLockNoSuid) && !(f & kMountNoSuid)) return false;
+  if ((l & kLockNoExec) && !(f & kMountNoExec)) return false;
+  if ((l & kLockAtime) && (old & kMountAtimeMask) != (f & kMountAtimeMask)) {
+    return false;
+  }
+  return true;
+}
+
+void Mount::LockTree() {
+  absl::MutexLock l(&MountLock());
+  std::vector<Mount*> stack = {this};
+  while (!stack.empty()) {
+    Mount* m = stack.back();
+    stack.pop_back();
+    const uint32_t f = m->flags();
+    uint32_t locks = kLockMounted | kLockAtime;
+    if (f & kMountReadOnly) locks |= kLockReadOnly;
+    if (f & kMountNoDev) locks |= kLockNoDev;
+    if (f & kMountNoSuid) locks |= kLockNoSuid;
+    if (f & kMountNoExec) locks |= kLockNoExec;
+    m->locks_.fetch_or(locks, std::memory_order_relaxed);
+    for (auto& [d, child] : m->children_) stack.push_back(child.get());
+  }
+}
+
+bool Mount::HasLockedChildrenLocked(const Dentry* below) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Precondition (not expressible as an annotation): below->fs().tree_mu()
+  // held, so the parent links read here cannot change. Mount points of this
+  // mount's children are dentries of that same file system.
+  for (const auto& [d, child] : children_) {
+    if (!child->locked()) continue;
+    for (const Dentry* p = child->mountpoint_.get(); p != nullptr;
+         p = p->parent().get()) {
+      if (p == below) return true;
+    }
+  }
+  return false;
+}
 std::shared_ptr<Mount> Mount::ChildAtLocked(const Dentry* dentry) const {
   auto it = children_.find(dentry);
   return it == children_.end() ? nullptr : it->second;
@@ -98,8 +152,9 @@ KResult<void> Mount::Detach() {
   return OkResult();
 }
 
-void Mount::DetachTree() {
+void Mount::DetachTree(bool keep_locked) {
   std::shared_ptr<Mount> self;  // released after the lock (declared first)
+  std::shared_ptr<Dentry> point;
   absl::MutexLock l(&MountLock());
   if (parent_ != nullptr) {
     // Out of the parent's table first, so no walk or mountinfo reader finds
@@ -110,19 +165,33 @@ void Mount::DetachTree() {
       parent_->children_.erase(it);
     }
   }
-  DetachTreeLocked();
+  if (mountpoint_ != nullptr) mountpoint_->DropMountRef();
+  point = std::move(mountpoint_);
+  parent_.reset();
+  UmountChildrenLocked(keep_locked);
 }
 
-void Mount::DetachTreeLocked() {
-  // Children first; their Mount objects may be freed when the map entry
-  // goes, which takes no lock (~Mount is trivial beyond shared_ptr fields).
-  std::vector<std::shared_ptr<Mount>> children;
-  for (auto& [d, m] : children_) children.push_back(m);
-  for (auto& m : children) m->DetachTreeLocked();
-  children_.clear();
-  if (mountpoint_ != nullptr) mountpoint_->DropMountRef();
-  mountpoint_.reset();
-  parent_.reset();
+void Mount::UmountChildrenLocked(bool keep_locked) {
+  // A child whose last reference is its map entry is freed by the erase,
+  // under the lock: ~Mount takes no lock.
+  for (auto it = children_.begin(); it != children_.end();) {
+    Mount* child = it->second.get();
+    child->UmountChildrenLocked(keep_locked);
+    if (keep_locked && child->locked()) {
+      // disconnect_mount: stays attached at its mount point, which keeps
+      // its mount reference until this mount dies (~Mount). The strong
+      // parent link goes (this one owns the child: no cycle).
+      child->umounted_parent_ = weak_from_this();
+      child->parent_.reset();
+      ++it;
+      continue;
+    }
+    if (child->mountpoint_ != nullptr) child->mountpoint_->DropMountRef();
+    child->mountpoint_.reset();
+    child->parent_.reset();
+    child->umounted_parent_.reset();
+    children_.erase(it++);
+  }
 }
 
 std::string Mount::RootPath() const {
@@ -225,10 +294,21 @@ KResult<std::shared_ptr<Mount>> Mount::CloneTree(const VirtualDentry& source,
   std::shared_ptr<Mount> copy =
       Create(source.mount->fs_, source.dentry, source.mount->flags(),
              source.mount->source_, source.mount->fs_options_);
+  // clone_mnt keeps the lock bits; __do_loopback unlocks the new top.
+  copy->locks_.store(source.mount->locks() & ~kLockMounted,
+                     std::memory_order_relaxed);
   std::vector<Sub> subs;
   {
+    // tree_mu shared first (lock order): the mount points' ancestry is
+    // stable for has_locked_children.
+    absl::ReaderMutexLock tl(&source.dentry->fs().tree_mu());
     absl::MutexLock l(&MountLock());
     if (source.mount->propagation_ == Propagation::kUnbindable) {
+      return kEINVAL;
+    }
+    // A plain bind must not uncover what a locked mount covers.
+    if (!recursive &&
+        source.mount->HasLockedChildrenLocked(source.dentry.get())) {
       return kEINVAL;
     }
     // clone_mnt: a copy of a shared mount is its peer; of a slave, a slave
@@ -238,19 +318,44 @@ KResult<std::shared_ptr<Mount>> Mount::CloneTree(const VirtualDentry& source,
     copy->master_group_ = source.mount->master_group_;
     if (recursive) {
       for (auto& [d, child] : source.mount->children_) {
-        if (child->propagation_ == Propagation::kUnbindable) continue;
         subs.push_back({child, child->mountpoint_});
       }
     }
   }
   for (Sub& sub : subs) {
     if (!IsSubdir(sub.point, source.dentry.get())) continue;
-    TRY(std::shared_ptr<Mount> c,
-        CloneTree({sub.mount, sub.mount->root_}, true));
-    // The copy sits at the same dentry, in the copy of its parent.
-    TRY_VOID(Attach({copy, sub.point}, std::move(c)));
+    KResult<std::shared_ptr<Mount>> c = CloneSubtree(sub.mount);
+    // copy_tree: a mount both unbindable and locked cannot be left out
+    // (that would uncover what it covers) nor copied.
+    if (c.ok() && *c == nullptr) continue;  // unbindable: skipped
+    KResult<void> attached = OkResult();
+    if (!c.ok()) {
+      attached = c.error();
+    } else {
+      attached = Attach({copy, sub.point}, *c);
+      if (!attached.ok()) (*c)->DetachTree(false);
+    }
+    if (!attached.ok()) {
+      copy->DetachTree(false);  // the copies made so far point at `copy`
+      return attached.error();
+    }
   }
   return copy;
+}
+
+KResult<std::shared_ptr<Mount>> Mount::CloneSubtree(
+    const std::shared_ptr<Mount>& m) {
+  {
+    absl::ReaderMutexLock l(&MountLock());
+    if (m->propagation_ == Propagation::kUnbindable) {
+      if (m->locked()) return kEPERM;
+      return std::shared_ptr<Mount>();
+    }
+  }
+  TRY(std::shared_ptr<Mount> c, CloneTree({m, m->root_}, true));
+  // Below the top, copies keep kLockMounted (clone_mnt).
+  c->locks_.store(m->locks(), std::memory_order_relaxed);
+  return c;
 }
 
 KResult<void> Mount::Graft(const VirtualDentry& point,
@@ -279,6 +384,7 @@ KResult<void> Mount::Move(const VirtualDentry& source,
     absl::MutexLock l(&MountLock());
     if (m->parent_ == nullptr) return kEINVAL;
     if (m->parent_->propagation_ == Propagation::kShared) return kEINVAL;
+    if (m->locked()) return kEINVAL;
     for (Mount* p = point.mount.get(); p != nullptr; p = p->parent_.get()) {
       if (p == m.get()) return kELOOP;
     }
@@ -335,7 +441,7 @@ std::shared_ptr<MountNamespace> MountNamespace::Create(
       new MountNamespace(Mount::Create(std::move(fs), std::move(root), flags)));
 }
 
-MountNamespace::~MountNamespace() { root_->DetachTree(); }
+MountNamespace::~MountNamespace() { root_->DetachTree(false); }
 
 KResult<std::shared_ptr<Mount>> MountNamespace::MountAt(
     const VirtualDentry& point, std::shared_ptr<Filesystem> fs,

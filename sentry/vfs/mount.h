@@ -68,6 +68,27 @@ inline constexpr uint32_t kMountSettable =
     kMountReadOnly | kMountNoSuid | kMountNoDev | kMountNoExec | kMountNoAtime |
     kMountNoDiratime | kMountStrictAtime;
 
+// Lock bits (Linux MNT_LOCKED and MNT_LOCK_*, set by lock_mnt_tree when a
+// mount tree is copied into a less privileged mount namespace). The
+// sandbox's set-up mounts carry them (Mount::LockTree), so a guest with
+// CAP_SYS_ADMIN cannot uncover what they cover or loosen their flags:
+// - kLockMounted: umount2 is EINVAL, MS_MOVE is EINVAL, a non-recursive
+//   bind of a location with locked mounts below it is EINVAL, and a lazy
+//   umount of a parent leaves locked children connected to it.
+// - kLockReadOnly/NoSuid/NoDev/NoExec: a remount may not clear the flag
+//   (EPERM); kLockAtime: nor change the atime mode.
+// Bind copies keep every bit except kLockMounted on the copy's top (copies
+// of the mounts below keep it too).
+inline constexpr uint32_t kLockMounted = 1;
+inline constexpr uint32_t kLockReadOnly = 2;
+inline constexpr uint32_t kLockNoSuid = 4;
+inline constexpr uint32_t kLockNoDev = 8;
+inline constexpr uint32_t kLockNoExec = 16;
+inline constexpr uint32_t kLockAtime = 32;
+// The atime mode bits (Linux MNT_ATIME_MASK; relatime is their absence).
+inline constexpr uint32_t kMountAtimeMask =
+    kMountNoAtime | kMountNoDiratime | kMountStrictAtime;
+
 // Propagation type (MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE). There
 // is one mount namespace, so nothing is propagated: the type and peer group
 // are recorded for mountinfo's optional fields, bind mounts join their
@@ -88,12 +109,22 @@ class Mount : public std::enable_shared_from_this<Mount> {
                                        std::string fs_options);
   Mount(const Mount&) = delete;
   Mount& operator=(const Mount&) = delete;
+  ~Mount();
 
   Filesystem& fs() const { return *fs_; }
   const std::shared_ptr<Dentry>& root() const { return root_; }
   uint32_t flags() const { return flags_.load(std::memory_order_relaxed); }
   void set_flags(uint32_t f) { flags_.store(f, std::memory_order_relaxed); }
   bool read_only() const { return flags() & kMountReadOnly; }
+  // kLock* bits (see above).
+  uint32_t locks() const { return locks_.load(std::memory_order_relaxed); }
+  bool locked() const { return locks() & kLockMounted; }
+  // can_change_locked_flags: whether per-mount flags `f` keep every locked
+  // flag (a remount to anything else is EPERM).
+  bool CanChangeLockedFlags(uint32_t f) const;
+  // lock_mnt_tree: locks this mount and every mount below it, each with
+  // the flags it has now (the sandbox's set-up mounts, at boot).
+  void LockTree() ABSL_LOCKS_EXCLUDED(MountLock());
   // Unique mount ID (/proc/self/mountinfo).
   uint64_t id() const { return id_; }
   // mount(2)'s source ("none", "tmpfs", ...); the type name if none given.
@@ -112,11 +143,12 @@ class Mount : public std::enable_shared_from_this<Mount> {
       ABSL_LOCKS_EXCLUDED(MountLock());
 
   // Where this mount is attached: {null, null} if detached or a namespace
-  // root.
+  // root. A locked mount left connected by a lazy umount of its parent
+  // (DetachTree) is attached to that (detached) parent while it lives.
   VirtualDentry MountPoint() const ABSL_LOCKS_EXCLUDED(MountLock());
   std::shared_ptr<Mount> ParentLocked() const
       ABSL_SHARED_LOCKS_REQUIRED(MountLock()) {
-    return parent_;
+    return parent_ != nullptr ? parent_ : umounted_parent_.lock();
   }
   const std::shared_ptr<Dentry>& MountPointLocked() const
       ABSL_SHARED_LOCKS_REQUIRED(MountLock()) {
@@ -148,14 +180,19 @@ class Mount : public std::enable_shared_from_this<Mount> {
   // Detaches this mount (umount). EBUSY if other mounts are attached on it.
   KResult<void> Detach() ABSL_LOCKS_EXCLUDED(MountLock());
   // Detaches this mount and everything below it (MNT_DETACH, namespace
-  // teardown).
-  void DetachTree() ABSL_LOCKS_EXCLUDED(MountLock());
+  // teardown). With `keep_locked` (MNT_DETACH: Linux disconnect_mount),
+  // locked mounts below stay connected to their (now detached) parents,
+  // so a file still open in the detached tree cannot walk under them.
+  void DetachTree(bool keep_locked) ABSL_LOCKS_EXCLUDED(MountLock());
 
   // ---- mount(2)/umount2(2) (sentry/syscalls/mount.cc). ----
   // MS_BIND: a new detached mount of `source` (its mount's file system,
   // rooted at source.dentry, with its flags and peer group); with
   // `recursive` (MS_REC) also copies of the mounts below source.dentry,
-  // except unbindable ones. EINVAL if source.mount is unbindable.
+  // except unbindable ones. EINVAL if source.mount is unbindable, or if not
+  // `recursive` and a locked mount is below source.dentry (has_locked_children:
+  // a plain bind would uncover what it covers); EPERM if a locked mount to
+  // copy is unbindable. The copy's top is not locked; copies below are.
   static KResult<std::shared_ptr<Mount>> CloneTree(const VirtualDentry& source,
                                                    bool recursive)
       ABSL_LOCKS_EXCLUDED(MountLock());
@@ -166,7 +203,8 @@ class Mount : public std::enable_shared_from_this<Mount> {
                              std::shared_ptr<Mount> m)
       ABSL_LOCKS_EXCLUDED(MountLock());
   // MS_MOVE of the mount rooted at `source` to `point`: EINVAL if source
-  // is not a mount root, is not attached or its parent is shared; ENOTDIR
+  // is not a mount root, is not attached, its parent is shared or it is
+  // locked; ENOTDIR
   // on a type mismatch; ELOOP if `point` is inside the moved tree.
   static KResult<void> Move(const VirtualDentry& source,
                             const VirtualDentry& point)
@@ -184,7 +222,17 @@ class Mount : public std::enable_shared_from_this<Mount> {
  private:
   Mount(std::shared_ptr<Filesystem> fs, std::shared_ptr<Dentry> root,
         uint32_t flags, std::string source, std::string fs_options);
-  void DetachTreeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(MountLock());
+  // Detaches every mount below this one (see DetachTree's keep_locked).
+  void UmountChildrenLocked(bool keep_locked)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(MountLock());
+  // Whether a locked child of this mount is attached at `below` or under
+  // it. Precondition: below->fs().tree_mu() held too (shared).
+  bool HasLockedChildrenLocked(const Dentry* below) const
+      ABSL_SHARED_LOCKS_REQUIRED(MountLock());
+  // The recursive copy of child mount `m` for CloneTree: null if `m` is
+  // unbindable (left out), EPERM if it is unbindable and locked.
+  static KResult<std::shared_ptr<Mount>> CloneSubtree(
+      const std::shared_ptr<Mount>& m) ABSL_LOCKS_EXCLUDED(MountLock());
   void SetPropagationLocked(Propagation p, bool recursive)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(MountLock());
   bool UnusedLocked(long caller_refs) const
@@ -196,6 +244,7 @@ class Mount : public std::enable_shared_from_this<Mount> {
   const std::shared_ptr<Dentry> root_;
   const uint64_t id_;
   std::atomic<uint32_t> flags_;
+  std::atomic<uint32_t> locks_{0};
   const std::string source_;
   const std::string fs_options_;
   std::atomic<bool> expiry_mark_{false};
@@ -208,6 +257,10 @@ class Mount : public std::enable_shared_from_this<Mount> {
 
   std::shared_ptr<Mount> parent_ ABSL_GUARDED_BY(MountLock());
   std::shared_ptr<Dentry> mountpoint_ ABSL_GUARDED_BY(MountLock());
+  // Set instead of parent_ while this locked mount stays connected to a
+  // lazily unmounted parent (weak: the parent holds this one in its
+  // children_, and keeps this one's mount-point reference until it dies).
+  std::weak_ptr<Mount> umounted_parent_ ABSL_GUARDED_BY(MountLock());
   absl::flat_hash_map<const Dentry*, std::shared_ptr<Mount>> children_
       ABSL_GUARDED_BY(MountLock());
 };

@@ -18,10 +18,12 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -649,6 +651,206 @@ TEST_F(MountTest, DevptsPtmxOpensTerminalZero) {
     close(fd);
   }
   EXPECT_THAT(umount2(a.path().c_str(), 0), SyscallSucceeds());
+}
+
+// ---- Locked mounts (Linux MNT_LOCKED). ----
+// Natively, mounts become locked when a user namespace copies them into a
+// new mount namespace (unshare(CLONE_NEWUSER | CLONE_NEWNS)); in the
+// sandbox its own set-up mounts (/, /proc, /dev, /tmp, ...) are locked
+// (unshare is ENOSYS there). Either way /proc is a locked child of "/".
+
+// In a forked child: enters the locked namespace (natively) and runs
+// `checks`, which return 0 or the number of the failed check (the exit
+// code; the check also prints why). Returns the child's exit code, or -1
+// with *skip set when unprivileged user namespaces are unavailable.
+int InLockedNamespace(const std::function<int()>& checks, std::string* skip) {
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return -2;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pipefd[0]);
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+      if (errno != ENOSYS) {
+        std::string why = std::string("unshare(CLONE_NEWUSER|CLONE_NEWNS): ") +
+                          strerror(errno);
+        (void)!write(pipefd[1], why.data(), why.size());
+        _exit(100);
+      }
+    } else {
+      // Map the caller's ids to themselves (root stays root, so the test's
+      // directories stay writable).
+      bool ok =
+          WriteFile("/proc/self/setgroups", "deny") &&
+          WriteFile("/proc/self/uid_map",
+                    std::to_string(uid) + " " + std::to_string(uid) + " 1") &&
+          WriteFile("/proc/self/gid_map",
+                    std::to_string(gid) + " " + std::to_string(gid) + " 1");
+      if (!ok) {
+        std::string why = std::string("id maps: ") + strerror(errno);
+        (void)!write(pipefd[1], why.data(), why.size());
+        _exit(100);
+      }
+    }
+    _exit(checks());
+  }
+  close(pipefd[1]);
+  char buf[256];
+  ssize_t n = read(pipefd[0], buf, sizeof buf);
+  close(pipefd[0]);
+  int ws = 0;
+  waitpid(pid, &ws, 0);
+  if (!WIFEXITED(ws)) return -3;
+  if (WEXITSTATUS(ws) == 100) {
+    *skip = n > 0 ? std::string(buf, n) : "cannot enter a user namespace";
+    return -1;
+  }
+  return WEXITSTATUS(ws);
+}
+
+#define LOCKED_CHECK(n, cond)                                       \
+  do {                                                              \
+    if (!(cond)) {                                                  \
+      fprintf(stderr, "check %d failed: %s (errno %s)\n", n, #cond, \
+              strerror(errno));                                     \
+      return n;                                                     \
+    }                                                               \
+  } while (0)
+
+#define RUN_LOCKED(...)                               \
+  do {                                                \
+    std::string skip;                                 \
+    int code = InLockedNamespace(__VA_ARGS__, &skip); \
+    if (code == -1) GTEST_SKIP() << "SKIP: " << skip; \
+    EXPECT_EQ(code, 0) << "see the child's stderr";   \
+  } while (0)
+
+// A tmpfs of the child's own, with the directories `names` in it.
+std::string ScratchTmpfs(const std::string& where,
+                         const std::vector<std::string>& names) {
+  if (mount("none", where.c_str(), "tmpfs", 0, nullptr) != 0) return "";
+  for (const auto& n : names) mkdir((where + "/" + n).c_str(), 0755);
+  return where;
+}
+
+TEST(LockedMountTest, UmountIsEinval) {
+  RUN_LOCKED([] {
+    LOCKED_CHECK(1, umount2("/proc", 0) != 0 && errno == EINVAL);
+    LOCKED_CHECK(2, umount2("/proc", MNT_DETACH) != 0 && errno == EINVAL);
+    LOCKED_CHECK(3, umount2("/proc", MNT_FORCE) != 0 && errno == EINVAL);
+    LOCKED_CHECK(4, Exists("/proc/self/status"));
+    return 0;
+  });
+}
+
+TEST(LockedMountTest, PlainBindOverLockedChildrenIsEinval) {
+  TempPath dir = TempPath::CreateDir();
+  std::string d = dir.path();
+  RUN_LOCKED([d] {
+    LOCKED_CHECK(1, ScratchTmpfs(d, {"x", "y"}) == d);
+    LOCKED_CHECK(
+        2, mount("/", (d + "/x").c_str(), nullptr, MS_BIND, nullptr) != 0 &&
+               errno == EINVAL);
+    // A directory with no locked mount below it binds as usual.
+    LOCKED_CHECK(4, mount((d).c_str(), (d + "/y").c_str(), nullptr, MS_BIND,
+                          nullptr) == 0);
+    LOCKED_CHECK(5, umount2((d + "/y").c_str(), 0) == 0);
+    return 0;
+  });
+}
+
+TEST(LockedMountTest, RecursiveBindCarriesLockedChildren) {
+  TempPath dir = TempPath::CreateDir();
+  std::string d = dir.path();
+  RUN_LOCKED([d] {
+    LOCKED_CHECK(1, ScratchTmpfs(d, {"y"}) == d);
+    std::string y = d + "/y";
+    LOCKED_CHECK(
+        2, mount("/", y.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0);
+    LOCKED_CHECK(3, Exists(y + "/proc/self/status"));
+    // The copies below the new top are locked; the top is not.
+    LOCKED_CHECK(4, umount2((y + "/proc").c_str(), 0) != 0 && errno == EINVAL);
+    LOCKED_CHECK(
+        5, umount2((y + "/proc").c_str(), MNT_DETACH) != 0 && errno == EINVAL);
+    // Busy with its (locked) children: EBUSY, as any parent.
+    LOCKED_CHECK(10, umount2(y.c_str(), 0) != 0 && errno == EBUSY);
+    // Held, then lazily unmounted: the locked copies stay connected.
+    int held = open(y.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    LOCKED_CHECK(6, held >= 0);
+    LOCKED_CHECK(7, umount2(y.c_str(), MNT_DETACH) == 0);
+    struct stat st;
+    LOCKED_CHECK(8, fstatat(held, "proc/self/status", &st, 0) == 0);
+    LOCKED_CHECK(9, !Exists(y + "/proc/self/status"));
+    close(held);
+    return 0;
+  });
+}
+
+TEST(LockedMountTest, MoveIsEinval) {
+  TempPath dir = TempPath::CreateDir();
+  std::string d = dir.path();
+  RUN_LOCKED([d] {
+    LOCKED_CHECK(1, ScratchTmpfs(d, {"z"}) == d);
+    LOCKED_CHECK(
+        2, mount("/proc", (d + "/z").c_str(), nullptr, MS_MOVE, nullptr) != 0 &&
+               errno == EINVAL);
+    LOCKED_CHECK(3, Exists("/proc/self/status"));
+    return 0;
+  });
+}
+
+TEST(LockedMountTest, RemountCannotClearLockedFlags) {
+  RUN_LOCKED([] {
+    struct statfs sf;
+    LOCKED_CHECK(1, statfs("/proc", &sf) == 0);
+    // statfs's ST_* flags have the MS_* values for these.
+    const unsigned long kLockable[] = {MS_RDONLY, MS_NOSUID, MS_NODEV,
+                                       MS_NOEXEC};
+    unsigned long keep = 0;
+    for (unsigned long f : kLockable) {
+      if (sf.f_flags & f) keep |= f;  // ST_* == MS_* for these
+    }
+    const unsigned long base = MS_REMOUNT | MS_BIND;
+    // The same flags (atime mode kept when none is given): allowed.
+    LOCKED_CHECK(2,
+                 mount(nullptr, "/proc", nullptr, base | keep, nullptr) == 0);
+    // Another atime mode: EPERM (MNT_LOCK_ATIME).
+    unsigned long other =
+        (sf.f_flags & MS_NOATIME) ? MS_STRICTATIME : MS_NOATIME;
+    LOCKED_CHECK(3, mount(nullptr, "/proc", nullptr, base | keep | other,
+                          nullptr) != 0 &&
+                        errno == EPERM);
+    // Each locked flag cleared: EPERM.
+    int n = 4;
+    for (unsigned long f : kLockable) {
+      if (!(keep & f)) continue;
+      LOCKED_CHECK(n, mount(nullptr, "/proc", nullptr, base | (keep & ~f),
+                            nullptr) != 0 &&
+                          errno == EPERM);
+      ++n;
+    }
+    struct statfs after;
+    LOCKED_CHECK(
+        9, statfs("/proc", &after) == 0 && (after.f_flags & keep) == keep);
+    return 0;
+  });
+}
+
+TEST(LockedMountTest, UnbindableLockedChildIsEperm) {
+  TempPath dir = TempPath::CreateDir();
+  std::string d = dir.path();
+  RUN_LOCKED([d] {
+    LOCKED_CHECK(1, ScratchTmpfs(d, {"y"}) == d);
+    LOCKED_CHECK(2,
+                 mount(nullptr, "/proc", nullptr, MS_UNBINDABLE, nullptr) == 0);
+    int r = mount("/", (d + "/y").c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+    int e = errno;
+    mount(nullptr, "/proc", nullptr, MS_PRIVATE, nullptr);
+    errno = e;
+    LOCKED_CHECK(3, r != 0 && errno == EPERM);
+    return 0;
+  });
 }
 
 }  // namespace
