@@ -86,7 +86,7 @@ void WriteStatus(BootStatus::Kind kind, int32_t value) {
 }
 
 int Fail(const std::string& msg) {
-  kernel::LogWarning("%s", msg);
+  kernel::LogError("%s", msg);
   WriteStatus(BootStatus::kSandboxFailed, 0);
   return 125;
 }
@@ -145,8 +145,10 @@ int BootMain(int argc, char** argv) {
   if (!spec_or.ok()) return Fail(spec_or.status().ToString());
   BootSpec spec = std::move(spec_or).value();
 
-  // Debug lines (strace, partially supported syscalls) go to --debug-log,
-  // else to stderr with --strace/--strace-summary, else nowhere.
+  // The sandbox's diagnostics never go to the guest's stdio (log.h):
+  // warnings to --log; debug lines (strace, partially supported syscalls)
+  // and warnings to --debug-log, else to stderr with --strace or
+  // --strace-summary, else nowhere. Both open before confinement.
   int debug_fd = spec.strace || spec.strace_summary ? 2 : -1;
   if (!spec.debug_log.empty()) {
     debug_fd = open(spec.debug_log.c_str(),
@@ -156,7 +158,21 @@ int BootMain(int argc, char** argv) {
                                   spec.debug_log, strerror(errno)));
     }
   }
-  kernel::SetLogFds(2, debug_fd);
+  int log_fd = -1;
+  if (!spec.log.empty()) {
+    log_fd =
+        open(spec.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+      return Fail(absl::StrFormat("cannot open --log %s: %s", spec.log,
+                                  strerror(errno)));
+    }
+  }
+  kernel::SetLogSinks({.log_fd = log_fd,
+                       .log_format = spec.log_json ? kernel::LogFormat::kJson
+                                                   : kernel::LogFormat::kText,
+                       .debug_fd = debug_fd,
+                       .stderr_fd = 2,
+                       .warn_unsupported = spec.warn_unsupported});
   Phase(start, "spec read");
 
   // The host kernel's CPU flags, while /proc is still reachable.
@@ -169,7 +185,7 @@ int BootMain(int argc, char** argv) {
   if (spec.unconfined) {
     kernel::LogWarning("running UNCONFINED (--unconfined): debugging only");
   } else {
-    std::vector<int> keep = {kStatusFd, debug_fd, spec.root_gofer_fd};
+    std::vector<int> keep = {kStatusFd, debug_fd, log_fd, spec.root_gofer_fd};
     for (const SeedEntry& e : spec.seed) keep.push_back(e.host_fd);
     for (const GoferMount& m : spec.gofer_mounts) keep.push_back(m.fd);
     absl::Status s = confine::ConfineProcess({.keep_fds = keep});
@@ -242,7 +258,7 @@ int BootMain(int argc, char** argv) {
       FindProgram(exec_base, spec.exe_path, PathFromEnv(spec.envp));
   if (!found.ok()) {
     const bool search = spec.exe_path.find('/') == std::string::npos;
-    kernel::LogWarning(
+    kernel::LogError(
         "cannot execute %s: %s%s", spec.exe_path,
         found.error() == kENOENT && search ? "not found in PATH"
                                            : found.error().message(),
@@ -262,9 +278,9 @@ int BootMain(int argc, char** argv) {
       loader::LoadExecutable(*mm, std::move(req), &why, &committed);
   Phase(start, "program loaded");
   if (!lr.ok()) {
-    kernel::LogWarning("cannot execute %s: %s (%s)%s%s", found->path,
-                       lr.error().message(), lr.error().name(),
-                       why.empty() ? "" : ": ", why);
+    kernel::LogError("cannot execute %s: %s (%s)%s%s", found->path,
+                     lr.error().message(), lr.error().name(),
+                     why.empty() ? "" : ": ", why);
     WriteStatus(BootStatus::kExecFailed, lr.error().number());
     return 126;
   }

@@ -220,7 +220,7 @@ void Kernel::Fatal(std::string reason) {
     fatal_ = reason;
     for (auto& tg : thread_groups_) tg->ExitGroup(ExitStatus::Killed(SIGKILL));
   }
-  LogWarning("sandbox failure: %s", reason);
+  LogError("sandbox failure: %s", reason);
 }
 
 std::optional<std::string> Kernel::fatal_error() const {
