@@ -45,7 +45,7 @@ overlay: the program's changes stay in the sandbox's memory and vanish
 with it (the host is never written). /dev, /proc and /sys are the
 sandbox's own, /tmp and /dev/shm are empty tmpfs mounts. The working
 directory is the caller's, if the sandbox has it (else "/", with a
-warning).
+warning in --log).
 
 PROGRAM is found as execvp(3) would, inside the sandbox's file system: a
 name with a '/' is used as is (relative to the working directory); else

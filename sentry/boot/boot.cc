@@ -183,7 +183,7 @@ int BootMain(int argc, char** argv) {
   // is single-threaded, before the platform. Every FD not listed here is
   // closed.
   if (spec.unconfined) {
-    kernel::LogWarning("running UNCONFINED (--unconfined): debugging only");
+    kernel::LogLoudWarning("running UNCONFINED (--unconfined): debugging only");
   } else {
     std::vector<int> keep = {kStatusFd, debug_fd, log_fd, spec.root_gofer_fd};
     for (const SeedEntry& e : spec.seed) keep.push_back(e.host_fd);

@@ -97,6 +97,15 @@ void ToLogs(LogLevel level, std::string_view line) {
   }
 }
 
+// The line, "runsc: "-prefixed, to the debug log and, if `to_stderr`, to
+// stderr: once when the two are the same FD.
+void ToDebugAndStderr(std::string_view line, bool to_stderr) {
+  const int debug_fd = g_debug_fd.load(std::memory_order_relaxed);
+  const int stderr_fd = g_stderr_fd.load(std::memory_order_relaxed);
+  if (!to_stderr || debug_fd != stderr_fd) WriteLine(debug_fd, "runsc: ", line);
+  if (to_stderr) WriteLine(stderr_fd, "runsc: ", line);
+}
+
 }  // namespace
 
 void SetLogSinks(const LogSinks& sinks) {
@@ -145,21 +154,17 @@ void WriteWarning(std::string_view line) {
 
 void WriteUnsupported(std::string_view line) {
   ToLogs(LogLevel::kWarning, line);
-  const int debug_fd = g_debug_fd.load(std::memory_order_relaxed);
-  const int stderr_fd = g_stderr_fd.load(std::memory_order_relaxed);
-  WriteLine(debug_fd, "runsc: ", line);
-  if (g_warn_unsupported.load(std::memory_order_relaxed) &&
-      stderr_fd != debug_fd) {
-    WriteLine(stderr_fd, "runsc: ", line);
-  }
+  ToDebugAndStderr(line, g_warn_unsupported.load(std::memory_order_relaxed));
+}
+
+void WriteLoudWarning(std::string_view line) {
+  ToLogs(LogLevel::kWarning, line);
+  ToDebugAndStderr(line, true);
 }
 
 void WriteError(std::string_view line) {
   ToLogs(LogLevel::kError, line);
-  const int debug_fd = g_debug_fd.load(std::memory_order_relaxed);
-  const int stderr_fd = g_stderr_fd.load(std::memory_order_relaxed);
-  if (debug_fd != stderr_fd) WriteLine(debug_fd, "runsc: ", line);
-  WriteLine(stderr_fd, "runsc: ", line);
+  ToDebugAndStderr(line, true);
 }
 
 }  // namespace sandbox::kernel

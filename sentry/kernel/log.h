@@ -9,10 +9,10 @@
 //     --log-format=json);
 //   - the debug log (`--debug-log`, or stderr with --strace): strace and
 //     debug lines, and every warning and error too, plain text;
-//   - stderr: only errors that end the sandbox (LogError, "runsc: " prefix)
-//     and, with `--warn-unsupported`, unsupported-syscall notes
-//     (LogUnsupported). A line goes to stderr once even when the debug log
-//     is stderr too.
+//   - stderr: only errors that end the sandbox (LogError, "runsc: " prefix),
+//     the warning of --unconfined (LogLoudWarning) and, with
+//     `--warn-unsupported`, unsupported-syscall notes (LogUnsupported). A line
+//     goes to stderr once even when the debug log is stderr too.
 // A negative FD drops that sink; with no sinks set, warnings are dropped.
 #ifndef SENTRY_KERNEL_LOG_H_
 #define SENTRY_KERNEL_LOG_H_
@@ -50,6 +50,7 @@ std::string FormatLogLine(LogFormat format, LogLevel level,
 void WriteDebug(std::string_view line);
 void WriteWarning(std::string_view line);
 void WriteUnsupported(std::string_view line);
+void WriteLoudWarning(std::string_view line);
 void WriteError(std::string_view line);
 
 template <typename... Args>
@@ -66,6 +67,12 @@ void LogWarning(const absl::FormatSpec<Args...>& fmt, const Args&... args) {
 template <typename... Args>
 void LogUnsupported(const absl::FormatSpec<Args...>& fmt, const Args&... args) {
   WriteUnsupported(absl::StrFormat(fmt, args...));
+}
+// A warning the user asked for by a debugging flag and must not miss
+// (--unconfined): the logs and stderr.
+template <typename... Args>
+void LogLoudWarning(const absl::FormatSpec<Args...>& fmt, const Args&... args) {
+  WriteLoudWarning(absl::StrFormat(fmt, args...));
 }
 // The sandbox cannot go on (its exit status is 125): stderr and the logs.
 template <typename... Args>
