@@ -173,6 +173,7 @@ void RegisterProcessSyscalls(SyscallTable& t);
 void RegisterIdentitySyscalls(SyscallTable& t);
 void RegisterMountSyscalls(SyscallTable& t);
 void RegisterTimeSyscalls(SyscallTable& t);
+void RegisterSettimeSyscalls(SyscallTable& t);
 void RegisterItimerSyscalls(SyscallTable& t);
 void RegisterTimerSyscalls(SyscallTable& t);
 void RegisterRusageSyscalls(SyscallTable& t);
