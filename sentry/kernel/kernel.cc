@@ -87,6 +87,7 @@ KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
+  task->sched().Set(parent.sched().Get().ForChild());
   tg.AddTask(task.get());
   return task.get();  // held by the PID namespace
 }
@@ -129,6 +130,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
+  task->sched().Set(parent.sched().Get().ForChild());
   tg->AddTask(task.get());
   tg->set_pgid_sid(ctg.pgid(), ctg.sid());
   while (!ptg->AddChild(tg)) {

@@ -25,6 +25,8 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterIdentitySyscalls(*t);
   RegisterMountSyscalls(*t);
   RegisterTimeSyscalls(*t);
+  RegisterPrioritySyscalls(*t);
+  RegisterSchedSyscalls(*t);
   RegisterSettimeSyscalls(*t);
   RegisterItimerSyscalls(*t);
   RegisterTimerSyscalls(*t);

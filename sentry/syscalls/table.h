@@ -173,6 +173,8 @@ void RegisterProcessSyscalls(SyscallTable& t);
 void RegisterIdentitySyscalls(SyscallTable& t);
 void RegisterMountSyscalls(SyscallTable& t);
 void RegisterTimeSyscalls(SyscallTable& t);
+void RegisterPrioritySyscalls(SyscallTable& t);
+void RegisterSchedSyscalls(SyscallTable& t);
 void RegisterSettimeSyscalls(SyscallTable& t);
 void RegisterItimerSyscalls(SyscallTable& t);
 void RegisterTimerSyscalls(SyscallTable& t);
