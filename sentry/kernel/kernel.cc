@@ -25,7 +25,8 @@ Kernel::Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
     : platform_(platform),
       dispatcher_(dispatcher),
       options_(std::move(options)),
-      boot_ns_(MonotonicNs()) {}
+      boot_ns_(MonotonicNs()),
+      uts_(options_.hostname, options_.domainname) {}
 
 Kernel::~Kernel() {
   {

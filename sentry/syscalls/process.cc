@@ -113,11 +113,11 @@ SyscallResult Uname(Task& t, UserPtr<abi::Utsname> buf) {
   const kernel::KernelOptions& o = t.kernel().options();
   abi::Utsname u = {};
   CopyField(u.sysname, "Linux");
-  CopyField(u.nodename, o.hostname);
+  CopyField(u.nodename, t.kernel().uts().hostname());
   CopyField(u.release, o.release);
   CopyField(u.version, o.version);
   CopyField(u.machine, "x86_64");
-  CopyField(u.domainname, o.domainname);
+  CopyField(u.domainname, t.kernel().uts().domainname());
   TRY_VOID(buf.CopyOut(t, u));
   return uint64_t{0};
 }

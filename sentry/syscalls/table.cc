@@ -25,6 +25,7 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterIdentitySyscalls(*t);
   RegisterMountSyscalls(*t);
   RegisterTimeSyscalls(*t);
+  RegisterUtsSyscalls(*t);
   RegisterPrioritySyscalls(*t);
   RegisterSchedSyscalls(*t);
   RegisterSettimeSyscalls(*t);

@@ -173,6 +173,7 @@ void RegisterProcessSyscalls(SyscallTable& t);
 void RegisterIdentitySyscalls(SyscallTable& t);
 void RegisterMountSyscalls(SyscallTable& t);
 void RegisterTimeSyscalls(SyscallTable& t);
+void RegisterUtsSyscalls(SyscallTable& t);
 void RegisterPrioritySyscalls(SyscallTable& t);
 void RegisterSchedSyscalls(SyscallTable& t);
 void RegisterSettimeSyscalls(SyscallTable& t);
