@@ -5,9 +5,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <thread>
@@ -118,6 +120,37 @@ void SignalLoop(kernel::Kernel* k, sigset_t set) {
   }
 }
 
+// The limits the CLI ran with (the Sentry inherits them across fork and
+// exec), for the guest's init: read before the Sentry changes any of its
+// own. A limit the host cannot report keeps Linux's default.
+kernel::LimitSet CallerLimits() {
+  kernel::LimitSet defaults = kernel::LimitSet::Defaults();
+  std::array<abi::Rlimit64, abi::kRlimNlimits> host = defaults.limits;
+  for (int r = 0; r < abi::kRlimNlimits; ++r) {
+    struct rlimit64 l;
+    if (getrlimit64(static_cast<__rlimit_resource_t>(r), &l) == 0) {
+      host[r] = {l.rlim_cur, l.rlim_max};
+    }
+  }
+  return kernel::LimitSet::FromCaller(host, vfs::FdTable::kNrOpen);
+}
+
+// The caller's limits are the guest's, not the Sentry's: its memory file
+// (a sparse 64 GiB file) and mappings must not meet a file-size or
+// address-space limit the caller set for the program, so their soft
+// limits go up to the hard ones, and a write past RLIMIT_FSIZE fails
+// (EFBIG) instead of killing the Sentry with SIGXFSZ.
+void LiftOwnLimits() {
+  for (int r : {RLIMIT_FSIZE, RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit l;
+    if (getrlimit(r, &l) == 0 && l.rlim_cur != l.rlim_max) {
+      l.rlim_cur = l.rlim_max;
+      setrlimit(r, &l);
+    }
+  }
+  signal(SIGXFSZ, SIG_IGN);
+}
+
 }  // namespace
 
 int BootMain(int argc, char** argv) {
@@ -131,6 +164,9 @@ int BootMain(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 #endif
   const int64_t start = NowUs();
+  // First: the caller's limits, before anything raises the Sentry's own.
+  const kernel::LimitSet guest_limits = CallerLimits();
+  LiftOwnLimits();
   // Die with the CLI. PDEATHSIG survives the execve because runsc is not
   // set-id; it was set before the exec too, closing the race with the
   // CLI's exit.
@@ -287,6 +323,7 @@ int BootMain(int argc, char** argv) {
   const std::string exe_path = lr->exe_path;
 
   kernel::NewProcessArgs pargs;
+  pargs.limits = guest_limits;
   pargs.exe_path = exe_path;
   pargs.exe_file = lr->file->vd();
   pargs.creds = creds;
