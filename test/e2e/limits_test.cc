@@ -1,8 +1,9 @@
 // The guest starts with the caller's resource limits, as a container
 // runtime passes them (sentry/kernel/limits.h LimitSet::FromCaller): the
 // same program prints the same limits natively and in `runsc do`, after
-// the test changed some of its own.
+// the test changed some of its own; and `nice -n 5` works.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -44,6 +45,24 @@ TEST(CallerLimitsTest, GuestHasTheCallersLimits) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, native.out);
   EXPECT_NE(r.out.find("\n7 777 "), std::string::npos) << r.out;
+}
+
+// `nice -n 5 CMD` (setpriority, then exec) and the nice value it leaves,
+// as natively: coreutils' nice prints its nice value without arguments.
+TEST(CallerLimitsTest, NiceRunsTheProgramNiced) {
+  if (access("/usr/bin/nice", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/nice";
+  Result probe = RunRunsc({"do", "--", Program("rlimits")});
+  if (probe.status == 125 && probe.err.find("platform") != std::string::npos) {
+    GTEST_SKIP() << "the systrap platform cannot run here: " << probe.err;
+  }
+  Result r =
+      RunRunsc({"do", "--", "/usr/bin/nice", "-n", "5", "/usr/bin/nice"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "5\n");
+  EXPECT_EQ(r.err, "");
+  r = RunRunsc({"do", "--", "/usr/bin/nice", "-n", "5", "/bin/true"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out + r.err, "");
 }
 
 }  // namespace

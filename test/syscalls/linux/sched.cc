@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <functional>
+#include <sstream>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -41,11 +43,26 @@ long RawGetpriority(int which, int who) {
 
 int Nice() { return 20 - static_cast<int>(RawGetpriority(PRIO_PROCESS, 0)); }
 
+// Field `n` (1-based, as proc(5) numbers them) of /proc/self/stat.
+std::string StatField(int n) {
+  std::string s = ReadFileOrEmpty("/proc/self/stat");
+  size_t p = s.rfind(')');
+  if (p == std::string::npos) return "";
+  std::istringstream in(s.substr(p + 2));
+  std::string tok;
+  for (int i = 3; i <= n && (in >> tok); ++i) {
+  }
+  return tok;
+}
+
 TEST(PriorityTest, SetAndGetOwnNice) {
   InChild([] {
     CHILD_CHECK(setpriority(PRIO_PROCESS, 0, 5) == 0);
     CHILD_CHECK(Nice() == 5);
     CHILD_CHECK(RawGetpriority(PRIO_PROCESS, getpid()) == 15);
+    // /proc/PID/stat: priority (20 + nice) and nice.
+    CHILD_CHECK(StatField(18) == "25");
+    CHILD_CHECK(StatField(19) == "5");
     CHILD_CHECK(setpriority(PRIO_PROCESS, 0, 6) == 0);
     // A fork inherits the nice value.
     pid_t pid = fork();
@@ -133,6 +150,7 @@ TEST(SchedTest, FairPoliciesAreRecorded) {
       CHILD_CHECK(syscall(SYS_sched_getscheduler, getpid()) == policy);
       sched_param got = {-1};
       CHILD_CHECK(sched_getparam(0, &got) == 0 && got.sched_priority == 0);
+      CHILD_CHECK(StatField(41) == std::to_string(policy));  // policy
     }
     pid_t pid = fork();
     if (pid == 0) _exit(sched_getscheduler(0) == SCHED_IDLE ? 0 : 1);
