@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "runsc-compat/log_flags.h"
 #include "sentry/boot/boot.h"
 #include "sentry/boot/boot_spec.h"
 
@@ -46,7 +47,7 @@ with it (the host is never written). /dev, /proc and /sys are the
 sandbox's own, /tmp and /dev/shm are empty tmpfs mounts; the sandbox's
 own mounts are locked (umount EINVAL, as Linux's MNT_LOCKED). The working
 directory is the caller's, if the sandbox has it (else "/", with a
-warning).
+warning in --log).
 
 PROGRAM is found as execvp(3) would, inside the sandbox's file system: a
 name with a '/' is used as is (relative to the working directory); else
@@ -83,7 +84,21 @@ Flags:
                       faults and host mappings (mm), Gofer calls by type
                       with the time waited (gofer), stub calls and
                       guest-side copies (systrap)
-  --debug-log=FILE    write strace and debug lines to FILE (default: stderr)
+  --log=FILE          append the sandbox's warnings and errors
+                      (unsupported syscalls, failures) to FILE; without
+                      it they are dropped, except errors that end the
+                      sandbox, which reach stderr (exit status 125)
+  --log-format=text|json
+                      --log's lines: 'time="..." level=... msg="..."'
+                      (default) or JSON lines with level, msg and time
+  --debug-log=FILE|DIR
+                      write strace, debug lines and warnings to FILE, or
+                      to a new runsc.log.%TIMESTAMP%.%COMMAND% in DIR (a
+                      directory, or a path ending in '/'); default: stderr
+                      with --strace/--strace-summary, else nowhere
+  --warn-unsupported  also print a note on stderr the first time the
+                      program makes each syscall the sandbox does not
+                      implement (for compatibility testing)
   --hostname=NAME     the sandbox's host name (default: the host's)
   --unconfined        debugging only: the Sentry skips its confinement
                       (namespaces, empty root, capabilities, seccomp)
@@ -91,6 +106,10 @@ Flags:
                       is reported on stderr and fails with ENOSYS instead of
                       killing the sandbox
   -h, --help          show this help
+
+The program's standard output and error carry only what it writes: the
+sandbox's own diagnostics go to --log and --debug-log (see above). These
+flags may also come before 'do' (runsc --log=FILE do ...).
 
 Exit status: the program's, or 2 for bad flags, 125 if the sandbox (or
 its Gofer) failed, 126 if PROGRAM cannot be executed (found but not
@@ -184,6 +203,12 @@ int DoCommand(int argc, char** argv) {
       ++i;
       break;
     }
+    std::string log_error;  // log_flags.h: --log, --debug-log, ...
+    if (LogFlag f = ParseLogFlag(a, &spec, &log_error);
+        f != LogFlag::kNotALogFlag) {
+      if (f == LogFlag::kBad) return Usage(log_error);
+      continue;
+    }
     if (a == "-h" || a == "--help") {
       PrintDoHelp(1);
       return 0;
@@ -191,8 +216,6 @@ int DoCommand(int argc, char** argv) {
       spec.strace = true;
     } else if (a == "--strace-summary") {
       spec.strace_summary = true;
-    } else if (a.rfind("--debug-log=", 0) == 0) {
-      spec.debug_log = std::string(a.substr(12));
     } else if (a == "--unconfined") {
       spec.unconfined = true;
     } else if (a == "--debug-seccomp") {

@@ -2,8 +2,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "runsc-compat/do_command.h"
@@ -20,6 +22,10 @@ A user-space kernel sandbox: programs run against the Sentry, which
 implements Linux in user space; their code runs in stub processes whose
 every syscall and fault goes to the Sentry (the systrap platform).
 
+Global flags (before COMMAND, as runc takes them): --log=FILE,
+--log-format=text|json, --debug-log=FILE|DIR, --warn-unsupported; they
+mean what they mean after 'do' (see 'runsc do --help').
+
 Commands:
   do      run a program in a new sandbox (see 'runsc do --help')
   help    show this help, 'runsc help COMMAND', or 'runsc help syscalls'
@@ -33,9 +39,33 @@ Internal:
 
 void PrintHelp(int fd) { (void)!write(fd, kHelp, sizeof(kHelp) - 1); }
 
+// Whether `a` is a global flag: one of the log flags (log_flags.h), which
+// main moves after the command name so that `runsc --log=F do ...` is
+// `runsc do --log=F ...`.
+bool IsGlobalFlag(std::string_view a) {
+  for (std::string_view f :
+       {"--log=", "--log-format=", "--debug-log=", "--warn-unsupported"}) {
+    if (a.substr(0, f.size()) == f) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  size_t globals = 0;
+  while (1 + globals < args.size() && IsGlobalFlag(args[1 + globals])) {
+    ++globals;
+  }
+  if (globals > 0 && 1 + globals < args.size()) {
+    // [runsc, G..., cmd, rest...] -> [runsc, cmd, G..., rest...].
+    std::rotate(args.begin() + 1, args.begin() + 1 + globals,
+                args.begin() + 2 + globals);
+  }
+  args.push_back(nullptr);
+  argc = static_cast<int>(args.size() - 1);
+  argv = args.data();
   if (argc < 2) {
     PrintHelp(2);
     return 2;

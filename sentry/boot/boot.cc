@@ -5,9 +5,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <thread>
@@ -86,7 +88,7 @@ void WriteStatus(BootStatus::Kind kind, int32_t value) {
 }
 
 int Fail(const std::string& msg) {
-  kernel::LogWarning("%s", msg);
+  kernel::LogError("%s", msg);
   WriteStatus(BootStatus::kSandboxFailed, 0);
   return 125;
 }
@@ -118,6 +120,37 @@ void SignalLoop(kernel::Kernel* k, sigset_t set) {
   }
 }
 
+// The limits the CLI ran with (the Sentry inherits them across fork and
+// exec), for the guest's init: read before the Sentry changes any of its
+// own. A limit the host cannot report keeps Linux's default.
+kernel::LimitSet CallerLimits() {
+  kernel::LimitSet defaults = kernel::LimitSet::Defaults();
+  std::array<abi::Rlimit64, abi::kRlimNlimits> host = defaults.limits;
+  for (int r = 0; r < abi::kRlimNlimits; ++r) {
+    struct rlimit64 l;
+    if (getrlimit64(static_cast<__rlimit_resource_t>(r), &l) == 0) {
+      host[r] = {l.rlim_cur, l.rlim_max};
+    }
+  }
+  return kernel::LimitSet::FromCaller(host, vfs::FdTable::kNrOpen);
+}
+
+// The caller's limits are the guest's, not the Sentry's: its memory file
+// (a sparse 64 GiB file) and mappings must not meet a file-size or
+// address-space limit the caller set for the program, so their soft
+// limits go up to the hard ones, and a write past RLIMIT_FSIZE fails
+// (EFBIG) instead of killing the Sentry with SIGXFSZ.
+void LiftOwnLimits() {
+  for (int r : {RLIMIT_FSIZE, RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit l;
+    if (getrlimit(r, &l) == 0 && l.rlim_cur != l.rlim_max) {
+      l.rlim_cur = l.rlim_max;
+      setrlimit(r, &l);
+    }
+  }
+  signal(SIGXFSZ, SIG_IGN);
+}
+
 }  // namespace
 
 int BootMain(int argc, char** argv) {
@@ -131,6 +164,9 @@ int BootMain(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 #endif
   const int64_t start = NowUs();
+  // First: the caller's limits, before anything raises the Sentry's own.
+  const kernel::LimitSet guest_limits = CallerLimits();
+  LiftOwnLimits();
   // Die with the CLI. PDEATHSIG survives the execve because runsc is not
   // set-id; it was set before the exec too, closing the race with the
   // CLI's exit.
@@ -145,8 +181,10 @@ int BootMain(int argc, char** argv) {
   if (!spec_or.ok()) return Fail(spec_or.status().ToString());
   BootSpec spec = std::move(spec_or).value();
 
-  // Debug lines (strace, partially supported syscalls) go to --debug-log,
-  // else to stderr with --strace/--strace-summary, else nowhere.
+  // The sandbox's diagnostics never go to the guest's stdio (log.h):
+  // warnings to --log; debug lines (strace, partially supported syscalls)
+  // and warnings to --debug-log, else to stderr with --strace or
+  // --strace-summary, else nowhere. Both open before confinement.
   int debug_fd = spec.strace || spec.strace_summary ? 2 : -1;
   if (!spec.debug_log.empty()) {
     debug_fd = open(spec.debug_log.c_str(),
@@ -156,7 +194,21 @@ int BootMain(int argc, char** argv) {
                                   spec.debug_log, strerror(errno)));
     }
   }
-  kernel::SetLogFds(2, debug_fd);
+  int log_fd = -1;
+  if (!spec.log.empty()) {
+    log_fd =
+        open(spec.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+      return Fail(absl::StrFormat("cannot open --log %s: %s", spec.log,
+                                  strerror(errno)));
+    }
+  }
+  kernel::SetLogSinks({.log_fd = log_fd,
+                       .log_format = spec.log_json ? kernel::LogFormat::kJson
+                                                   : kernel::LogFormat::kText,
+                       .debug_fd = debug_fd,
+                       .stderr_fd = 2,
+                       .warn_unsupported = spec.warn_unsupported});
   Phase(start, "spec read");
 
   // The host kernel's CPU flags, while /proc is still reachable.
@@ -167,9 +219,9 @@ int BootMain(int argc, char** argv) {
   // is single-threaded, before the platform. Every FD not listed here is
   // closed.
   if (spec.unconfined) {
-    kernel::LogWarning("running UNCONFINED (--unconfined): debugging only");
+    kernel::LogLoudWarning("running UNCONFINED (--unconfined): debugging only");
   } else {
-    std::vector<int> keep = {kStatusFd, debug_fd, spec.root_gofer_fd};
+    std::vector<int> keep = {kStatusFd, debug_fd, log_fd, spec.root_gofer_fd};
     for (const SeedEntry& e : spec.seed) keep.push_back(e.host_fd);
     for (const GoferMount& m : spec.gofer_mounts) keep.push_back(m.fd);
     absl::Status s = confine::ConfineProcess({.keep_fds = keep});
@@ -242,7 +294,7 @@ int BootMain(int argc, char** argv) {
       FindProgram(exec_base, spec.exe_path, PathFromEnv(spec.envp));
   if (!found.ok()) {
     const bool search = spec.exe_path.find('/') == std::string::npos;
-    kernel::LogWarning(
+    kernel::LogError(
         "cannot execute %s: %s%s", spec.exe_path,
         found.error() == kENOENT && search ? "not found in PATH"
                                            : found.error().message(),
@@ -262,15 +314,16 @@ int BootMain(int argc, char** argv) {
       loader::LoadExecutable(*mm, std::move(req), &why, &committed);
   Phase(start, "program loaded");
   if (!lr.ok()) {
-    kernel::LogWarning("cannot execute %s: %s (%s)%s%s", found->path,
-                       lr.error().message(), lr.error().name(),
-                       why.empty() ? "" : ": ", why);
+    kernel::LogError("cannot execute %s: %s (%s)%s%s", found->path,
+                     lr.error().message(), lr.error().name(),
+                     why.empty() ? "" : ": ", why);
     WriteStatus(BootStatus::kExecFailed, lr.error().number());
     return 126;
   }
   const std::string exe_path = lr->exe_path;
 
   kernel::NewProcessArgs pargs;
+  pargs.limits = guest_limits;
   pargs.exe_path = exe_path;
   pargs.exe_file = lr->file->vd();
   pargs.creds = creds;

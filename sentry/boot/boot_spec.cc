@@ -26,6 +26,8 @@ constexpr uint32_t kFlagStrace = 1;
 constexpr uint32_t kFlagStraceSummary = 2;
 constexpr uint32_t kFlagUnconfined = 4;
 constexpr uint32_t kFlagDebugSeccomp = 8;
+constexpr uint32_t kFlagLogJson = 16;
+constexpr uint32_t kFlagWarnUnsupported = 32;
 
 void PutU32(std::string* out, uint32_t v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(v));
@@ -129,11 +131,14 @@ std::string SerializeBootSpec(const BootSpec& spec) {
   PutU32(&out, (spec.strace ? kFlagStrace : 0) |
                    (spec.strace_summary ? kFlagStraceSummary : 0) |
                    (spec.unconfined ? kFlagUnconfined : 0) |
-                   (spec.debug_seccomp ? kFlagDebugSeccomp : 0));
+                   (spec.debug_seccomp ? kFlagDebugSeccomp : 0) |
+                   (spec.log_json ? kFlagLogJson : 0) |
+                   (spec.warn_unsupported ? kFlagWarnUnsupported : 0));
   PutString(&out, spec.exe_path);
   PutString(&out, spec.cwd);
   PutString(&out, spec.hostname);
   PutString(&out, spec.debug_log);
+  PutString(&out, spec.log);
   PutU32(&out, static_cast<uint32_t>(spec.argv.size()));
   for (const auto& s : spec.argv) PutString(&out, s);
   PutU32(&out, static_cast<uint32_t>(spec.envp.size()));
@@ -172,14 +177,17 @@ absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
   uint32_t flags;
   if (!r.U32(&flags) || !r.String(&spec.exe_path) || !r.String(&spec.cwd) ||
       !r.String(&spec.hostname) || !r.String(&spec.debug_log) ||
-      !r.Strings(&spec.argv) || !r.Strings(&spec.envp) || !r.Seed(&spec.seed) ||
-      (v2 && !r.Root(&spec)) || !r.AtEnd()) {
+      !r.String(&spec.log) || !r.Strings(&spec.argv) ||
+      !r.Strings(&spec.envp) || !r.Seed(&spec.seed) || (v2 && !r.Root(&spec)) ||
+      !r.AtEnd()) {
     return absl::InvalidArgumentError("boot spec: truncated or malformed");
   }
   spec.strace = flags & kFlagStrace;
   spec.strace_summary = flags & kFlagStraceSummary;
   spec.unconfined = flags & kFlagUnconfined;
   spec.debug_seccomp = flags & kFlagDebugSeccomp;
+  spec.log_json = flags & kFlagLogJson;
+  spec.warn_unsupported = flags & kFlagWarnUnsupported;
   return spec;
 }
 

@@ -4,7 +4,7 @@
 //
 // Wire format (little-endian, this host only): "RSB" and a version digit
 // ('1' or '2'), then u32 flags, then strings (u32 length + bytes)
-// exe_path, cwd, hostname, debug_log, then u32 argc + argv strings, u32
+// exe_path, cwd, hostname, debug_log, log, then u32 argc + argv strings, u32
 // envc + envp strings, then u32 seed count + seed entries (u32 kind, string
 // path, u32 mode, u32 uid, u32 gid, i32 host_fd). Version 2 adds, at the
 // end: u32 root kind, i32 root_gofer_fd, u32 gofer mount count + mounts
@@ -72,6 +72,12 @@ struct BootSpec {
   std::string cwd;
   std::string hostname;
   std::string debug_log;  // file for strace/debug lines; empty: stderr
+  // --log: the file for the sandbox's warnings and errors (empty: none),
+  // as JSON lines with log_json; warn_unsupported: unsupported-syscall
+  // notes on stderr too (sentry/kernel/log.h).
+  std::string log;
+  bool log_json = false;
+  bool warn_unsupported = false;
   bool strace = false;
   bool strace_summary = false;
   // Debugging only: the Sentry does not confine itself (sentry/confine).

@@ -14,6 +14,8 @@ TEST(BootSpecTest, RoundTripThroughMemfd) {
   s.cwd = "/tmp";
   s.hostname = "h";
   s.strace_summary = true;
+  s.log = "/tmp/runsc.log";
+  s.log_json = true;
   s.argv = {"true", "", std::string("a\0b", 3)};
   s.envp = {"A=1"};
   s.seed = {{SeedEntry::kTmpfsMount, "/tmp", 01777, 0, 0, -1},
@@ -27,6 +29,9 @@ TEST(BootSpecTest, RoundTripThroughMemfd) {
   EXPECT_EQ(got->cwd, "/tmp");
   EXPECT_FALSE(got->strace);
   EXPECT_TRUE(got->strace_summary);
+  EXPECT_EQ(got->log, "/tmp/runsc.log");
+  EXPECT_TRUE(got->log_json);
+  EXPECT_FALSE(got->warn_unsupported);
   EXPECT_EQ(got->argv, s.argv);
   EXPECT_EQ(got->envp, s.envp);
   ASSERT_EQ(got->seed.size(), 2u);

@@ -59,6 +59,7 @@ inline constexpr int kCapSetuid = 7;
 inline constexpr int kCapSetpcap = 8;
 inline constexpr int kCapLinuxImmutable = 9;
 inline constexpr int kCapSysAdmin = 21;
+inline constexpr int kCapSysNice = 23;
 inline constexpr int kCapSysResource = 24;
 inline constexpr int kCapMknod = 27;
 inline constexpr int kCapMacOverride = 32;

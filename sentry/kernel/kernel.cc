@@ -25,7 +25,8 @@ Kernel::Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
     : platform_(platform),
       dispatcher_(dispatcher),
       options_(std::move(options)),
-      boot_ns_(MonotonicNs()) {}
+      boot_ns_(MonotonicNs()),
+      uts_(options_.hostname, options_.domainname) {}
 
 Kernel::~Kernel() {
   {
@@ -87,6 +88,7 @@ KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
+  task->sched().Set(parent.sched().Get().ForChild());
   tg.AddTask(task.get());
   return task.get();  // held by the PID namespace
 }
@@ -129,6 +131,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
+  task->sched().Set(parent.sched().Get().ForChild());
   tg->AddTask(task.get());
   tg->set_pgid_sid(ctg.pgid(), ctg.sid());
   while (!ptg->AddChild(tg)) {
@@ -220,7 +223,7 @@ void Kernel::Fatal(std::string reason) {
     fatal_ = reason;
     for (auto& tg : thread_groups_) tg->ExitGroup(ExitStatus::Killed(SIGKILL));
   }
-  LogWarning("sandbox failure: %s", reason);
+  LogError("sandbox failure: %s", reason);
 }
 
 std::optional<std::string> Kernel::fatal_error() const {

@@ -26,6 +26,7 @@
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/kernel/timer_service.h"
+#include "sentry/kernel/uts.h"
 
 namespace sandbox::kernel {
 
@@ -79,6 +80,8 @@ class Kernel {
   platform::Platform* platform() const { return platform_; }
   SyscallDispatcher& dispatcher() const { return dispatcher_; }
   const KernelOptions& options() const { return options_; }
+  // The host and domain names (from options(), then as sethostname sets).
+  Uts& uts() { return uts_; }
   PidNamespace& root_pid_namespace() { return root_pidns_; }
   FutexManager& futexes() { return futexes_; }
   // The one timer thread (timer_service.h) every guest timer uses.
@@ -138,6 +141,7 @@ class Kernel {
   SyscallDispatcher& dispatcher_;
   const KernelOptions options_;
   const int64_t boot_ns_;
+  Uts uts_;
   PidNamespace root_pidns_{nullptr};
   FutexManager futexes_;
 

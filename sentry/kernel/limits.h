@@ -31,6 +31,21 @@ struct LimitSet {
     return s;
   }
 
+  // The limits a sandbox's init starts with: the caller's, as a container
+  // runtime passes them (`host[i]`, read by the boot before it changes any
+  // of its own), except where the Sentry must cap them: RLIMIT_NOFILE at
+  // `nr_open` (the guest's fs.nr_open; setrlimit above it is EPERM).
+  static LimitSet FromCaller(
+      const std::array<abi::Rlimit64, abi::kRlimNlimits>& host,
+      uint64_t nr_open) {
+    LimitSet s;
+    s.limits = host;
+    abi::Rlimit64& nofile = s.limits[RLIMIT_NOFILE];
+    if (nofile.rlim_max > nr_open) nofile.rlim_max = nr_open;
+    if (nofile.rlim_cur > nofile.rlim_max) nofile.rlim_cur = nofile.rlim_max;
+    return s;
+  }
+
   const abi::Rlimit64& Get(int resource) const { return limits[resource]; }
 };
 

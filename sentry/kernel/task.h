@@ -31,6 +31,7 @@
 #include "sentry/kernel/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/pid_namespace.h"
+#include "sentry/kernel/sched.h"
 #include "sentry/kernel/signal_frame.h"
 #include "sentry/kernel/signal_queue.h"
 #include "sentry/kernel/vfork.h"
@@ -188,6 +189,10 @@ class Task final : public vfs::UserMemory,
   TaskCpuClock& cpu_clock() { return cpu_clock_; }
   const TaskCpuClock& cpu_clock() const { return cpu_clock_; }
 
+  // ---- Scheduling attributes (sched.h: nice, policy, affinity). ----
+  TaskSched& sched() { return sched_; }
+  const TaskSched& sched() const { return sched_; }
+
   // ---- Lifecycle. ----
   // exit(2): this thread leaves its run loop when the syscall returns.
   void ExitThread(int code) {
@@ -252,6 +257,7 @@ class Task final : public vfs::UserMemory,
 
   TaskSignals signals_;
   TaskCpuClock cpu_clock_;
+  TaskSched sched_;  // any thread (its own leaf lock)
 
   // An eventfd that is readable while an interrupt is pending; blocking host
   // waits poll it. Immutable.

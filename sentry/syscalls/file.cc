@@ -6,6 +6,7 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -478,6 +479,18 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
       return FcntlPipe(t, *f, cmd, arg);
+    case F_NOTIFY: {
+      // fcntl_dirnotify(): a mask without events removes the watch (any
+      // file); else only a directory may be watched (ENOTDIR). Accepted,
+      // but no DN_* signal is ever sent: the sandbox has no file change
+      // notification yet.
+      if ((static_cast<uint32_t>(arg) & ~uint32_t{DN_MULTISHOT}) == 0) {
+        return uint64_t{0};
+      }
+      TRY(abi::Stat st, f->Stat());
+      if (!S_ISDIR(st.st_mode)) return kENOTDIR;
+      return uint64_t{0};
+    }
     case F_GETLK:
     case F_SETLK:
     case F_SETLKW:
@@ -559,7 +572,9 @@ void RegisterFileSyscalls(SyscallTable& t) {
                     "F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, "
                     "F_SETFL, F_ADD_SEALS, F_GET_SEALS, F_GETLK, F_SETLK, "
                     "F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, "
-                    "F_GETPIPE_SZ, F_SETPIPE_SZ; other commands EINVAL");
+                    "F_GETPIPE_SZ, F_SETPIPE_SZ; F_NOTIFY accepted on "
+                    "directories, no DN_* signal sent; other commands "
+                    "EINVAL");
   t.Partial<&Ioctl>(nr::ioctl,
                     "FIOCLEX, FIONCLEX, FIONBIO, FIONREAD and FIOQSIZE on "
                     "files; host stdio: TCGETS, TIOCGWINSZ");

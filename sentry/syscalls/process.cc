@@ -113,11 +113,11 @@ SyscallResult Uname(Task& t, UserPtr<abi::Utsname> buf) {
   const kernel::KernelOptions& o = t.kernel().options();
   abi::Utsname u = {};
   CopyField(u.sysname, "Linux");
-  CopyField(u.nodename, o.hostname);
+  CopyField(u.nodename, t.kernel().uts().hostname());
   CopyField(u.release, o.release);
   CopyField(u.version, o.version);
   CopyField(u.machine, "x86_64");
-  CopyField(u.domainname, o.domainname);
+  CopyField(u.domainname, t.kernel().uts().domainname());
   TRY_VOID(buf.CopyOut(t, u));
   return uint64_t{0};
 }
@@ -219,25 +219,6 @@ SyscallResult Prctl(Task& t, int32_t option, uint64_t arg2, uint64_t arg3,
     default:
       return kEINVAL;
   }
-}
-
-// sched_getaffinity(2): every host CPU the Sentry may use.
-SyscallResult SchedGetaffinity(Task& t, int32_t pid, uint64_t len,
-                               UserAddr mask) {
-  if (pid != 0 && pid != t.tid()) return kESRCH;
-  // The kernel's cpumask is 8 bytes here (nr_cpu_ids <= 64).
-  constexpr size_t kMaskSize = 8;
-  if (len < kMaskSize || len % sizeof(uint64_t) != 0) return kEINVAL;
-  cpu_set_t set;
-  uint64_t bits = 0;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int i = 0; i < 64; ++i) {
-      if (CPU_ISSET(i, &set)) bits |= uint64_t{1} << i;
-    }
-  }
-  if (bits == 0) bits = 1;
-  TRY_VOID(t.CopyOutObj<uint64_t>(mask.addr, bits));
-  return uint64_t{kMaskSize};
 }
 
 // ---- Process groups and sessions. ----
@@ -470,8 +451,6 @@ void RegisterProcessSyscalls(SyscallTable& t) {
   t.Partial<&Prctl>(nr::prctl,
                     "PR_{SET,GET}_NAME, _PDEATHSIG (recorded), _DUMPABLE, "
                     "_NO_NEW_PRIVS, PR_CAPBSET_READ; others EINVAL");
-  t.Partial<&SchedGetaffinity>(nr::sched_getaffinity,
-                               "the caller only; the host CPUs");
   t.Full<&Getpgrp>(nr::getpgrp);
   t.Full<&Getpgid>(nr::getpgid);
   t.Full<&Getsid>(nr::getsid);

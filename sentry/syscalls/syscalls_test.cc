@@ -732,14 +732,14 @@ TEST_F(SyscallsTest, DispatchCost) {
 TEST_F(SyscallsTest, StraceLine) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
-  kernel::SetLogFds(2, p[1]);
+  kernel::SetLogSinks({.debug_fd = p[1]});
   table_->SetStraceOptions({.log_calls = true, .count = true});
   int host_read, host_write;
   InstallPipe(0, 1, &host_read, &host_write);
   PutString(buf_, "hi\n");
   EXPECT_EQ(Call(nr::write, 1, buf_, 3).value(), 3u);
   EXPECT_EQ(Call(nr::close, 99).error(), kEBADF);
-  kernel::SetLogFds(2, 2);
+  kernel::SetLogSinks({});
   close(p[1]);
   char out[512] = {};
   ASSERT_GT(read(p[0], out, sizeof(out) - 1), 0);

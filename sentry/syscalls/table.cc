@@ -25,6 +25,10 @@ std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
   RegisterIdentitySyscalls(*t);
   RegisterMountSyscalls(*t);
   RegisterTimeSyscalls(*t);
+  RegisterUtsSyscalls(*t);
+  RegisterPrioritySyscalls(*t);
+  RegisterSchedSyscalls(*t);
+  RegisterSettimeSyscalls(*t);
   RegisterItimerSyscalls(*t);
   RegisterTimerSyscalls(*t);
   RegisterRusageSyscalls(*t);
@@ -91,16 +95,16 @@ void SyscallTable::LogOnce(uint64_t nr, const SyscallEntry* e) {
         !out_of_range_logged_.insert(nr).second) {
       return;
     }
-    kernel::LogWarning("unknown syscall %d: ENOSYS", static_cast<int64_t>(nr));
+    kernel::LogUnsupported("unknown syscall %d: ENOSYS", static_cast<int64_t>(nr));
     return;
   }
   if (logged_[nr].exchange(true, std::memory_order_relaxed)) return;
   const char* name = entries_[nr].name != nullptr ? entries_[nr].name : "?";
   if (e == nullptr) {
-    kernel::LogWarning("unimplemented syscall %d (%s): ENOSYS",
+    kernel::LogUnsupported("unimplemented syscall %d (%s): ENOSYS",
                        static_cast<int>(nr), name);
   } else if (e->support == Support::kUnsupported) {
-    kernel::LogDebug("unsupported syscall %d (%s): %s; %s",
+    kernel::LogUnsupported("unsupported syscall %d (%s): %s; %s",
                      static_cast<int>(nr), name, e->error.name(), e->note);
   } else {
     kernel::LogDebug("partially supported syscall %d (%s): %s",

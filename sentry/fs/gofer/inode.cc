@@ -177,6 +177,16 @@ KResult<void> GoferInode::SetXattr(const std::string& name,
 }
 
 KResult<std::vector<std::string>> GoferInode::ListXattr() {
+  // The Gofer serves user.* names only, which Linux keeps on regular files
+  // and directories alone: any other file (a symlink: llistxattr) lists
+  // none, as Linux's does without security labels, and the Gofer is not
+  // asked (it refuses such nodes).
+  uint32_t type;
+  {
+    absl::MutexLock l(&mu_);
+    type = attrs_.mode & S_IFMT;
+  }
+  if (type != S_IFREG && type != S_IFDIR) return std::vector<std::string>{};
   wire::ListXattrResp resp;
   TRY_VOID(gfs().Call(wire::ListXattrReq{handle_, kXattrMax}, &resp));
   if (resp.length != resp.names.size()) return kEIO;

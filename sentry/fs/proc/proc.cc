@@ -92,8 +92,21 @@ std::shared_ptr<kernfs::Dir> SysDir(kernfs::Filesystem& fs, Kernel& k,
                                     const std::string& boot_id) {
   const kernel::KernelOptions& o = k.options();
   auto kern = std::make_shared<kernfs::Dir>(fs, 0555);
-  kern->Add("hostname", Fixed(fs, o.hostname + "\n", 0644));
-  kern->Add("domainname", Fixed(fs, o.domainname + "\n", 0644));
+  // As proc_dostring: the name up to its first NUL.
+  kern->Add("hostname", File(
+                            fs,
+                            [kp = &k]() -> KResult<std::string> {
+                              std::string s = kp->uts().hostname();
+                              return s.substr(0, s.find('\0')) + "\n";
+                            },
+                            0644));
+  kern->Add("domainname", File(
+                              fs,
+                              [kp = &k]() -> KResult<std::string> {
+                                std::string s = kp->uts().domainname();
+                                return s.substr(0, s.find('\0')) + "\n";
+                              },
+                              0644));
   kern->Add("osrelease", Fixed(fs, o.release + "\n"));
   kern->Add("ostype", Fixed(fs, "Linux\n"));
   kern->Add("version", Fixed(fs, o.version + "\n"));

@@ -327,6 +327,10 @@ std::string StatText(Task* t, bool whole) {
   SignalMasks(tg, &ign, &cgt);
   abi::Rlimit64 rss = tg.GetLimit(RLIMIT_RSS);
   const kernel::StatTimes times = kernel::ProcStatTimes(*t, whole);
+  // task_prio(): 20 + nice for the fair classes, -1 - rt_priority for rt.
+  const kernel::SchedAttr sched = t->sched().Get();
+  const int prio = kernel::IsRtPolicy(sched.policy) ? -1 - sched.rt_priority
+                                                    : 20 + sched.nice;
   // Fields 1-9: pid comm state ppid pgrp session tty_nr tpgid flags
   // (PF_FORKNOEXEC|PF_RANDOMIZE); 10-13 faults (not counted); 14-17 utime
   // stime cutime cstime (the process's, or the thread's in task/TID);
@@ -338,17 +342,18 @@ std::string StatText(Task* t, bool whole) {
   // cguest_time start_data end_data; 47-52 start_brk arg_start arg_end
   // env_start env_end exit_code.
   std::string out = absl::StrFormat(
-      "%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 %d %d %d %d 20 0 %u 0 0 %u %u "
-      "%u ",
+      "%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 %d %d %d %d %d %d %u 0 0 %u "
+      "%u %u ",
       t->tid(), Comm(t), StateChar(t), parent ? parent->tgid() : 0, tg.pgid(),
-      tg.sid(), times.utime, times.stime, times.cutime, times.cstime,
-      ThreadCount(tg), f.size, f.rss / kPage, rss.rlim_cur);
+      tg.sid(), times.utime, times.stime, times.cutime, times.cstime, prio,
+      sched.nice, ThreadCount(tg), f.size, f.rss / kPage, rss.rlim_cur);
   absl::StrAppendFormat(&out, "%u %u %u 0 0 0 %u %u %u 0 0 0 ", img.start_code,
                         img.end_code, img.start_stack, t->signal_mask(), ign,
                         cgt);
-  absl::StrAppendFormat(&out, "17 0 0 0 0 0 0 %u %u %u %u %u %u %u 0\n",
-                        img.start_data, img.end_data, brk, img.arg_start,
-                        img.arg_end, img.env_start, img.env_end);
+  absl::StrAppendFormat(&out, "17 0 %d %d 0 0 0 %u %u %u %u %u %u %u 0\n",
+                        sched.rt_priority, sched.policy, img.start_data,
+                        img.end_data, brk, img.arg_start, img.arg_end,
+                        img.env_start, img.env_end);
   return out;
 }
 
