@@ -204,8 +204,18 @@ void GoferFilesystem::NoteCached(const std::shared_ptr<GoferDirectory>& dir,
   cached_order_.emplace_back(dir, std::move(name));
 }
 
+void GoferFilesystem::RelieveFdPressure() {
+  fd_pressure_.fetch_add(1, std::memory_order_relaxed);
+  fd_cache_.EvictAll();
+  TrimCacheTo(0);  // inodes still in use (open, or in a dentry) stay
+  FlushCloses();   // the dropped inodes' handles, now
+}
+
 void GoferFilesystem::TrimCache() {
-  const int64_t max = static_cast<int64_t>(opts_.max_cached_inodes);
+  TrimCacheTo(static_cast<int64_t>(opts_.max_cached_inodes));
+}
+
+void GoferFilesystem::TrimCacheTo(int64_t max) {
   absl::MutexLock l(&trim_mu_);
   if (cached_order_.size() > 2 * opts_.max_cached_inodes + 64) {
     // Forget records of entries that are gone, and duplicates.
