@@ -95,7 +95,12 @@ KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
       KResult<std::shared_ptr<fs::overlay::OverlayFilesystem>> ovl =
           fs::overlay::OverlayFilesystem::Create(
               {.lower = {lower, lower->root()},
-               .upper = fs::tmpfs::Filesystem::Create(mf)});
+               .upper = fs::tmpfs::Filesystem::Create(mf),
+               // Its caches pin lower inodes, which the Gofer client's
+               // eviction cannot take back: half of the client's bound.
+               .max_cached_names = std::clamp<size_t>(
+                   CachedInodeShare(spec) / 2, 16,
+                   fs::overlay::Options{}.max_cached_names)});
       if (!ovl.ok()) {
         *why = absl::StrCat("cannot make the overlay root: ",
                             std::string(ovl.error().message()));

@@ -1,15 +1,16 @@
 // A hostile guest for the host-resource tests (test/e2e/host_resources_test):
 //   hostres forks       fork until fork fails, keep the children; report the
 //                       errno; let them go; fork again.
-//   hostres opens DIR   open every file below DIR (nftw) until an open
-//                       fails; report; close them all; then open and exec.
+//   hostres opens DIR   open every file below DIR until an open fails for
+//                       want of a resource; report; close them all; then
+//                       open and exec.
 //   hostres fallocate   print "go", then fallocate 1 PiB on /tmp/big.
 //   hostres populate    print "go", then mmap 1 TiB of a /tmp file with
 //                       MAP_SHARED|MAP_POPULATE.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,29 +53,56 @@ static int Forks(void) {
 static int* fds;
 static int nfds, cap, open_err;
 
-static int OpenOne(const char* path, const struct stat* st, int type,
-                   struct FTW* f) {
-  (void)st;
-  (void)f;
-  if (type != FTW_F) return 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == EACCES || errno == ENOENT || errno == ELOOP) return 0;
-    open_err = errno;
-    return 1;  // stop
-  }
+static void Hold(int fd) {
   if (nfds == cap) {
     cap = cap ? 2 * cap : 1024;
     fds = realloc(fds, cap * sizeof(int));
   }
   fds[nfds++] = fd;
-  return 0;
+}
+
+static int Fatal(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM; }
+
+// Opens every regular file below `dir` (depth first, one directory stream
+// at a time) and keeps it open; stops at the first open or opendir that
+// fails for want of a resource (open_err).
+static void OpenTree(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d == NULL) {
+    if (Fatal(errno)) open_err = errno;
+    return;
+  }
+  char** subdirs = NULL;
+  int nsub = 0;
+  struct dirent* e;
+  while (!open_err && (e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    if (e->d_type == DT_DIR) {
+      subdirs = realloc(subdirs, (nsub + 1) * sizeof(char*));
+      subdirs[nsub++] = strdup(path);
+    } else if (e->d_type == DT_REG) {
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        Hold(fd);
+      } else if (Fatal(errno)) {
+        open_err = errno;
+      }
+    }
+  }
+  closedir(d);
+  for (int i = 0; i < nsub; ++i) {
+    if (!open_err) OpenTree(subdirs[i]);
+    free(subdirs[i]);
+  }
+  free(subdirs);
 }
 
 static int Opens(const char* dir, const char* exe) {
   struct rlimit r = {1 << 20, 1 << 20};
   setrlimit(RLIMIT_NOFILE, &r);  // the guest's own table is not the limit
-  nftw(dir, OpenOne, 16, FTW_PHYS);
+  OpenTree(dir);
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   int again = open(exe, O_RDONLY | O_CLOEXEC);
   int open_ok = again >= 0;
