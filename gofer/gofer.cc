@@ -108,10 +108,10 @@ absl::Status RunGofer(const GoferConfig& config) {
   // most, past a reserve for the sockets, the roots and an FD being
   // donated): a guest that walks or opens past it gets EMFILE for that call,
   // never a Gofer that cannot open what the Sentry asks next.
-  const size_t max_handles = std::clamp<size_t>(
-      (max_fds > 128 ? max_fds - 64 : max_fds / 2) / 2 /
-          std::max<size_t>(1, config.mounts.size()),
-      16, ServerOptions{}.max_handles);
+  const size_t max_handles =
+      std::clamp<size_t>((max_fds > 128 ? max_fds - 64 : max_fds / 2) / 2 /
+                             std::max<size_t>(1, config.mounts.size()),
+                         16, ServerOptions{}.max_handles);
   umask(0);  // Modes are exactly what the client asked (the server fixes
              // them anyway; this saves a chmod per creation).
   if (config.seccomp) {

@@ -24,8 +24,7 @@ size_t HostFdBudget::RaiseAndConfigure() {
 
 void HostFdBudget::Configure(size_t nofile) {
   const size_t usable =
-      nofile > 2 * kUncountedHostFds ? nofile - kUncountedHostFds
-                                     : nofile / 2;
+      nofile > 2 * kUncountedHostFds ? nofile - kUncountedHostFds : nofile / 2;
   const size_t cache = std::max<size_t>(1, usable / 4);
   file_cache_.store(cache, std::memory_order_relaxed);
   limit_.store(usable - cache, std::memory_order_relaxed);
@@ -40,8 +39,8 @@ bool HostFdBudget::TryTake(size_t n) {
   size_t cur = used_.load(std::memory_order_relaxed);
   do {
     if (cur > lim || n > lim - cur) return false;
-  } while (!used_.compare_exchange_weak(cur, cur + n,
-                                        std::memory_order_relaxed));
+  } while (
+      !used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
   return true;
 }
 

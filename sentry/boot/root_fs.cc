@@ -41,8 +41,8 @@ KResult<void> MkdirAll(const vfs::ResolveBase& base, const std::string& path) {
 // file system's default.
 size_t FileCacheShare(const BootSpec& spec) {
   const size_t mounts = 1 + spec.gofer_mounts.size();
-  return std::clamp<size_t>(platform::HostFdBudget::FileCacheFds() / mounts,
-                            8, fs::gofer::Options{}.max_host_fds);
+  return std::clamp<size_t>(platform::HostFdBudget::FileCacheFds() / mounts, 8,
+                            fs::gofer::Options{}.max_host_fds);
 }
 
 // Each Gofer mount's name cache (fs::gofer::Options::max_cached_inodes):
@@ -74,7 +74,7 @@ KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
       opts.read_only = true;  // Writes: EROFS (until an overlay is added).
       opts.memory_file = &mf;
       opts.max_host_fds = FileCacheShare(spec);
-    opts.max_cached_inodes = CachedInodeShare(spec);
+      opts.max_cached_inodes = CachedInodeShare(spec);
       opts.max_cached_inodes = CachedInodeShare(spec);
       KResult<std::shared_ptr<fs::gofer::GoferFilesystem>> gfs =
           fs::gofer::NewGoferFilesystem(::gofer::UniqueFd(spec.root_gofer_fd),

@@ -10,9 +10,9 @@ namespace sandbox::kernel {
 
 struct TaskThread::State {
   absl::Mutex mu;
-  bool ready ABSL_GUARDED_BY(mu) = false;   // the thread reported
-  bool ok ABSL_GUARDED_BY(mu) = false;      // ... with its wake-up eventfd
-  bool go ABSL_GUARDED_BY(mu) = false;      // body set, or cancelled
+  bool ready ABSL_GUARDED_BY(mu) = false;  // the thread reported
+  bool ok ABSL_GUARDED_BY(mu) = false;     // ... with its wake-up eventfd
+  bool go ABSL_GUARDED_BY(mu) = false;     // body set, or cancelled
   std::function<void()> body ABSL_GUARDED_BY(mu);  // empty: cancelled
 };
 

@@ -6,9 +6,9 @@
 #include <iterator>
 #include <vector>
 
-#include "sentry/mm/memory_manager.h"
 #include "platform/long_work.h"
 #include "platform/memory_budget.h"
+#include "sentry/mm/memory_manager.h"
 #include "sentry/mm/stats.h"
 
 namespace sandbox::mm {

@@ -126,7 +126,8 @@ WakeReason ThreadWaiter::Sleep(int interrupt_fd, int64_t deadline_ns,
     // notification, which every caller re-checks.
     bool capped = false;
     timespec cap = {0, 1000000};
-    if (efd_ < 0 && (top == nullptr || to.tv_sec > 0 || to.tv_nsec > cap.tv_nsec)) {
+    if (efd_ < 0 &&
+        (top == nullptr || to.tv_sec > 0 || to.tv_nsec > cap.tv_nsec)) {
       top = &cap;
       capped = true;
     }

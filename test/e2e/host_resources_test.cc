@@ -24,10 +24,10 @@ namespace {
 
 // `runsc do -- ARGS` with RLIMIT_NOFILE soft = hard = `nofile` (prlimit).
 Result RunscDoLimited(int nofile, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/prlimit",
-                                   "--nofile=" + std::to_string(nofile) + ":" +
-                                       std::to_string(nofile),
-                                   Runsc(), "do", "--"};
+  std::vector<std::string> argv = {
+      "/usr/bin/prlimit",
+      "--nofile=" + std::to_string(nofile) + ":" + std::to_string(nofile),
+      Runsc(), "do", "--"};
   argv.insert(argv.end(), args.begin(), args.end());
   Child c(Child::Native{}, argv);
   c.CloseStdin();
@@ -58,8 +58,7 @@ TEST(HostResourcesTest, ForkPastTheHostFdBudgetFailsTheForkNotTheSandbox) {
 TEST(HostResourcesTest, OpenAndExecWorkAgainOnceTheGuestClosesItsFiles) {
   if (!HavePrlimit()) GTEST_SKIP() << "no /usr/bin/prlimit";
   if (access("/usr/share", R_OK) != 0) GTEST_SKIP() << "no /usr/share";
-  Result r =
-      RunscDoLimited(256, {Program("hostres"), "opens", "/usr/share"});
+  Result r = RunscDoLimited(256, {Program("hostres"), "opens", "/usr/share"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("open_after=1 exec_after=7"), std::string::npos)
       << r.out << r.err;
@@ -123,8 +122,7 @@ bool Gone(pid_t pid) {
   std::string line;
   if (!std::getline(f, line)) return true;
   size_t rp = line.rfind(')');
-  return rp != std::string::npos && rp + 2 < line.size() &&
-         line[rp + 2] == 'Z';
+  return rp != std::string::npos && rp + 2 < line.size() && line[rp + 2] == 'Z';
 }
 
 int64_t NowMs() {
@@ -133,10 +131,29 @@ int64_t NowMs() {
   return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+// The names in the host's /tmp, and the host's mount table.
+std::set<std::string> HostTmp() {
+  std::set<std::string> names;
+  if (DIR* d = opendir("/tmp")) {
+    while (dirent* e = readdir(d)) names.insert(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+std::string HostMounts() {
+  std::ifstream f("/proc/self/mountinfo");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 // Finding 5: SIGKILL to runsc while the guest runs a huge request; the
-// sandbox (runsc, Sentry, Gofer, stubs) is gone within 2 s.
+// sandbox (runsc, Sentry, Gofer, stubs) is gone within 2 s, and neither a
+// file in the host's /tmp nor a mount is left behind.
 void KillDuringLongWork(const char* mode) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const std::set<std::string> tmp_before = HostTmp();
+  const std::string mounts_before = HostMounts();
   Child c({"do", "--", Program("hostres"), mode});
   ASSERT_TRUE(c.WaitForOutput("go\n")) << mode;
   usleep(500 * 1000);
@@ -155,6 +172,8 @@ void KillDuringLongWork(const char* mode) {
   EXPECT_TRUE(left.empty()) << mode << ": " << left.size() << " left";
   EXPECT_LT(took, 2000) << mode;
   c.Finish(1000);
+  EXPECT_EQ(HostTmp(), tmp_before) << mode;
+  EXPECT_EQ(HostMounts(), mounts_before) << mode;
 }
 
 TEST(HostResourcesTest, KillDuringPetabyteFallocateEndsTheSandboxAtOnce) {

@@ -48,8 +48,7 @@ TEST_F(FdPressureTest, WalkingMoreFilesThanHandlesSucceeds) {
     for (const std::string& name : List("/d" + std::to_string(d))) {
       if (name == "." || name == "..") continue;
       ++listed;
-      auto st = vfs::StatAt(Base(), "/d" + std::to_string(d) + "/" + name,
-                            0);
+      auto st = vfs::StatAt(Base(), "/d" + std::to_string(d) + "/" + name, 0);
       EXPECT_TRUE(st.ok()) << name << ": "
                            << (st.ok() ? "" : st.error().name());
     }

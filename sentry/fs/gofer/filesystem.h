@@ -133,7 +133,8 @@ class GoferInode;
 // have created its file before its FD was lost).
 template <typename Req>
 inline constexpr bool kRetriedUnderFdPressure =
-    std::is_same_v<Req, wire::WalkReq> || std::is_same_v<Req, wire::WalkStatReq> ||
+    std::is_same_v<Req, wire::WalkReq> ||
+    std::is_same_v<Req, wire::WalkStatReq> ||
     std::is_same_v<Req, wire::OpenReq> || std::is_same_v<Req, wire::StatReq> ||
     std::is_same_v<Req, wire::GetdentsReq> ||
     std::is_same_v<Req, wire::GetdentsPlusReq> ||

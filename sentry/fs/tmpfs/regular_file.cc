@@ -331,7 +331,8 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
   // (the guest-memory bound, platform/memory_budget.h; the mount's size=).
   const uint64_t first = offset / kPage;
   const uint64_t pages = (end + kPage - 1) / kPage - first;
-  if (!tmpfs().CouldHoldPages(pages - std::min<uint64_t>(pages, pages_.size()))) {
+  if (!tmpfs().CouldHoldPages(pages -
+                              std::min<uint64_t>(pages, pages_.size()))) {
     return kENOSPC;
   }
   // Page by page, checking for a signal every few MiB. As Linux: a signal

@@ -8,9 +8,9 @@
 //   hostres populate    print "go", then mmap 1 TiB of a /tmp file with
 //                       MAP_SHARED|MAP_POPULATE.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +43,8 @@ static int Forks(void) {
   pid_t c = fork();
   if (c == 0) _exit(7);
   int st = 0;
-  int after = c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) &&
-              WEXITSTATUS(st) == 7;
+  int after =
+      c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 7;
   printf("forks=%d errno=%s reaped=%d after=%d\n", n,
          err ? strerrorname_np(err) : "none", reaped, after);
   return 0;
@@ -149,7 +149,8 @@ static int Populate(void) {
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "exit7") == 0) return 7;
   if (argc >= 2 && strcmp(argv[1], "forks") == 0) return Forks();
-  if (argc >= 3 && strcmp(argv[1], "opens") == 0) return Opens(argv[2], argv[0]);
+  if (argc >= 3 && strcmp(argv[1], "opens") == 0)
+    return Opens(argv[2], argv[0]);
   if (argc >= 2 && strcmp(argv[1], "fallocate") == 0) return Fallocate();
   if (argc >= 2 && strcmp(argv[1], "populate") == 0) return Populate();
   fprintf(stderr, "usage: hostres forks|opens DIR|fallocate|populate\n");
