@@ -56,6 +56,10 @@ Errno GoferFilesystem::MapError(uint32_t err) {
   if (err == 0 || err > kMaxLinuxErrno || err == EPROTO || err == EPIPE) {
     return kEIO;
   }
+  // The Gofer's handles or a process's host FDs ran out, never the guest's
+  // own table (that is EMFILE from the VFS): to the guest it is the
+  // system-wide limit, as Linux's ENFILE.
+  if (err == EMFILE) return kENFILE;
   return Errno(static_cast<int>(err));
 }
 

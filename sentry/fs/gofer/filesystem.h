@@ -223,7 +223,8 @@ class GoferFilesystem final : public vfs::Filesystem {
   };
   CallCounts& calls() { return calls_; }
 
-  // A Gofer errno as the caller sees it: Linux errnos pass; a broken
+  // A Gofer errno as the caller sees it: Linux errnos pass, but EMFILE (the
+  // Gofer's handles or host FDs are exhausted) is ENFILE; a broken
   // connection (EPROTO, EPIPE) and anything outside 1..133 is EIO.
   static Errno MapError(uint32_t err);
 
