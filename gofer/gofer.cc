@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -90,14 +91,28 @@ absl::Status RunGofer(const GoferConfig& config) {
   volumes.clear();
   // Each handle holds one or two host FDs: allow as many as the hard limit.
   struct rlimit nofile;
-  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
-      nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &nofile);
+  size_t max_fds = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    if (nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    max_fds = nofile.rlim_cur == RLIM_INFINITY
+                  ? size_t{1} << 20
+                  : static_cast<size_t>(nofile.rlim_cur);
   }
   // The owners of new files on nosuid connections: the Gofer's ids now
   // (in its user namespace, if any), read before the seccomp filter.
   const uint32_t owner_uid = geteuid(), owner_gid = getegid();
+  // The handles of all connections together fit in the FDs (two each at
+  // most, past a reserve for the sockets, the roots and an FD being
+  // donated): a guest that walks or opens past it gets EMFILE for that call,
+  // never a Gofer that cannot open what the Sentry asks next.
+  const size_t max_handles =
+      std::clamp<size_t>((max_fds > 128 ? max_fds - 64 : max_fds / 2) / 2 /
+                             std::max<size_t>(1, config.mounts.size()),
+                         16, ServerOptions{}.max_handles);
   umask(0);  // Modes are exactly what the client asked (the server fixes
              // them anyway; this saves a chmod per creation).
   if (config.seccomp) {
@@ -120,6 +135,7 @@ absl::Status RunGofer(const GoferConfig& config) {
     opts.owner_uid = owner_uid;
     opts.owner_gid = owner_gid;
     opts.hidden = hidden;
+    opts.max_handles = max_handles;
     threads.emplace_back([&results, i, opts, sock = socks[i].release(),
                           root = roots[i].release()] {
       results[i] = ServeConnection(UniqueFd(sock), UniqueFd(root), opts);

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <atomic>
+
 namespace sandbox::platform {
 
 // Copies at least this long are worth the hint (~4 us of copying: below
@@ -42,6 +44,48 @@ inline void HintLongWork() {
     __atomic_store_n(f, 1, __ATOMIC_RELAXED);
   }
 }
+
+// ---- Stopping long work. ----
+//
+// A guest can ask for work whose length it chooses (fallocate of 1 PiB,
+// MAP_POPULATE of a 1 TiB mapping, a copy of a huge range). Linux checks for
+// a pending signal in such loops (shmem_fallocate: EINTR; populate stops on
+// a fatal one), so a killed process ends at once. The Sentry thread serving
+// a guest thread publishes that thread's "interrupt pending" word here
+// (kernel::Task::Run: set for any signal to deliver, a kill or a stop), and
+// long loops in mm and fs check LongWorkInterrupted() every few MiB and stop
+// as Linux does.
+
+namespace internal {
+// The serving task's interrupt-pending flag, or null. Set and cleared by
+// the thread itself; the flag outlives the interval (it is in the Task).
+inline thread_local const std::atomic<bool>* interrupt_flag = nullptr;
+}  // namespace internal
+
+// Pages a long loop may do between two checks (2 MiB).
+inline constexpr uint64_t kLongWorkCheckPages = 512;
+
+// Whether the guest thread the calling thread serves has an interrupt
+// pending. False on threads that serve none.
+inline bool LongWorkInterrupted() {
+  const std::atomic<bool>* f = internal::interrupt_flag;
+  return f != nullptr && f->load(std::memory_order_relaxed);
+}
+
+// Publishes `flag` for the calling thread for this object's lifetime.
+class ScopedInterruptFlag {
+ public:
+  explicit ScopedInterruptFlag(const std::atomic<bool>* flag)
+      : prev_(internal::interrupt_flag) {
+    internal::interrupt_flag = flag;
+  }
+  ~ScopedInterruptFlag() { internal::interrupt_flag = prev_; }
+  ScopedInterruptFlag(const ScopedInterruptFlag&) = delete;
+  ScopedInterruptFlag& operator=(const ScopedInterruptFlag&) = delete;
+
+ private:
+  const std::atomic<bool>* const prev_;
+};
 
 }  // namespace sandbox::platform
 

@@ -17,6 +17,16 @@ int GoferClient::CallRaw(uint16_t type, std::string_view payload,
     return EPIPE;
   }
   err = RecvMessage(sock_.get(), reply);
+  if (err == 0 && reply->header_error == EMFILE &&
+      reply->header.request_id == h.request_id &&
+      reply->header.flags == kFlagReply) {
+    // The reply's FDs did not fit in this process (EMFILE): this call
+    // fails, the connection stays usable. (Open's reply names no handle; a
+    // Create's new handle stays in the Gofer until the connection ends.)
+    reply->payload.clear();
+    reply->fds.clear();
+    return EMFILE;
+  }
   if (err != 0 || reply->header_error != 0 ||
       reply->header.request_id != h.request_id ||
       reply->header.flags != kFlagReply) {

@@ -112,7 +112,15 @@ int RecvMessage(int sock, Message* out) {
   err = RecvAll(sock, out->payload.data(), out->payload.size(), &out->fds,
                 &truncated);
   if (err != 0) return err;
-  if (herr == 0 && (truncated || out->fds.size() != out->header.num_fds)) {
+  if (herr == 0 && truncated && out->fds.size() < out->header.num_fds &&
+      out->header.num_fds <= kMaxFdsPerMessage) {
+    // The control buffer has room for every FD a message may carry, so the
+    // kernel dropped FDs because this process had no free descriptor
+    // (scm_detach_fds: MSG_CTRUNC). The framing is intact: the message is
+    // refused with EMFILE and the connection goes on.
+    herr = EMFILE;
+  } else if (herr == 0 &&
+             (truncated || out->fds.size() != out->header.num_fds)) {
     herr = EINVAL;
   }
   out->header_error = herr;

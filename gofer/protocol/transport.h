@@ -19,7 +19,8 @@ namespace gofer {
 struct Message {
   Header header;
   // 0, or why this message must be refused although its framing is intact
-  // (EPROTONOSUPPORT, EINVAL: unknown flags or FD count not as declared).
+  // (EPROTONOSUPPORT, EINVAL: unknown flags or FD count not as declared;
+  // EMFILE: the receiver had no free descriptor for its FDs).
   int header_error = 0;
   std::string payload;
   std::vector<UniqueFd> fds;

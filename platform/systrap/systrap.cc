@@ -39,6 +39,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "platform/guest_copy.h"
+#include "platform/host_fds.h"
 #include "platform/long_work.h"
 #include "platform/systrap/cpuid.h"
 #include "platform/systrap/seccomp_filters.h"
@@ -56,6 +57,9 @@ constexpr uint64_t kMinUserAddress = 0x10000;
 // Bound on any spin count the stub reads from its (guest-writable) slot.
 constexpr uint32_t kMaxStubSpin = 1u << 24;
 constexpr uint32_t kResultDead = 0xffffffffu;
+// Host FDs a stub costs the Sentry: its reply pipe's read end, its data
+// pipe's two ends and its pidfd (HostFdBudget).
+constexpr size_t kStubHostFds = 4;
 // How long the Sentry waits for a stub's syscall thread to answer a request
 // or a new stub thread to start before it kills the stub. Generous: a
 // loaded 2-CPU machine can delay a runnable thread by tens of milliseconds.
@@ -273,6 +277,8 @@ class Stub {
 
   pid_t pid() const { return pid_; }
   int pidfd() const { return pidfd_; }
+  // The budget's share for this stub's FDs (given back after they close).
+  void AdoptHostFds(HostFdHold hold) { host_fds_ = std::move(hold); }
   uint64_t id() const { return id_; }
   bool dead() const { return dead_.load(); }
   // Whether `tid` (read from guest-writable shared memory) names a thread of
@@ -338,6 +344,8 @@ class Stub {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(req_mu_);
 
   SystrapPlatform* const plat_;
+  // Declared first so that it is destroyed last: after ~Stub closed the FDs.
+  HostFdHold host_fds_;
   const pid_t pid_;
   const int pidfd_;
   // Read end of the reply pipe (non-blocking, packet mode). The stub's
@@ -572,6 +580,11 @@ class SystrapPlatform final : public Platform {
   // Receives the reply pipe's read end the source sent for a new stub
   // (non-blocking, close-on-exec), or -1.
   int RecvReplyFd() ABSL_EXCLUSIVE_LOCKS_REQUIRED(source_mu_);
+  // Closes every FD an SCM_RIGHTS message `m` delivered.
+  static void CloseReceivedFds(msghdr& m);
+  // Receives (and closes the FDs of) every message queued on the source
+  // socket.
+  void DrainSourceSocket() ABSL_EXCLUSIVE_LOCKS_REQUIRED(source_mu_);
   absl::Status MapStubRegion();
   void ServiceThread(std::promise<absl::Status>* started);
   absl::Status StartSource();
@@ -1659,17 +1672,15 @@ int SystrapPlatform::RecvReplyFd() {
   } while (n < 0 && errno == EINTR);
   cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&m) : nullptr;
   if (c == nullptr || c->cmsg_level != SOL_SOCKET ||
-      c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
+      c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)) ||
+      (m.msg_flags & MSG_CTRUNC) != 0) {
     // Never leave a message queued: the next stub would get this one's
-    // pipe. (Whatever fd a truncated message carried is closed.)
-    if (c != nullptr && c->cmsg_level == SOL_SOCKET &&
-        c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      int fd;
-      memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-      close(fd);
-    }
-    while (recv(source_sock_, &byte, 1, MSG_DONTWAIT) > 0) {
-    }
+    // pipe. Whatever fd a message carried is closed; with no FD left in
+    // the Sentry (EMFILE) the kernel dropped it and set MSG_CTRUNC. The
+    // drain uses recvmsg with the same flags: it is the only receive the
+    // seccomp allowlist has (recv is recvfrom, which it kills).
+    if (n == 1) CloseReceivedFds(m);
+    DrainSourceSocket();
     return -1;
   }
   int fd;
@@ -1680,6 +1691,38 @@ int SystrapPlatform::RecvReplyFd() {
     return -1;
   }
   return fd;
+}
+
+void SystrapPlatform::CloseReceivedFds(msghdr& m) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+        c->cmsg_len < CMSG_LEN(0)) {
+      continue;
+    }
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+      close(fd);
+    }
+  }
+}
+
+void SystrapPlatform::DrainSourceSocket() {
+  for (;;) {
+    char byte;
+    iovec iov = {&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr m = {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof(control);
+    ssize_t n = recvmsg(source_sock_, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    CloseReceivedFds(m);
+  }
 }
 
 void SystrapPlatform::Unwatch(uint64_t id, int pidfd) {
@@ -1732,6 +1775,13 @@ absl::Status SystrapPlatform::Init() {
 
 absl::StatusOr<std::unique_ptr<AddressSpace>>
 SystrapPlatform::NewAddressSpace() {
+  // The stub's FDs in the Sentry (reply pipe, data pipe's two ends, pidfd),
+  // taken from the budget first: past it the guest's fork fails, and no
+  // host call below runs out of FDs.
+  HostFdHold fds = HostFdHold::Take(kStubHostFds);
+  if (!fds.ok()) {
+    return absl::ResourceExhaustedError("host FD budget: no room for a stub");
+  }
   auto shared = mf_->Allocate(2 * kPage);
   if (!shared.ok()) return shared.status();
   // Thread 0 comes with the stub: its region, and its sigaltstack in the
@@ -1818,6 +1868,7 @@ SystrapPlatform::NewAddressSpace() {
   auto stub = std::make_shared<Stub>(this, pid, pidfd, reply_fd, data_rfd,
                                      data_wfd, *shared, id);
   stub->AdoptThread0(*thread0);
+  stub->AdoptHostFds(std::move(fds));
   {
     absl::MutexLock l(&watch_mu_);
     watched_[id] = stub;

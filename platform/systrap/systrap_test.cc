@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 
 #include "gtest/gtest.h"
 #include "platform/guest_copy.h"
+#include "platform/host_fds.h"
 #include "platform/long_work.h"
 #include "platform/memory_file.h"
 #include "platform/systrap/seccomp_filters.h"
@@ -778,6 +780,52 @@ TEST_F(SystrapTest, ForgedSigreturnCannotBlockInterrupts) {
   t2.join();
   killer2.join();
   EXPECT_EQ(r.reason, SwitchReason::kInterrupted);
+}
+
+// Issue 17, finding 3: with no descriptor left in the Sentry the source
+// stub's SCM_RIGHTS message arrives truncated (MSG_CTRUNC). The address
+// space fails with an error (the drain of the message uses recvmsg, the only
+// receive the Sentry's seccomp allowlist has; recv killed it with SIGSYS),
+// nothing stays queued, and the next address space works.
+TEST_F(SystrapTest, NewAddressSpaceWithoutHostFdsFailsCleanlyAndRecovers) {
+  struct rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  int top = 0;
+  for (const auto& [fd, target] : Fds(getpid())) top = std::max(top, fd);
+  struct rlimit low = saved;
+  low.rlim_cur = top + 1;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> fill;  // every free number below the limit
+  for (int fd; (fd = dup(0)) >= 0;) fill.push_back(fd);
+  ASSERT_EQ(errno, EMFILE);
+  auto none = platform_->NewAddressSpace();
+  for (int fd : fill) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_FALSE(none.ok());
+  auto as = platform_->NewAddressSpace();
+  ASSERT_TRUE(as.ok()) << as.status();
+  uint64_t off = Alloc(kPage);
+  EXPECT_TRUE((*as)->MapFile(kData, off, kPage, PROT_READ | PROT_WRITE).ok());
+}
+
+// Past the host FD budget (platform/host_fds.h) a new address space is
+// refused before anything is made (the guest's fork gets EAGAIN), and given
+// back budget serves the next one.
+TEST_F(SystrapTest, NewAddressSpacePastTheHostFdBudgetIsRefused) {
+  HostFdBudget::Configure(1024);
+  std::vector<HostFdHold> holds;
+  for (HostFdHold h; (h = HostFdHold::Take(1)).ok();) {
+    holds.push_back(std::move(h));
+  }
+  auto refused = platform_->NewAddressSpace();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  holds.resize(holds.size() - 4);
+  auto as = platform_->NewAddressSpace();
+  EXPECT_TRUE(as.ok()) << as.status();
+  as->reset();
+  holds.clear();
+  HostFdBudget::RaiseAndConfigure();
 }
 
 TEST_F(SystrapTest, KilledStubGivesDead) {

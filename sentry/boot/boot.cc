@@ -16,6 +16,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "platform/host_fds.h"
+#include "platform/memory_budget.h"
 #include "platform/memory_file.h"
 #include "platform/systrap/systrap.h"
 #include "sentry/boot/boot_spec.h"
@@ -175,6 +177,9 @@ int BootMain(int argc, char** argv) {
   // A guest writing to a closed pipe gets EPIPE and a (Sentry-made)
   // SIGPIPE; the Sentry itself must never die of one.
   signal(SIGPIPE, SIG_IGN);
+  // Every host FD the hard limit allows (no CAP_SYS_RESOURCE: no more), and
+  // the budget that guest processes and threads take theirs from.
+  const size_t nofile = platform::HostFdBudget::RaiseAndConfigure();
 
   auto spec_or = ReadBootSpecFromFd(kSpecFd);
   close(kSpecFd);
@@ -210,6 +215,8 @@ int BootMain(int argc, char** argv) {
                        .stderr_fd = 2,
                        .warn_unsupported = spec.warn_unsupported});
   Phase(start, "spec read");
+  kernel::LogDebug("boot: %d host FDs (RLIMIT_NOFILE), %d for guest tasks",
+                   nofile, platform::HostFdBudget::limit());
 
   // The host kernel's CPU flags, while /proc is still reachable.
   std::vector<std::string> host_cpu_flags =
@@ -237,6 +244,9 @@ int BootMain(int argc, char** argv) {
   for (int s : kForwarded) sigaddset(&fwd, s);
   pthread_sigmask(SIG_BLOCK, &fwd, nullptr);
 
+  // No request for more guest memory than the file can hold is started
+  // (platform/memory_budget.h; a --memory limit would lower this).
+  platform::SetGuestMemoryLimit(kMemoryFileSize);
   auto mf = platform::MemoryFile::Create(kMemoryFileSize);
   if (!mf.ok()) return Fail("memory file: " + mf.status().ToString());
   auto plat_or = platform::NewSystrapPlatform(std::move(mf).value());

@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gofer/protocol/unique_fd.h"
+#include "platform/host_fds.h"
 #include "sentry/boot/seed.h"
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/gofer/filesystem.h"
@@ -34,6 +36,28 @@ KResult<void> MkdirAll(const vfs::ResolveBase& base, const std::string& path) {
   return OkResult();
 }
 
+// Each Gofer mount's FD cache (fs::gofer::FdCache): an equal part of what
+// the host FD budget leaves for file data (platform/host_fds.h), at most the
+// file system's default.
+size_t FileCacheShare(const BootSpec& spec) {
+  const size_t mounts = 1 + spec.gofer_mounts.size();
+  return std::clamp<size_t>(platform::HostFdBudget::FileCacheFds() / mounts, 8,
+                            fs::gofer::Options{}.max_host_fds);
+}
+
+// Each Gofer mount's name cache (fs::gofer::Options::max_cached_inodes):
+// half of the handles the Gofer allows a connection (gofer/gofer.cc sizes
+// them from the same RLIMIT_NOFILE), so that open files have the rest.
+size_t CachedInodeShare(const BootSpec& spec) {
+  const size_t nofile = platform::HostFdBudget::limit() +
+                        platform::HostFdBudget::FileCacheFds() +
+                        platform::kUncountedHostFds;
+  const size_t mounts = 1 + spec.gofer_mounts.size();
+  const size_t handles = (nofile > 128 ? nofile - 64 : nofile / 2) / 2 / mounts;
+  return std::clamp<size_t>(handles / 2, 16,
+                            fs::gofer::Options{}.max_cached_inodes);
+}
+
 }  // namespace
 
 KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
@@ -49,6 +73,9 @@ KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
       opts.exclusive = true;  // Nothing else changes the sandbox's root.
       opts.read_only = true;  // Writes: EROFS (until an overlay is added).
       opts.memory_file = &mf;
+      opts.max_host_fds = FileCacheShare(spec);
+      opts.max_cached_inodes = CachedInodeShare(spec);
+      opts.max_cached_inodes = CachedInodeShare(spec);
       KResult<std::shared_ptr<fs::gofer::GoferFilesystem>> gfs =
           fs::gofer::NewGoferFilesystem(::gofer::UniqueFd(spec.root_gofer_fd),
                                         opts);
@@ -68,7 +95,12 @@ KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
       KResult<std::shared_ptr<fs::overlay::OverlayFilesystem>> ovl =
           fs::overlay::OverlayFilesystem::Create(
               {.lower = {lower, lower->root()},
-               .upper = fs::tmpfs::Filesystem::Create(mf)});
+               .upper = fs::tmpfs::Filesystem::Create(mf),
+               // Its caches pin lower inodes, which the Gofer client's
+               // eviction cannot take back: half of the client's bound.
+               .max_cached_names = std::clamp<size_t>(
+                   CachedInodeShare(spec) / 2, 16,
+                   fs::overlay::Options{}.max_cached_names)});
       if (!ovl.ok()) {
         *why = absl::StrCat("cannot make the overlay root: ",
                             std::string(ovl.error().message()));
@@ -125,6 +157,7 @@ KResult<std::shared_ptr<vfs::MountNamespace>> MakeRootNamespace(
     opts.exclusive = !m.shared;
     opts.read_only = m.read_only;
     opts.memory_file = &mf;
+    opts.max_host_fds = FileCacheShare(spec);
     KResult<std::shared_ptr<fs::gofer::GoferFilesystem>> gfs =
         fs::gofer::NewGoferFilesystem(std::move(mount_fds[i]), opts);
     if (!gfs.ok()) {

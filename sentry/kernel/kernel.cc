@@ -53,6 +53,8 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
       *this, tg, std::make_shared<const Credentials>(std::move(args.creds)),
       std::move(args.fds), std::move(args.fs), std::move(args.mm),
       std::move(args.cpu));
+  if (!task->has_interrupt_fd()) return kEAGAIN;
+  task->AdoptHostFds(platform::HostFdHold::Take(platform::kTaskHostFds));
   TRY(ThreadId tid, root_pidns_.Allocate(task));
   task->set_tid(tid);
   // comm starts as the executable's base name (TASK_COMM_LEN - 1 bytes).
@@ -81,9 +83,13 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
 KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   ThreadGroup& tg = parent.thread_group();
   if (tg.exiting()) return kEAGAIN;
+  platform::HostFdHold fds = platform::HostFdHold::Take(platform::kTaskHostFds);
+  if (!fds.ok()) return kEAGAIN;
   auto task = std::make_shared<Task>(
       *this, parent.thread_group_ref(), parent.creds_ref(),
       parent.fd_table_ref(), parent.fs_ref(), parent.mm_ref(), std::move(cpu));
+  if (!task->has_interrupt_fd()) return kEAGAIN;
+  task->AdoptHostFds(std::move(fds));
   TRY(ThreadId tid, root_pidns_.Allocate(task));
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
@@ -109,6 +115,10 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
   std::shared_ptr<ThreadGroup> ptg =
       opts.sibling ? ctg.parent_ref() : parent.thread_group_ref();
   if (ptg == nullptr) return kEINVAL;
+  // The host's resources first (platform/host_fds.h): past the budget the
+  // fork fails with nothing made.
+  platform::HostFdHold fds = platform::HostFdHold::Take(platform::kTaskHostFds);
+  if (!fds.ok()) return kEAGAIN;
   std::shared_ptr<mm::MemoryManager> mm;
   if (opts.share_mm) {
     mm = parent.mm_ref();
@@ -127,6 +137,8 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
       opts.share_files ? parent.fd_table_ref() : parent.fd_table().Fork(),
       opts.share_fs ? parent.fs_ref() : parent.fs().Fork(), std::move(mm),
       std::move(cpu));
+  if (!task->has_interrupt_fd()) return kEAGAIN;
+  task->AdoptHostFds(std::move(fds));
   TRY(ThreadId tid, root_pidns_.Allocate(task));
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
@@ -160,17 +172,28 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
 }
 
 void Kernel::Start(Task* task) {
+  KResult<std::unique_ptr<TaskThread>> thread = TaskThread::Create();
+  if (!thread.ok()) {
+    // Only the first task (boot, tests) gets here; clone makes its thread
+    // before the task. Without a thread the task cannot run: end it.
+    Fatal("cannot make a host thread for a task");
+    return;
+  }
+  Start(task, std::move(thread).value());
+}
+
+void Kernel::Start(Task* task, std::unique_ptr<TaskThread> thread) {
   std::shared_ptr<Task> held = task->shared_from_this();
   {
     absl::MutexLock l(&mu_);
     ++live_threads_;
   }
-  std::thread([this, held = std::move(held)]() mutable {
+  thread->Run([this, held = std::move(held)]() mutable {
     held->Run();
     held.reset();  // the Task goes here unless its TID still names it
     absl::MutexLock l(&mu_);
     --live_threads_;
-  }).detach();
+  });
 }
 
 ThreadGroup* Kernel::init() const {

@@ -24,6 +24,7 @@
 #include "sentry/kernel/pid_namespace.h"
 #include "sentry/kernel/syscall_dispatcher.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/task_thread.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/kernel/timer_service.h"
 #include "sentry/kernel/uts.h"
@@ -105,8 +106,12 @@ class Kernel {
   // for CLONE_PARENT from init (it has no parent in the sandbox).
   KResult<Task*> Fork(Task& parent, platform::CpuState cpu,
                       const ForkOptions& opts);
-  // Starts the task's host thread, which runs Task::Run.
+  // Starts the task's host thread, which runs Task::Run. Without one (the
+  // host refused a thread) the sandbox ends (Fatal): for the first task.
   void Start(Task* task);
+  // Runs the task on `thread`, made before the task (clone: a host that
+  // cannot make one fails the clone with EAGAIN, task_thread.h).
+  void Start(Task* task, std::unique_ptr<TaskThread> thread);
 
   ThreadGroup* init() const;
   std::shared_ptr<ThreadGroup> init_ref() const;

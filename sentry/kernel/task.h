@@ -25,6 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "platform/host_fds.h"
 #include "platform/platform.h"
 #include "sentry/base/result.h"
 #include "sentry/kernel/cpu_clock.h"
@@ -142,6 +143,12 @@ class Task final : public vfs::UserMemory,
 
   // What file operations need from this task (interrupt FD, memory).
   vfs::IoContext io_context() { return {interrupt_fd_, this, creds_.get()}; }
+  // Whether the host gave the task its interrupt eventfd (else the creator
+  // fails the clone: EAGAIN).
+  bool has_interrupt_fd() const { return interrupt_fd_ >= 0; }
+  // The task's share of the host FD budget (platform/host_fds.h), given
+  // back when the task goes.
+  void AdoptHostFds(platform::HostFdHold hold) { host_fds_ = std::move(hold); }
 
   // ---- Signals (signal.h has the design). ----
   // The blocked mask: read by the task thread without a lock, by others
@@ -262,6 +269,7 @@ class Task final : public vfs::UserMemory,
   // An eventfd that is readable while an interrupt is pending; blocking host
   // waits poll it. Immutable.
   int interrupt_fd_ = -1;
+  platform::HostFdHold host_fds_;
   std::atomic<bool> interrupt_pending_{false};
 
   mutable absl::Mutex mu_;

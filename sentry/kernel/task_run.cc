@@ -1,6 +1,7 @@
 // The task run loop: guest code runs until it needs the kernel.
 #include <signal.h>
 
+#include "platform/long_work.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/kernel/signal.h"
@@ -18,6 +19,9 @@ Task* Task::Current() { return current_task; }
 
 void Task::Run() {
   current_task = this;
+  // Long loops in mm and fs stop when this task is interrupted
+  // (platform/long_work.h).
+  platform::ScopedInterruptFlag interruptible(&interrupt_pending_);
   cpu_clock_.Start();  // cpu_clock.h: system time from here
   std::unique_ptr<platform::Context> context;
   if (kernel_.platform() == nullptr) {

@@ -11,7 +11,12 @@ namespace sandbox::mm {
 KResult<std::unique_ptr<MemoryManager>> MemoryManager::Fork(
     platform::Platform& platform) {
   auto as = platform.NewAddressSpace();
-  if (!as.ok()) return kENOMEM;
+  // The host's resources for a new address space are exhausted (the
+  // Sentry's FD budget, the host's process limit): EAGAIN, as fork under
+  // RLIMIT_NPROC; anything else (memory) ENOMEM.
+  if (!as.ok()) {
+    return absl::IsResourceExhausted(as.status()) ? kEAGAIN : kENOMEM;
+  }
   return Fork(std::move(*as));
 }
 

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <vector>
 
+#include "platform/long_work.h"
+#include "platform/memory_budget.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/stats.h"
 
@@ -354,6 +356,13 @@ KResult<void> MemoryManager::Populate(uintptr_t addr, size_t length) {
   absl::ReaderMutexLock ml(&mapping_mu_);
   uintptr_t cur = start;
   while (cur < end) {
+    // Best effort, as Linux's populate: it stops (the mapping stays, faults
+    // back the rest) when the task is interrupted (a kill: at once, not
+    // after a 1 TiB populate) or guest memory runs short.
+    if (platform::LongWorkInterrupted() ||
+        !platform::GuestMemoryCouldFit(mf_.AllocatedBytes(), kFaultWindow)) {
+      break;
+    }
     auto vit = FindVmaLocked(cur);
     if (vit == vmas_.end()) {
       auto next = vmas_.upper_bound(cur);

@@ -72,7 +72,8 @@ KResult<platform::CpuState> ChildCpu(Task& t, uint64_t flags, uint64_t stack,
 // latter into the child's memory: copy-on-write for a process, shared for a
 // thread), then runs the child. Faults in these writes are ignored, as Linux
 // does.
-uint64_t StartChild(Task& t, kernel::Task* child, uint64_t flags,
+uint64_t StartChild(Task& t, kernel::Task* child,
+                    std::unique_ptr<kernel::TaskThread> thread, uint64_t flags,
                     uint64_t parent_tid, uint64_t child_tid) {
   const uint32_t tid = static_cast<uint32_t>(child->tid());
   if (flags & CLONE_PARENT_SETTID) {
@@ -82,7 +83,7 @@ uint64_t StartChild(Task& t, kernel::Task* child, uint64_t flags,
     (void)child->CopyOutObj<uint32_t>(child_tid, tid);
   }
   if (flags & CLONE_CHILD_CLEARTID) child->set_clear_child_tid(child_tid);
-  t.kernel().Start(child);
+  t.kernel().Start(child, std::move(thread));
   return uint64_t{tid};
 }
 
@@ -96,6 +97,9 @@ KResult<uint64_t> StartClone(Task& t, uint64_t flags, uint64_t stack,
   if ((flags & ~kSupported) != 0) return kENOSYS;
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_THREAD)) return kENOSYS;
   TRY(platform::CpuState cpu, ChildCpu(t, flags, stack, tls));
+  // The child's host thread first: a host that cannot make one (EAGAIN from
+  // its clone, no FD for its eventfd) fails this clone with nothing made.
+  TRY(std::unique_ptr<kernel::TaskThread> thread, kernel::TaskThread::Create());
   kernel::Task* child;
   if (flags & CLONE_THREAD) {
     TRY(child, t.kernel().NewThread(t, std::move(cpu)));
@@ -125,7 +129,8 @@ KResult<uint64_t> StartClone(Task& t, uint64_t flags, uint64_t stack,
     vfork = std::make_shared<kernel::VforkCompletion>();
     child->set_vfork_done(vfork);
   }
-  uint64_t tid = StartChild(t, child, flags, parent_tid, child_tid);
+  uint64_t tid =
+      StartChild(t, child, std::move(thread), flags, parent_tid, child_tid);
   // wait_for_vfork_done: killable; a kill ends the caller anyway, so what
   // it returns then does not matter.
   if (vfork != nullptr) vfork->Wait(t);

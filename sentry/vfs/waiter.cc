@@ -21,26 +21,29 @@ struct WaitEntry::QueueState {
 namespace {
 
 // The calling host thread's wake-up eventfd, created on first use and
-// closed when the thread ends. Non-blocking so draining never sleeps.
+// closed when the thread ends. Non-blocking so draining never sleeps. If
+// the host has no FD to give (EMFILE, ENFILE) it is -1 and the next use
+// tries again; task threads make theirs before their task exists
+// (kernel::TaskThread), so only other threads can see -1.
 class ThreadEventFd {
  public:
-  ThreadEventFd() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-    // Without it the thread could never sleep; the Sentry cannot go on
-    // (only fd exhaustion of the Sentry itself gets here).
-    if (fd_ < 0) std::abort();
+  ~ThreadEventFd() {
+    if (fd_ >= 0) close(fd_);
   }
-  ~ThreadEventFd() { close(fd_); }
-  int fd() const { return fd_; }
+  int Get() {
+    if (fd_ < 0) fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return fd_;
+  }
 
  private:
-  int fd_;
+  int fd_ = -1;
 };
 
 }  // namespace
 
 int ThreadWakeFd() {
   thread_local ThreadEventFd efd;
-  return efd.fd();
+  return efd.Get();
 }
 
 void DrainWakeFd(int fd) {
@@ -118,7 +121,18 @@ WakeReason ThreadWaiter::Sleep(int interrupt_fd, int64_t deadline_ns,
       to = {left / 1000000000, left % 1000000000};
       top = &to;
     }
+    // Without a wake-up eventfd (the host had none to give) a callback
+    // cannot wake us: poll every millisecond and report a (spurious)
+    // notification, which every caller re-checks.
+    bool capped = false;
+    timespec cap = {0, 1000000};
+    if (efd_ < 0 &&
+        (top == nullptr || to.tv_sec > 0 || to.tv_nsec > cap.tv_nsec)) {
+      top = &cap;
+      capped = true;
+    }
     int n = ppoll(fds.data(), fds.size(), top, nullptr);
+    if (n == 0 && capped) return WakeReason::kNotified;
     if (n < 0) {
       if (errno == EINTR) continue;
       // Only EFAULT/EINVAL/ENOMEM: back out as interrupted rather than
@@ -129,7 +143,7 @@ WakeReason ThreadWaiter::Sleep(int interrupt_fd, int64_t deadline_ns,
     if (interrupt_fd >= 0 && fds[0].revents != 0) {
       return WakeReason::kInterrupted;
     }
-    if (fds[1].revents != 0) DrainWakeFd(efd_);
+    if (efd_ >= 0 && fds[1].revents != 0) DrainWakeFd(efd_);
     return WakeReason::kNotified;
   }
 }

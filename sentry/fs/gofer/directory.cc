@@ -137,6 +137,15 @@ KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::Lookup(
   }
   wire::WalkResp resp;
   TRY_VOID(gfs().Call(wire::WalkReq{handle(), {std::string(name)}}, &resp));
+  if (resp.status == wire::WalkStatus::kError &&
+      (resp.error == EMFILE || resp.error == ENFILE)) {
+    // The Gofer is out of handles or host FDs: give back what the caches
+    // hold and walk once more (GoferFilesystem::Call does the same for
+    // errors in the reply header).
+    gfs().RelieveFdPressure();
+    resp = {};
+    TRY_VOID(gfs().Call(wire::WalkReq{handle(), {std::string(name)}}, &resp));
+  }
   if (resp.status == wire::WalkStatus::kError) {
     if (resp.error == 0) return kEIO;
     Errno e = GoferFilesystem::MapError(resp.error);

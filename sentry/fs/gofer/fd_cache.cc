@@ -47,6 +47,19 @@ void FdCache::Forget(Slot& slot) {
   // `dropped` is destroyed after mu_ is released (declared before the lock).
 }
 
+void FdCache::EvictAll() {
+  std::vector<std::shared_ptr<HostFd>> evicted;  // closed after unlocking
+  absl::MutexLock l(&mu_);
+  evicted.reserve(lru_.size());
+  for (Slot* victim : lru_) {
+    evicted.push_back(std::move(victim->fd));
+    victim->fd = nullptr;
+    ++evictions_;
+  }
+  lru_.clear();
+  // `evicted` is destroyed after mu_ is released (declared before the lock).
+}
+
 size_t FdCache::size() const {
   absl::MutexLock l(&mu_);
   return lru_.size();

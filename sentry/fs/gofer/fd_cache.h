@@ -58,6 +58,10 @@ class FdCache {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Empties the slot (its inode is going away).
   void Forget(Slot& slot) ABSL_LOCKS_EXCLUDED(mu_);
+  // Empties every slot (the process is out of FDs): an FD in use by I/O
+  // closes when that I/O returns; the others close now. Later I/O opens
+  // its FD again.
+  void EvictAll() ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
   size_t capacity() const { return capacity_; }

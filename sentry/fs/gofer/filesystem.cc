@@ -56,6 +56,10 @@ Errno GoferFilesystem::MapError(uint32_t err) {
   if (err == 0 || err > kMaxLinuxErrno || err == EPROTO || err == EPIPE) {
     return kEIO;
   }
+  // The Gofer's handles or a process's host FDs ran out, never the guest's
+  // own table (that is EMFILE from the VFS): to the guest it is the
+  // system-wide limit, as Linux's ENFILE.
+  if (err == EMFILE) return kENFILE;
   return Errno(static_cast<int>(err));
 }
 
@@ -204,8 +208,18 @@ void GoferFilesystem::NoteCached(const std::shared_ptr<GoferDirectory>& dir,
   cached_order_.emplace_back(dir, std::move(name));
 }
 
+void GoferFilesystem::RelieveFdPressure() {
+  fd_pressure_.fetch_add(1, std::memory_order_relaxed);
+  fd_cache_.EvictAll();
+  TrimCacheTo(0);  // inodes still in use (open, or in a dentry) stay
+  FlushCloses();   // the dropped inodes' handles, now
+}
+
 void GoferFilesystem::TrimCache() {
-  const int64_t max = static_cast<int64_t>(opts_.max_cached_inodes);
+  TrimCacheTo(static_cast<int64_t>(opts_.max_cached_inodes));
+}
+
+void GoferFilesystem::TrimCacheTo(int64_t max) {
   absl::MutexLock l(&trim_mu_);
   if (cached_order_.size() > 2 * opts_.max_cached_inodes + 64) {
     // Forget records of entries that are gone, and duplicates.

@@ -34,6 +34,7 @@
 #ifndef SENTRY_FS_GOFER_FILESYSTEM_H_
 #define SENTRY_FS_GOFER_FILESYSTEM_H_
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -135,6 +136,18 @@ struct Options {
 class GoferDirectory;
 class GoferInode;
 
+// Calls retried once after RelieveFdPressure when they fail for want of
+// descriptors: those that change nothing on the host (a failed Create may
+// have created its file before its FD was lost).
+template <typename Req>
+inline constexpr bool kRetriedUnderFdPressure =
+    std::is_same_v<Req, wire::WalkReq> ||
+    std::is_same_v<Req, wire::WalkStatReq> ||
+    std::is_same_v<Req, wire::OpenReq> || std::is_same_v<Req, wire::StatReq> ||
+    std::is_same_v<Req, wire::GetdentsReq> ||
+    std::is_same_v<Req, wire::GetdentsPlusReq> ||
+    std::is_same_v<Req, wire::ReadlinkReq>;
+
 class GoferFilesystem final : public vfs::Filesystem {
  public:
   // Attaches to the Gofer on `client`'s connection. EIO if the Gofer's
@@ -189,8 +202,26 @@ class GoferFilesystem final : public vfs::Filesystem {
       calls_.getdents_plus.fetch_add(1, std::memory_order_relaxed);
     }
     int err = client_->Call(req, resp, fd);
+    if constexpr (kRetriedUnderFdPressure<Req>) {
+      if (err == EMFILE || err == ENFILE) {
+        // Out of descriptors, here (the reply's FD did not fit) or in the
+        // Gofer (its handles or its host FDs): give back what the caches
+        // hold and try once more. Only this call fails if that is not
+        // enough (EMFILE/ENFILE to the guest).
+        RelieveFdPressure();
+        err = client_->Call(req, resp, fd);
+      }
+    }
     if (err == 0) return OkResult();
     return MapError(err);
+  }
+  // Gives back host resources the caches hold: the batched Closes, every
+  // cached FD no I/O uses, and the unused entries of the name cache (their
+  // inodes' Gofer handles). Cached data comes back on demand (a later open
+  // or lookup asks the Gofer again). Counted in fd_pressure_events().
+  void RelieveFdPressure() ABSL_LOCKS_EXCLUDED(trim_mu_, close_mu_);
+  uint64_t fd_pressure_events() const {
+    return fd_pressure_.load(std::memory_order_relaxed);
   }
   // Gofer calls made so far (tests: a cached operation makes none).
   uint64_t rpc_count() const { return rpcs_.load(std::memory_order_relaxed); }
@@ -200,7 +231,8 @@ class GoferFilesystem final : public vfs::Filesystem {
   };
   CallCounts& calls() { return calls_; }
 
-  // A Gofer errno as the caller sees it: Linux errnos pass; a broken
+  // A Gofer errno as the caller sees it: Linux errnos pass, but EMFILE (the
+  // Gofer's handles or host FDs are exhausted) is ENFILE; a broken
   // connection (EPROTO, EPIPE) and anything outside 1..133 is EIO.
   static Errno MapError(uint32_t err);
 
@@ -231,9 +263,10 @@ class GoferFilesystem final : public vfs::Filesystem {
   // Records that `dir` cached `name` (oldest first, for TrimCache).
   void NoteCached(const std::shared_ptr<GoferDirectory>& dir, std::string name)
       ABSL_LOCKS_EXCLUDED(trim_mu_);
-  // Drops the oldest unused entries while over max_cached_inodes. Called
-  // without children_mu_ held.
+  // Drops the oldest unused entries while over max_cached_inodes (or, with
+  // `max` given, over that many). Called without children_mu_ held.
   void TrimCache() ABSL_LOCKS_EXCLUDED(trim_mu_);
+  void TrimCacheTo(int64_t max) ABSL_LOCKS_EXCLUDED(trim_mu_);
 
  private:
   GoferFilesystem(std::unique_ptr<wire::GoferClient> client,
@@ -245,6 +278,7 @@ class GoferFilesystem final : public vfs::Filesystem {
   Options opts_;
   FdCache fd_cache_;
   std::atomic<uint64_t> rpcs_{0};
+  std::atomic<uint64_t> fd_pressure_{0};
   CallCounts calls_;
   std::atomic<size_t> file_data_bytes_{0};
   std::atomic<int64_t> cached_entries_{0};

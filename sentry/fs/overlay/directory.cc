@@ -107,7 +107,7 @@ void OverlayFilesystem::NoteCached(const std::shared_ptr<OverlayInode>& dir,
                                    std::string name) {
   absl::MutexLock l(&cache_mu_);
   cached_.emplace_back(dir, std::move(name));
-  while (cached_.size() > kMaxCachedNames) {
+  while (cached_.size() > max_cached_names_) {
     auto [weak, old] = std::move(cached_.front());
     cached_.pop_front();
     if (std::shared_ptr<OverlayInode> d = weak.lock()) d->Forget(old);

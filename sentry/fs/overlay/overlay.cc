@@ -30,7 +30,8 @@ KResult<std::shared_ptr<OverlayFilesystem>> OverlayFilesystem::Create(
     Options opts) {
   if (!opts.lower.ok() || opts.upper == nullptr) return kEINVAL;
   if (!opts.lower.dentry->inode().IsDir()) return kENOTDIR;
-  std::shared_ptr<OverlayFilesystem> fs(new OverlayFilesystem());
+  std::shared_ptr<OverlayFilesystem> fs(
+      new OverlayFilesystem(opts.max_cached_names));
   fs->upper_fs_ = opts.upper;
   fs->upper_mount_ =
       vfs::Mount::Create(opts.upper, opts.upper->root(), /*flags=*/0);

@@ -32,6 +32,7 @@
 
 #include <stdint.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -69,6 +70,10 @@ struct Options {
   // (whiteouts as character devices 0:0, trusted.* xattrs), private to this
   // overlay. Required.
   std::shared_ptr<vfs::Filesystem> upper;
+  // Names the directories' lookup caches keep, and dentries the dentry
+  // cache keeps: each pins a lower dentry, so a Gofer handle. Boot sizes it
+  // below the Gofer's handles (sentry/boot/root_fs.cc).
+  size_t max_cached_names = 2048;
 };
 
 class OverlayInode;
@@ -103,7 +108,9 @@ class OverlayFilesystem final : public vfs::Filesystem {
  private:
   friend class OverlayInode;
   friend class OverlayFile;
-  OverlayFilesystem() = default;
+  explicit OverlayFilesystem(size_t max_cached_names)
+      : max_cached_names_(std::max<size_t>(1, max_cached_names)),
+        dcache_(max_cached_names_) {}
 
   // The overlay inode for the real (upper, lower) pair a lookup found
   // (either may be null, not both): the live one with that st_ino if it
@@ -136,14 +143,14 @@ class OverlayFilesystem final : public vfs::Filesystem {
 
   // The bound of the directories' lookup caches: each cached name pins
   // its lower dentry, hence a Gofer handle.
-  static constexpr size_t kMaxCachedNames = 2048;
+  const size_t max_cached_names_;
   // Records a cached name, evicting the oldest past the bound.
   void NoteCached(const std::shared_ptr<OverlayInode>& dir, std::string name)
       ABSL_LOCKS_EXCLUDED(cache_mu_);
 
   std::shared_ptr<vfs::Filesystem> upper_fs_;
   std::shared_ptr<vfs::Mount> upper_mount_;
-  vfs::DentryCache dcache_{kMaxCachedNames};
+  vfs::DentryCache dcache_;
   absl::Mutex cache_mu_;  // before any OverlayInode::dir_mu_
   std::deque<std::pair<std::weak_ptr<OverlayInode>, std::string>> cached_
       ABSL_GUARDED_BY(cache_mu_);
@@ -296,7 +303,7 @@ class OverlayInode final : public vfs::Inode {
   // path walk does not merge the layers again (the VFS's dentry cache is
   // weak). Entries change only under the overlay's tree_mu held
   // exclusively (Forget), and the file system bounds their number
-  // (kMaxCachedNames, oldest first).
+  // (Options::max_cached_names, oldest first).
   std::shared_ptr<OverlayInode> Cached(std::string_view name)
       ABSL_LOCKS_EXCLUDED(dir_mu_);
   void Remember(std::string_view name, std::shared_ptr<OverlayInode> n);

@@ -10,6 +10,9 @@
 #include <iterator>
 #include <limits>
 #include <utility>
+#include <vector>
+
+#include "platform/long_work.h"
 
 namespace sandbox::fs::tmpfs {
 namespace {
@@ -323,8 +326,48 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
       end > attrs_.size) {
     return kEPERM;  // even with FALLOC_FL_KEEP_SIZE, as shmem_fallocate()
   }
-  for (uint64_t i = offset / kPage; i * kPage < end; ++i) {
-    TRY_VOID(PageLocked(i));
+  // Sizes first, as shmem_fallocate checks the range against the mount's
+  // size: a range that could never be backed is ENOSPC before any page
+  // (the guest-memory bound, platform/memory_budget.h; the mount's size=).
+  const uint64_t first = offset / kPage;
+  const uint64_t pages = (end + kPage - 1) / kPage - first;
+  if (!tmpfs().CouldHoldPages(pages -
+                              std::min<uint64_t>(pages, pages_.size()))) {
+    return kENOSPC;
+  }
+  // Page by page, checking for a signal every few MiB. As Linux: a signal
+  // gives EINTR, and a failure (EINTR, ENOSPC) takes back the pages this
+  // call added (shmem_undo_range of the fallocated part).
+  std::vector<uint64_t> added;
+  Errno err{0};
+  for (uint64_t i = first; i * kPage < end; ++i) {
+    if ((i - first) % platform::kLongWorkCheckPages ==
+            platform::kLongWorkCheckPages - 1 &&
+        platform::LongWorkInterrupted()) {
+      err = kEINTR;
+      break;
+    }
+    const bool had = pages_.contains(i);
+    KResult<uint64_t> page = PageLocked(i);
+    if (!page.ok()) {
+      err = page.error();
+      break;
+    }
+    if (!had) added.push_back(i);
+  }
+  if (err.number() != 0) {
+    std::vector<uint64_t> offs;
+    offs.reserve(added.size());
+    for (uint64_t i : added) {
+      auto it = pages_.find(i);
+      offs.push_back(it->second);
+      pages_.erase(it);
+    }
+    // Not mapped by anyone yet (mappings fault pages in under mu_ too, and
+    // they were absent before this call): no invalidation needed.
+    for (uint64_t off : offs) tmpfs().memory_file().Free(off, kPage);
+    tmpfs().ReleasePages(offs.size());
+    return err;
   }
   if (!(mode & FALLOC_FL_KEEP_SIZE) && end > attrs_.size) attrs_.size = end;
   attrs_.ctime = vfs::Now();

@@ -7,11 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "platform/long_work.h"
+#include "platform/memory_budget.h"
 #include "sentry/fs/tmpfs/testing.h"
 
 namespace sandbox::fs::tmpfs {
@@ -331,6 +334,41 @@ namespace sandbox::fs::tmpfs {
 namespace {
 
 class FallocateTest : public TmpfsTest {};
+
+// Issue 17, finding 5: a size no sandbox can back is ENOSPC before any page
+// (it walked 1 PiB page by page, 80-90 s).
+TEST_F(FallocateTest, BeyondTheGuestMemoryBoundIsEnospcUpFront) {
+  WriteFile("/f", "");
+  auto f = Open("/f", O_RDWR).value();
+  const uint64_t before = mf_->AllocatedBytes();
+  platform::SetGuestMemoryLimit(uint64_t{1} << 30);
+  EXPECT_EQ(vfs::Fallocate(*f, 0, 0, uint64_t{1} << 50).error(), kENOSPC);
+  EXPECT_EQ(vfs::Fallocate(*f, 0, 0, uint64_t{2} << 30).error(), kENOSPC);
+  platform::SetGuestMemoryLimit(UINT64_MAX);
+  EXPECT_EQ(mf_->AllocatedBytes(), before);
+  EXPECT_EQ(f->Stat()->st_size, 0);
+}
+
+// A pending interrupt (a signal, a kill) stops a long fallocate with EINTR,
+// and the pages it had added go back (shmem_fallocate's undo).
+TEST_F(FallocateTest, InterruptedFallocateIsEintrAndTakesBackItsPages) {
+  WriteFile("/f", "");
+  auto f = Open("/f", O_RDWR).value();
+  ASSERT_OK(vfs::Fallocate(*f, 0, 0, 4096));  // kept: not this call's
+  const uint64_t before = mf_->AllocatedBytes();
+  std::atomic<bool> pending{true};
+  {
+    platform::ScopedInterruptFlag interruptible(&pending);
+    EXPECT_EQ(vfs::Fallocate(*f, 0, 0, 64 << 20).error(), kEINTR);
+  }
+  EXPECT_EQ(mf_->AllocatedBytes(), before);
+  EXPECT_EQ(f->Stat()->st_size, 4096);
+  EXPECT_EQ(f->Stat()->st_blocks, 8);
+  pending = false;
+  platform::ScopedInterruptFlag quiet(&pending);
+  ASSERT_OK(vfs::Fallocate(*f, 0, 0, 64 << 20));
+  EXPECT_EQ(f->Stat()->st_size, 64 << 20);
+}
 
 TEST_F(FallocateTest, AllocateKeepSizeAndPunch) {
   WriteFile("/f", "");

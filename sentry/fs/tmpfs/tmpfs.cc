@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "platform/memory_budget.h"
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/tmpfs/directory.h"
 #include "sentry/fs/tmpfs/inode.h"
@@ -115,6 +116,16 @@ bool Filesystem::ReservePages(uint64_t n) {
   } while (!used_pages_.compare_exchange_weak(used, used + n,
                                               std::memory_order_relaxed));
   return true;
+}
+
+bool Filesystem::CouldHoldPages(uint64_t n) const {
+  const uint64_t used = used_pages_.load(std::memory_order_relaxed);
+  if (max_pages_ != 0 && (used > max_pages_ || n > max_pages_ - used)) {
+    return false;
+  }
+  constexpr uint64_t kPageBytes = 4096;
+  if (n > UINT64_MAX / kPageBytes) return false;
+  return platform::GuestMemoryCouldFit(mf_.AllocatedBytes(), n * kPageBytes);
 }
 
 void Filesystem::ReleasePages(uint64_t n) {

@@ -21,12 +21,16 @@ void WaitQueue::NotifyAll() {
 
 bool WaitQueue::Wait(absl::Mutex& mu, int interrupt_fd) {
   int efd = ThreadWakeFd();
-  waiters_.push_back(efd);
+  // No wake-up eventfd (the host had no FD): poll every millisecond and
+  // return as if woken; the caller re-checks its condition.
+  const int timeout_ms = efd < 0 ? 1 : -1;
+  if (efd >= 0) waiters_.push_back(efd);
   mu.Unlock();
   pollfd fds[2] = {{efd, POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
   bool interrupted = false;
   for (;;) {
-    int n = poll(fds, interrupt_fd >= 0 ? 2 : 1, -1);
+    int n = poll(fds, 2, timeout_ms);
+    if (n == 0 && efd < 0) break;
     if (n > 0) {
       interrupted = interrupt_fd >= 0 && fds[1].revents != 0;
       break;
@@ -38,7 +42,7 @@ bool WaitQueue::Wait(absl::Mutex& mu, int interrupt_fd) {
       break;
     }
   }
-  DrainWakeFd(efd);
+  if (efd >= 0) DrainWakeFd(efd);
   mu.Lock();
   auto it = std::find(waiters_.begin(), waiters_.end(), efd);
   if (it != waiters_.end()) waiters_.erase(it);
