@@ -25,7 +25,9 @@ Kernel::Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
     : platform_(platform),
       dispatcher_(dispatcher),
       options_(std::move(options)),
-      boot_ns_(MonotonicNs()) {}
+      boot_ns_(MonotonicNs()) {
+  root_pidns_.set_max_tasks(options_.max_tasks);
+}
 
 Kernel::~Kernel() {
   {
@@ -77,9 +79,24 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   return raw;
 }
 
+KResult<std::unique_ptr<platform::Context>> Kernel::PrepareContext(
+    mm::MemoryManager& mm) {
+  if (platform_ == nullptr) return std::unique_ptr<platform::Context>();
+  absl::StatusOr<std::unique_ptr<platform::Context>> c =
+      platform_->NewContext();
+  if (!c.ok()) return kEAGAIN;
+  if (absl::Status s = (*c)->Prepare(mm.address_space()); !s.ok()) {
+    LogDebug("clone: no thread for the new task: %s", s.ToString());
+    return kEAGAIN;
+  }
+  return std::move(c).value();
+}
+
 KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   ThreadGroup& tg = parent.thread_group();
-  if (tg.exiting()) return kEAGAIN;
+  if (tg.exiting() || root_pidns_.AtLimit()) return kEAGAIN;
+  TRY(std::unique_ptr<platform::Context> context,
+      PrepareContext(parent.mm()));
   auto task = std::make_shared<Task>(
       *this, parent.thread_group_ref(), parent.creds_ref(),
       parent.fd_table_ref(), parent.fs_ref(), parent.mm_ref(), std::move(cpu));
@@ -87,6 +104,7 @@ KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
+  task->set_prepared_context(std::move(context));
   tg.AddTask(task.get());
   return task.get();  // held by the PID namespace
 }
@@ -99,7 +117,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
                             const ForkOptions& opts) {
   if (platform_ == nullptr) return kENOMEM;
   ThreadGroup& ctg = parent.thread_group();
-  if (ctg.exiting()) return kEAGAIN;
+  if (ctg.exiting() || root_pidns_.AtLimit()) return kEAGAIN;
   // CLONE_PARENT: the child is the creator's sibling and gets the
   // creator's exit signal (copy_process). The parent is held: it may exit
   // meanwhile (then AddChild refuses and the child goes to the new parent,
@@ -114,6 +132,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
     TRY(std::unique_ptr<mm::MemoryManager> copy, parent.mm().Fork(*platform_));
     mm = std::move(copy);
   }
+  TRY(std::unique_ptr<platform::Context> context, PrepareContext(*mm));
   auto tg = std::make_shared<ThreadGroup>(*this, ptg.get(), ctg.exe_path(),
                                           ctg.limits());
   tg->set_actions(ctg.actions());
@@ -129,6 +148,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
   task->set_tid(tid);
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
+  task->set_prepared_context(std::move(context));
   tg->AddTask(task.get());
   tg->set_pgid_sid(ctg.pgid(), ctg.sid());
   while (!ptg->AddChild(tg)) {
