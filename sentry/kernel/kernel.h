@@ -164,7 +164,8 @@ class Kernel {
   // A platform Context bound to `mm`'s address space for a new task
   // (Context::Prepare): EAGAIN when the address space can run no more
   // threads (or the host could not make one), as copy_process fails when a
-  // thread cannot be made. Null without a platform (unit tests).
+  // thread cannot be made. Null when the platform makes no Contexts (unit
+  // tests).
   KResult<std::unique_ptr<platform::Context>> PrepareContext(
       mm::MemoryManager& mm);
 
