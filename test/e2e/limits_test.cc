@@ -206,8 +206,13 @@ TEST_F(LimitsTest, ForkBombEndsCleanlyWhenRunscIsKilled) {
   std::vector<pid_t> sentry = ChildrenOf(c.pid(), "runsc-sentry");
   ASSERT_EQ(sentry.size(), 1u);
   std::vector<pid_t> stubs = ChildrenOf(sentry[0]);
-  EXPECT_GT(stubs.size(), 1u);       // the bomb's processes are stubs
-  EXPECT_LE(stubs.size(), 64u + 1);  // at most the limit, and the source
+  size_t live = 0;
+  for (pid_t s : stubs) live += Alive(s);
+  // The bomb's processes are stubs: about one per guest process (at most
+  // the limit), the source, and a few an exec or a refused fork is
+  // replacing or tearing down right now.
+  EXPECT_GT(live, 1u);
+  EXPECT_LE(live, 64u + 1 + 8);
   // Everything of the sandbox: the Sentry, the Gofer, the stubs.
   for (pid_t p : ChildrenOf(c.pid())) stubs.push_back(p);
   ASSERT_EQ(kill(c.pid(), SIGKILL), 0);
