@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <iterator>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 

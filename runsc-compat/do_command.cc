@@ -20,8 +20,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "sentry/boot/boot.h"
 #include "runsc-compat/limit_flags.h"
+#include "sentry/boot/boot.h"
 #include "sentry/boot/boot_spec.h"
 
 extern char** environ;

@@ -14,8 +14,8 @@ TEST(LimitFlagsTest, ByteSizesAsDockerTakesThem) {
   EXPECT_EQ(*ParseByteSize("2GB"), uint64_t{2} << 30);
   EXPECT_EQ(*ParseByteSize("1t"), uint64_t{1} << 40);
   EXPECT_EQ(*ParseByteSize("100b"), 100u);
-  for (const char* bad : {"", "m", "-1m", ".5g", "12q", "1mm", "1 m",
-                          "99999999999t"}) {
+  for (const char* bad :
+       {"", "m", "-1m", ".5g", "12q", "1mm", "1 m", "99999999999t"}) {
     EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
   }
 }

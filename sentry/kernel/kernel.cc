@@ -97,8 +97,7 @@ KResult<std::unique_ptr<platform::Context>> Kernel::PrepareContext(
 KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   ThreadGroup& tg = parent.thread_group();
   if (tg.exiting() || root_pidns_.AtLimit()) return kEAGAIN;
-  TRY(std::unique_ptr<platform::Context> context,
-      PrepareContext(parent.mm()));
+  TRY(std::unique_ptr<platform::Context> context, PrepareContext(parent.mm()));
   auto task = std::make_shared<Task>(
       *this, parent.thread_group_ref(), parent.creds_ref(),
       parent.fd_table_ref(), parent.fs_ref(), parent.mm_ref(), std::move(cpu));

@@ -50,10 +50,10 @@ class PidNamespace {
   }
 
   // Allocates the next free TID for `task` (1 for the first: init).
-  // EAGAIN if the namespace is full or at its pids limit. The namespace holds the task while
-  // the TID names it: a thread until it exits, a process's leader until the
-  // process is reaped (its zombie), the task of an execve from another
-  // thread under the leader's TID (Reassign).
+  // EAGAIN if the namespace is full or at its pids limit. The namespace holds
+  // the task while the TID names it: a thread until it exits, a process's
+  // leader until the process is reaped (its zombie), the task of an execve from
+  // another thread under the leader's TID (Reassign).
   KResult<ThreadId> Allocate(std::shared_ptr<Task> task);
   void Release(ThreadId tid);
   // Releases `tid` only if it still names `task` (true if it did).

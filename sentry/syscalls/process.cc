@@ -458,8 +458,9 @@ void RegisterProcessSyscalls(SyscallTable& t) {
   t.Partial<&Getrlimit>(nr::getrlimit, "as prlimit64");
   t.Partial<&Setrlimit>(nr::setrlimit, "as prlimit64");
   t.Full<&Uname>(nr::uname);
-  t.Partial<&Sysinfo>(nr::sysinfo,
-                      "memory figures are the sandbox's (--memory); loads and swap 0");
+  t.Partial<&Sysinfo>(
+      nr::sysinfo,
+      "memory figures are the sandbox's (--memory); loads and swap 0");
   t.Partial<&ArchPrctl>(nr::arch_prctl,
                         "ARCH_SET_FS, ARCH_GET_FS, ARCH_GET_CPUID; "
                         "ARCH_SET_GS/ARCH_GET_GS EINVAL");

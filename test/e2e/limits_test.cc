@@ -33,8 +33,7 @@ class LimitsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     Result r = RunRunsc({"do", "--", Program("true")});
     if (r.status != 0) {
-      skip_reason_ =
-          new std::string("the sandbox cannot run here: " + r.err);
+      skip_reason_ = new std::string("the sandbox cannot run here: " + r.err);
     }
   }
   void SetUp() override {
@@ -96,8 +95,8 @@ TEST_F(LimitsTest, BadLimitFlagsAreUsageErrors) {
     Result r = RunRunsc({"do", flag, "--", Program("true")});
     EXPECT_EQ(r.status, 2) << flag << ": " << r.err;
   }
-  Result r = RunRunsc({"do", "--memory=1.5g", "--pids-limit=-1", "--",
-                       Program("true")});
+  Result r = RunRunsc(
+      {"do", "--memory=1.5g", "--pids-limit=-1", "--", Program("true")});
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
@@ -107,8 +106,7 @@ TEST_F(LimitsTest, BadLimitFlagsAreUsageErrors) {
 TEST_F(LimitsTest, MemoryHogChildIsKilledAndInitSurvives) {
   Result r = RunRunsc({"do", "--memory=256m", "--", Probe(), "hog", "512"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("child killed by signal 9"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("child killed by signal 9"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("init survived"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("hog survived"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("out of memory: Killed process"), std::string::npos)
@@ -151,8 +149,8 @@ TEST_F(LimitsTest, MeminfoShowsTheMemoryLimit) {
 }
 
 TEST_F(LimitsTest, CpuModelIsNotTheHosts) {
-  Result r = RunRunsc({"do", "--", "/bin/grep", "-m1", "model name",
-                       "/proc/cpuinfo"});
+  Result r =
+      RunRunsc({"do", "--", "/bin/grep", "-m1", "model name", "/proc/cpuinfo"});
   if (r.status == 127) GTEST_SKIP() << "no /bin/grep on the host root";
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("Virtual CPU"), std::string::npos) << r.out;
@@ -171,8 +169,7 @@ TEST_F(LimitsTest, CpuModelIsNotTheHosts) {
 TEST_F(LimitsTest, ForkBombGetsEagainAtThePidsLimit) {
   Result r = RunRunsc({"do", "--pids-limit=64", "--", Probe(), "forks"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("forked 63, then errno 11"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("forked 63, then errno 11"), std::string::npos) << r.out;
 }
 
 // Threads count as tasks, as in a pids cgroup.

@@ -152,8 +152,7 @@ std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
                   },
                   NumCpus(), kp->options().host_cpu_flags);
             }));
-  root->Add("meminfo",
-            File(*fs, [kp]() -> KResult<std::string> {
+  root->Add("meminfo", File(*fs, [kp]() -> KResult<std::string> {
               return MeminfoText(*kp);
             }));
   root->Add("stat", File(*fs, [kp]() -> KResult<std::string> {

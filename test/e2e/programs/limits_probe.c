@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "forks") == 0) return Forks();
   if (argc >= 2 && strcmp(argv[1], "threads") == 0) return Threads();
   if (argc >= 2 && strcmp(argv[1], "stubscan") == 0) return StubScan();
-  fprintf(stderr, "usage: limits_probe hog|hogself MIB | forks | threads | "
-                  "stubscan\n");
+  fprintf(stderr,
+          "usage: limits_probe hog|hogself MIB | forks | threads | "
+          "stubscan\n");
   return 2;
 }

@@ -216,8 +216,7 @@ TEST_F(MountTest, TmpfsNrInodesLimit) {
   ASSERT_THAT(statfs(dir.path().c_str(), &sf), SyscallSucceeds());
   EXPECT_EQ(sf.f_files, 4u);
   EXPECT_EQ(sf.f_ffree, 3u);
-  EXPECT_NE(FindMount(dir.path()).super.find("nr_inodes=4"),
-            std::string::npos);
+  EXPECT_NE(FindMount(dir.path()).super.find("nr_inodes=4"), std::string::npos);
   int made = 0, err = 0;
   for (int i = 0; i < 10; ++i) {
     std::string p = dir.path() + "/f" + std::to_string(i);

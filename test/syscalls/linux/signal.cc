@@ -733,8 +733,8 @@ TEST(SignalTest, SigreturnToNonCanonicalRipIsSigsegv) {
 void ReportNonCanonicalFault(int, siginfo_t* info, void* ucv) {
   auto* uc = static_cast<ucontext_t*>(ucv);
   const bool kernel = info->si_code == SI_KERNEL && info->si_addr == nullptr;
-  const bool rip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]) ==
-                   kNonCanonical;
+  const bool rip =
+      static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]) == kNonCanonical;
   _exit(kernel && rip ? 42 : kernel ? 43 : 44);
 }
 
