@@ -205,11 +205,11 @@ TEST_F(LimitsTest, ForkBombEndsCleanlyWhenRunscIsKilled) {
   std::vector<pid_t> stubs = ChildrenOf(sentry[0]);
   size_t live = 0;
   for (pid_t s : stubs) live += Alive(s);
-  // The bomb's processes are stubs: about one per guest process (at most
-  // the limit), the source, and a few an exec or a refused fork is
-  // replacing or tearing down right now.
+  // The bomb's processes are stubs: one per guest process (at most the
+  // limit), the source, and those an exec or a refused fork is replacing or
+  // tearing down right now (killed, not yet reaped): bounded, not exact.
   EXPECT_GT(live, 1u);
-  EXPECT_LE(live, 64u + 1 + 8);
+  EXPECT_LE(live, 2 * 64u + 1);
   // Everything of the sandbox: the Sentry, the Gofer, the stubs.
   for (pid_t p : ChildrenOf(c.pid())) stubs.push_back(p);
   ASSERT_EQ(kill(c.pid(), SIGKILL), 0);
