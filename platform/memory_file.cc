@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -154,19 +155,51 @@ class MemoryFileImpl final : public MemoryFile {
       return absl::InvalidArgumentError(
           absl::StrFormat("bad allocation length %d", length));
     }
-    absl::MutexLock l(&mu_);
-    // First fit over the free runs, ordered by offset.
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second < length) continue;
-      uint64_t off = it->first;
-      uint64_t rest = it->second - length;
-      free_.erase(it);
-      if (rest != 0) free_[off + length] = rest;
-      allocated_ += length;
-      return off;
+    // The OOM handler may free memory (a killed process's pages); a few
+    // rounds, then the caller gets the failure.
+    constexpr int kOomRounds = 3;
+    for (int round = 0;; ++round) {
+      OomHandler oom;
+      {
+        absl::MutexLock l(&mu_);
+        if (limit_ == 0 || length <= limit_ - std::min(limit_, allocated_)) {
+          // First fit over the free runs, ordered by offset.
+          for (auto it = free_.begin(); it != free_.end(); ++it) {
+            if (it->second < length) continue;
+            uint64_t off = it->first;
+            uint64_t rest = it->second - length;
+            free_.erase(it);
+            if (rest != 0) free_[off + length] = rest;
+            allocated_ += length;
+            return off;
+          }
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "memory file full (%d bytes allocated)", allocated_));
+        }
+        oom = oom_;
+      }
+      if (round >= kOomRounds || oom == nullptr || !oom(length)) {
+        limit_failures_.fetch_add(1, std::memory_order_relaxed);
+        return absl::ResourceExhaustedError(
+            absl::StrFormat("memory limit reached (%d bytes)", Limit()));
+      }
     }
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("memory file full (%d bytes allocated)", allocated_));
+  }
+
+  void SetLimit(uint64_t bytes) override {
+    absl::MutexLock l(&mu_);
+    limit_ = bytes;
+  }
+  uint64_t Limit() const override {
+    absl::MutexLock l(&mu_);
+    return limit_;
+  }
+  void SetOomHandler(OomHandler handler) override {
+    absl::MutexLock l(&mu_);
+    oom_ = std::move(handler);
+  }
+  uint64_t LimitFailures() const override {
+    return limit_failures_.load(std::memory_order_relaxed);
   }
 
   void Free(uint64_t offset, uint64_t length) override {
@@ -290,6 +323,9 @@ class MemoryFileImpl final : public MemoryFile {
   // Free runs: offset -> length, disjoint and coalesced.
   std::map<uint64_t, uint64_t> free_ ABSL_GUARDED_BY(mu_);
   uint64_t allocated_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t limit_ ABSL_GUARDED_BY(mu_) = 0;  // 0: none
+  OomHandler oom_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> limit_failures_{0};
 };
 
 }  // namespace

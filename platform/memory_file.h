@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -73,6 +74,25 @@ class MemoryFile {
 
   // Bytes currently allocated (for tests and accounting).
   virtual uint64_t AllocatedBytes() const = 0;
+
+  // The guest memory limit (runsc do --memory): Allocate fails once the
+  // allocated bytes would pass it. 0 (the default) means only the file's
+  // size limits them. Everything the file holds counts: anonymous memory,
+  // tmpfs and page-cache pages, and the platform's per-thread regions, as a
+  // memory cgroup charges a container's pages.
+  virtual void SetLimit(uint64_t bytes) { (void)bytes; }
+  virtual uint64_t Limit() const { return 0; }
+  // What Allocate calls, outside its own lock, when an allocation of
+  // `needed` bytes would pass the limit (the OOM killer: it may end a guest
+  // process and wait a bounded time for its pages): true if Allocate should
+  // try again. Called on the allocating thread, which may hold mm, inode or
+  // page-cache locks: the handler must take none of those.
+  using OomHandler = std::function<bool(uint64_t needed)>;
+  virtual void SetOomHandler(OomHandler handler) { (void)handler; }
+  // How many allocations the limit has refused so far (a page fault that
+  // failed with ENOMEM compares it before and after: a refusal means "out
+  // of memory, retry the fault", as Linux's pagefault_out_of_memory does).
+  virtual uint64_t LimitFailures() const { return 0; }
 };
 
 }  // namespace sandbox::platform

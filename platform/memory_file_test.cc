@@ -59,6 +59,60 @@ TEST(MemoryFileTest, AllocateFreeCoalesces) {
   EXPECT_EQ(mf->AllocatedBytes(), 0u);
 }
 
+TEST(MemoryFileTest, LimitRefusesAndCounts) {
+  auto mf = Make(16 * 4096);
+  mf->SetLimit(4 * 4096);
+  EXPECT_EQ(mf->Limit(), 4 * 4096u);
+  auto a = mf->Allocate(3 * 4096);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(mf->LimitFailures(), 0u);
+  EXPECT_EQ(mf->Allocate(2 * 4096).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(mf->LimitFailures(), 1u);
+  EXPECT_TRUE(mf->Allocate(4096).ok());  // exactly at the limit
+  mf->SetLimit(0);
+  EXPECT_TRUE(mf->Allocate(8 * 4096).ok());
+  EXPECT_EQ(mf->LimitFailures(), 1u);
+}
+
+// The OOM handler runs outside the allocator's lock (it may free), and the
+// allocation is retried a bounded number of times.
+TEST(MemoryFileTest, OomHandlerMayFreeAndIsBounded) {
+  auto mf = Make(16 * 4096);
+  mf->SetLimit(4 * 4096);
+  auto victim = mf->Allocate(4 * 4096);
+  ASSERT_TRUE(victim.ok());
+  int calls = 0;
+  mf->SetOomHandler([&](uint64_t needed) {
+    ++calls;
+    EXPECT_EQ(needed, 2 * 4096u);
+    mf->Free(*victim, 4 * 4096);  // the "killed process" gives its pages
+    return true;
+  });
+  EXPECT_TRUE(mf->Allocate(2 * 4096).ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(mf->LimitFailures(), 0u);
+  // A handler that frees nothing: a few rounds, then the failure.
+  calls = 0;
+  mf->SetOomHandler([&](uint64_t) {
+    ++calls;
+    return true;
+  });
+  EXPECT_FALSE(mf->Allocate(4 * 4096).ok());
+  EXPECT_GE(calls, 1);
+  EXPECT_LE(calls, 5);
+  EXPECT_EQ(mf->LimitFailures(), 1u);
+  // One that gives up at once.
+  calls = 0;
+  mf->SetOomHandler([&](uint64_t) {
+    ++calls;
+    return false;
+  });
+  EXPECT_FALSE(mf->Allocate(4 * 4096).ok());
+  EXPECT_EQ(calls, 1);
+  mf->SetOomHandler(nullptr);
+}
+
 TEST(MemoryFileTest, ReadWriteZeroAndBounds) {
   auto mf = Make();
   auto off = mf->Allocate(64 * 4096);

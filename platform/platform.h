@@ -123,6 +123,17 @@ class Context {
   // Fills state.fp with the guest's FP image if the last Switch left it
   // stale (CpuState::fp_stale). The Context's own thread, between Switches.
   virtual void SyncFp(CpuState& state) { state.fp_stale = false; }
+  // Binds the Context to `as` before its first Switch, taking what running
+  // there needs (systrap: a stub thread), so that a new guest thread that
+  // cannot run fails at clone time (EAGAIN) instead of dying at its first
+  // Switch. RESOURCE_EXHAUSTED when `as` can run no more threads (systrap:
+  // 1024 per address space, or the memory limit), another error when the
+  // host failed. May be called from another thread than the one that will
+  // run the Context. Default: nothing to take.
+  virtual absl::Status Prepare(AddressSpace& as) {
+    (void)as;
+    return absl::OkStatus();
+  }
 };
 
 class Platform {

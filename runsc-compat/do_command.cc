@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "runsc-compat/limit_flags.h"
 #include "runsc-compat/log_flags.h"
 #include "sentry/boot/boot.h"
 #include "sentry/boot/boot_spec.h"
@@ -158,7 +159,11 @@ bool MoveFds(const int* from, const int* to, size_t n) {
 
 }  // namespace
 
-void PrintDoHelp(int fd) { (void)!write(fd, kDoHelp, sizeof(kDoHelp) - 1); }
+void PrintDoHelp(int fd) {
+  (void)!write(fd, kDoHelp, sizeof(kDoHelp) - 1);
+  (void)!write(fd, "\n", 1);
+  (void)!write(fd, kLimitFlagsHelp, strlen(kLimitFlagsHelp));
+}
 
 absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value) {
   std::vector<std::string> parts =
@@ -196,6 +201,8 @@ int DoCommand(int argc, char** argv) {
   bool host_root = true;
   bool host_root_ro = false;  // --root=host-ro: no overlay
   std::vector<BindFlag> binds;
+  LimitFlags limits = DefaultLimits();
+  std::string limit_error;
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -235,6 +242,8 @@ int DoCommand(int argc, char** argv) {
           absl::StrFormat("%s: expected --root=host or --root=tmpfs (or "
                           "--root=host-ro)",
                           a));
+    } else if (ParseLimitFlag(a, &limits, &limit_error)) {
+      if (!limit_error.empty()) return Usage(limit_error);
     } else if (a.rfind("--bind=", 0) == 0) {
       absl::StatusOr<BindFlag> b = ParseBindFlag(a.substr(7));
       if (!b.ok()) return Usage(std::string(b.status().message()));
@@ -264,6 +273,8 @@ int DoCommand(int argc, char** argv) {
     if (b.guest == b.host && b.host[0] != '/') b.guest = real;
     b.host = real;
   }
+  spec.memory_limit = limits.memory;
+  spec.pids_limit = limits.pids;
   std::string program = argv[i];
   for (int j = i; j < argc; ++j) spec.argv.push_back(argv[j]);
   for (char** e = environ; *e != nullptr; ++e) spec.envp.push_back(*e);

@@ -1,6 +1,7 @@
 #include "platform/systrap/cpuid.h"
 
 #include <cpuid.h>
+#include <string.h>
 
 namespace sandbox::platform {
 namespace {
@@ -65,6 +66,19 @@ void CpuidTable::Init(uint64_t xfeatures, uint32_t xsave_size, bool fsgsbase) {
       it->second.edx &= ~((1u << 22) | (1u << 24) | (1u << 25));  // AMX
     } else if (sub == 1) {
       it->second.eax &= ~((1u << 21) | (1u << 8));  // AMX-FP16, AMX-COMPLEX
+    }
+  }
+  // The brand string: 48 bytes, NUL-padded, over three leaves.
+  if (max_ext >= 0x80000004) {
+    char brand[48] = {};
+    static_assert(sizeof(kCpuBrand) <= sizeof(brand));
+    memcpy(brand, kCpuBrand, sizeof(kCpuBrand));
+    for (uint32_t i = 0; i < 3; ++i) {
+      CpuidRegs& r = table_[{0x80000002 + i, 0}];
+      memcpy(&r.eax, brand + 16 * i, 4);
+      memcpy(&r.ebx, brand + 16 * i + 4, 4);
+      memcpy(&r.ecx, brand + 16 * i + 8, 4);
+      memcpy(&r.edx, brand + 16 * i + 12, 4);
     }
   }
   for (uint32_t l : {0x1du, 0x1eu}) {

@@ -1,5 +1,9 @@
 // The CPUID answers guests see: the host's, masked to what the sandbox
 // supports and consistent with the XSAVE features it saves and restores.
+// The processor brand string (leaves 0x80000002-4, /proc/cpuinfo's "model
+// name") is kCpuBrand, not the host's: the host's exact CPU model is not the
+// guest's business (vendor, family, model and stepping stay, as software
+// tunes itself by them).
 #ifndef PLATFORM_SYSTRAP_CPUID_H_
 #define PLATFORM_SYSTRAP_CPUID_H_
 
@@ -9,6 +13,8 @@
 #include <utility>
 
 namespace sandbox::platform {
+
+inline constexpr char kCpuBrand[] = "Virtual CPU (sandbox)";
 
 struct CpuidRegs {
   uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;

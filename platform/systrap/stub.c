@@ -33,8 +33,8 @@ _Static_assert(offsetof(struct stub_params, cpuid_faulting) ==
                "asm offset");
 _Static_assert(offsetof(struct stub_params, use_sud) == STUB_P_USE_SUD,
                "asm offset");
-_Static_assert(offsetof(struct stub_params, guest_filter) ==
-                   STUB_P_GUEST_FILTER,
+_Static_assert(offsetof(struct stub_request, guest_filter) ==
+                   STUB_REQ_FILTER_OFF,
                "asm offset");
 _Static_assert(offsetof(struct stub_params, reply_fd) == STUB_P_REPLY_FD,
                "asm offset");
@@ -162,6 +162,9 @@ INL void zero(void* dst, uint64_t n) {
 }
 
 INL uint32_t load32(const uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+INL uint64_t load64(const uint64_t* p) {
   return __atomic_load_n(p, __ATOMIC_SEQ_CST);
 }
 INL void store32(uint32_t* p, uint32_t v) {
@@ -577,6 +580,10 @@ INL __attribute__((noreturn)) void serve(const struct stub_params* p,
 STUB_FN void stub_handler(int sig, struct k_siginfo* info,
                           struct k_ucontext* uc) {
   uint64_t tsc = rdtsc();
+  /* The interrupt signal comes from the Sentry (tgkill): its si_pid and
+   * si_uid name the Sentry's host process, and both this frame and the slot
+   * are guest-readable. Nothing reads them: clear them first. */
+  if (sig == SIGCHLD) info->addr = 0;
   const struct stub_params* p = P();
   struct stub_slot* s = slot_from_sp(p);
   struct k_sigcontext* m = &uc->uc_mcontext;
@@ -865,10 +872,10 @@ __asm__(
     "  test %rax, %rax\n"
     "  jnz 9f\n"
     "5:\n"
-    "  mov $317, %eax\n" /* seccomp(SET_MODE_FILTER, 0, &guest_filter) */
+    "  mov $317, %eax\n" /* seccomp(SET_MODE_FILTER, 0, &req->guest_filter) */
     "  mov $1, %edi\n"
     "  xor %esi, %esi\n"
-    "  lea 128(%r15), %rdx\n"
+    "  lea 88(%r12), %rdx\n" /* STUB_REQ_FILTER_OFF */
     "  syscall\n"
     "  test %rax, %rax\n"
     "  jnz 9f\n"
@@ -905,8 +912,22 @@ STUB_FN __attribute__((noreturn)) void stub_new_main(
     const struct stub_params* p, uint64_t shared_off, uint64_t thread0_off,
     int reply_wfd, int data_rfd) {
   uint64_t base = p->stub_base;
+  const struct stub_source_ctl* ctl =
+      (const struct stub_source_ctl*)(base + STUB_SOURCE_CTL_OFF);
   sys2(NR_prctl, 1 /*PR_SET_PDEATHSIG*/, SIGKILL);
-  if ((uint64_t)sys0(NR_getppid) != p->sentry_pid) sys1(NR_exit_group, 1);
+  if ((uint64_t)sys0(NR_getppid) != load64(&ctl->sentry_pid)) {
+    sys1(NR_exit_group, 1);
+  }
+  /* The process filter, off the control page (unmapped below) onto this
+   * stack, which the syscall loop unmaps on entry: no copy stays. */
+  struct stub_sock_filter insns[STUB_FILTER_MAX_INSNS];
+  uint32_t n = ctl->process_filter_len;
+  if (n == 0 || n > STUB_FILTER_MAX_INSNS) sys1(NR_exit_group, 6);
+  copy(insns, ctl->process_insns, (uint64_t)n * sizeof(insns[0]));
+  struct stub_sock_fprog prog;
+  zero(&prog, sizeof(prog));
+  prog.len = (uint16_t)n;
+  prog.filter = (uint64_t)insns;
   /* Exactly three files: the memory file, the reply pipe at reply_fd (the
    * number the process filter allows writes to) and the data pipe at
    * data_fd (reads allowed). Both go through a fresh number >= 3 first
@@ -956,7 +977,7 @@ STUB_FN __attribute__((noreturn)) void stub_new_main(
   if (sys6(NR_prctl, 38 /*PR_SET_NO_NEW_PRIVS*/, 1, 0, 0, 0, 0) != 0) {
     sys1(NR_exit_group, 5);
   }
-  if (sys3(NR_seccomp, 1 /*SET_MODE_FILTER*/, 0, &p->process_filter) != 0) {
+  if (sys3(NR_seccomp, 1 /*SET_MODE_FILTER*/, 0, &prog) != 0) {
     sys1(NR_exit_group, 6);
   }
   stub_syscall_loop((void*)(base + STUB_REQUEST_OFF),
@@ -972,7 +993,9 @@ STUB_FN __attribute__((noreturn)) void stub_source_main(void) {
   struct stub_source_ctl* ctl =
       (struct stub_source_ctl*)(base + STUB_SOURCE_CTL_OFF);
   sys2(NR_prctl, 1 /*PR_SET_PDEATHSIG*/, SIGKILL);
-  if ((uint64_t)sys0(NR_getppid) != p->sentry_pid) sys1(NR_exit_group, 1);
+  if ((uint64_t)sys0(NR_getppid) != load64(&ctl->sentry_pid)) {
+    sys1(NR_exit_group, 1);
+  }
   sys0(NR_setsid);
   uint64_t all = ~0ull;
   sys4(NR_rt_sigprocmask, 2 /*SIG_SETMASK*/, &all, 0, 8);

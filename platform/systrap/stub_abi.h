@@ -22,7 +22,7 @@
  * The result page only carries hints (seq of the last reply, "asleep").
  *
  * Stub address-space layout, relative to the stub base S (STUB_*_OFF):
- *   S + 0x0000   params block + BPF programs (read-only)
+ *   S + 0x0000   params block (read-only)
  *   S + 0x2000   blob code (read+exec), at most STUB_CODE_MAX bytes
  *   S + 0x10000  source control page (shared anonymous; source stub only)
  *   S + 0x11000  source stack (private; the Sentry unmaps it in new stubs)
@@ -69,6 +69,12 @@ struct stub_sock_fprog {
   uint64_t filter; /* address of stub_sock_filter[len] in the stub */
 };
 
+/* The params block is readable by guest code (it lies in the stub's address
+ * space): it holds only what the blob needs to run, and nothing that names
+ * the host (no PID; the BPF programs are elsewhere: the process filter in
+ * the source control page, which a new stub unmaps before any guest code
+ * runs, the guest filter in the request page only while a guest thread is
+ * being started). Descriptor numbers the blob uses stay. */
 struct stub_params {
   uint64_t magic;
   uint64_t stub_base;
@@ -80,23 +86,19 @@ struct stub_params {
   uint64_t altstack_size;
   uint64_t xsave_size; /* user XSAVE image size (CPUID 0xD, no AMX data) */
   uint64_t xfeatures;  /* user xfeatures (XCR0 without dynamic ones) */
-  uint64_t sentry_pid; /* expected parent of every stub */
+  uint64_t reserved0;  /* zero (was the Sentry's PID) */
   int32_t memfd;
   int32_t use_fsgsbase;   /* rdfsbase/wrfsbase usable, else arch_prctl */
   int32_t cpuid_faulting; /* enable CPUID faulting in guest threads */
   int32_t use_sud;        /* syscall user dispatch in guest threads */
   uint32_t max_spin;      /* bound on the stub's spin iterations */
   int32_t reply_fd;       /* write end of the reply pipe in every stub */
-  struct stub_sock_fprog process_filter; /* every stub thread */
-  struct stub_sock_fprog guest_filter;   /* stacked by guest threads */
   /* The source's end of its socket to the Sentry (reply pipe read ends go
    * through it, SCM_RIGHTS). Not open in stubs. */
   int32_t source_sock;
   /* Read end of the stub's data pipe in every stub (guest-side copies, see
    * `assist_*` in struct stub_slot), or -1 if the stub has none. */
   int32_t data_fd;
-  struct stub_sock_filter process_insns[STUB_FILTER_MAX_INSNS];
-  struct stub_sock_filter guest_insns[STUB_FILTER_MAX_INSNS];
 };
 
 /* Offsets used by the blob's assembly (checked with static asserts). */
@@ -105,7 +107,6 @@ struct stub_params {
 #define STUB_P_CPUID_FAULTING 96
 #define STUB_P_USE_SUD 100
 #define STUB_P_REPLY_FD 108
-#define STUB_P_GUEST_FILTER 128
 
 /* Source control page: Sentry <-> source stub (trusted on both sides). */
 struct stub_source_ctl {
@@ -119,6 +120,14 @@ struct stub_source_ctl {
   uint64_t shared_off;  /* memfd offset of the new stub's request page */
   int64_t result;       /* new stub pid or -errno */
   uint64_t thread0_off; /* memfd offset of thread 0's region (after guard) */
+  /* The Sentry's PID: the source and each new stub check that it is their
+   * parent (the PDEATHSIG race) before the new stub unmaps this page. */
+  uint64_t sentry_pid;
+  /* The process filter, which each new stub copies to its stack and
+   * installs before it unmaps this page. */
+  uint32_t process_filter_len;
+  uint32_t pad;
+  struct stub_sock_filter process_insns[STUB_FILTER_MAX_INSNS];
 };
 
 /* Request page (read-only in the stub): Sentry -> syscall thread. */
@@ -133,12 +142,19 @@ struct stub_request {
   int32_t ss_flags;
   int32_t pad1;
   uint64_t ss_size;
+  /* The guest filter a new guest thread stacks (its `filter` points at
+   * guest_insns below): written by the Sentry while a guest thread is being
+   * started (thread 0 from the stub's creation), zeroed once every such
+   * thread has installed it, so that guest code cannot read it later. */
+  struct stub_sock_fprog guest_filter;
+  struct stub_sock_filter guest_insns[STUB_FILTER_MAX_INSNS];
 };
 #define STUB_REQ_SEQ_OFF 0
 #define STUB_REQ_CPU_OFF 4
 #define STUB_REQ_SYSNO_OFF 8
 #define STUB_REQ_ARGS_OFF 16
 #define STUB_REQ_SS_OFF 64
+#define STUB_REQ_FILTER_OFF 88
 
 /* Result page (writable by the stub, hence by the guest): hints only, the
  * reply itself comes through the reply pipe. */

@@ -82,7 +82,9 @@ constexpr uint64_t kXFeatureMaskXtileData = 1ull << 18;
 static_assert(sizeof(stub_regs) == sizeof(user_regs_struct));
 static_assert(sizeof(stub_slot) == STUB_SLOT_HEADER);
 static_assert(offsetof(stub_params, code_start) == STUB_P_CODE_START);
-static_assert(offsetof(stub_params, guest_filter) == STUB_P_GUEST_FILTER);
+static_assert(offsetof(stub_request, guest_filter) == STUB_REQ_FILTER_OFF);
+static_assert(sizeof(stub_request) <= kPage);
+static_assert(sizeof(stub_source_ctl) <= kPage);
 static_assert(sizeof(stub_params) <= STUB_PARAMS_SIZE);
 static_assert(sizeof(sock_filter) == sizeof(stub_sock_filter));
 
@@ -325,6 +327,12 @@ class Stub {
   // Kills the process and reaps it.
   void Kill();
 
+  // The guest filter in the request page (stub_abi.h): shown while a guest
+  // thread is being started (thread 0: from the stub's creation, counted
+  // in filter_users_'s initial 1), zeroed when none is.
+  void ShowGuestFilter() ABSL_LOCKS_EXCLUDED(filter_mu_);
+  void HideGuestFilter() ABSL_LOCKS_EXCLUDED(filter_mu_);
+
  private:
   absl::StatusOr<StubThread*> NewThread() ABSL_LOCKS_EXCLUDED(threads_mu_);
   StubThread* RegisterThread(uint64_t mem_off)
@@ -377,6 +385,11 @@ class Stub {
   pid_t thread0_tid_ ABSL_GUARDED_BY(req_mu_) = 0;
   // CPU the syscall thread is bound to, -1 = any.
   int syscall_cpu_ ABSL_GUARDED_BY(req_mu_) = -1;
+
+  // Guest threads being started, which read the guest filter from the
+  // request page (its own fields: no other request touches them).
+  absl::Mutex filter_mu_;
+  int filter_users_ ABSL_GUARDED_BY(filter_mu_) = 1;
 
   // Guards the thread table only. Invariant: never held across a call to
   // the stub (Call, WaitStarted, Thread0Tid), which can block for up to
@@ -434,6 +447,7 @@ class SystrapContext final : public Context, public GuestCopier {
   }
 
   SwitchResult Switch(AddressSpace& as, CpuState& state) override;
+  absl::Status Prepare(AddressSpace& as) override;
   void Interrupt() override;
   void ClearInterrupt() override { interrupt_.store(false); }
   void SyncFp(CpuState& state) override;
@@ -575,6 +589,9 @@ class SystrapPlatform final : public Platform {
   }
 
   void Unwatch(uint64_t id, int pidfd);
+  // Writes the guest filter into the request page at `shared_off` (`show`),
+  // or zeroes it there.
+  void WriteGuestFilter(uint64_t shared_off, bool show);
 
  private:
   // Receives the reply pipe's read end the source sent for a new stub
@@ -599,6 +616,9 @@ class SystrapPlatform final : public Platform {
   uint32_t stub_spin_iters_ = 0;
   uint32_t stub_busy_spin_iters_ = 0;
   std::vector<int> cpus_;  // CPUs this process may run on, at Init
+  // The guest filter (seccomp_filters.h), which stubs read from their
+  // request page while a guest thread starts (WriteGuestFilter). Set at Init.
+  std::vector<sock_filter> guest_filter_;
 
   uintptr_t base_ = 0;  // stub base S
   uint64_t region_size_ = 0, slot_off_ = 0, altstack_off_ = 0;
@@ -888,7 +908,9 @@ absl::StatusOr<StubThread*> Stub::AcquireThread() {
     auto tid = Thread0Tid();
     if (!tid.ok()) return tid.status();
     t->tid = *tid;
-    if (auto s = WaitStarted(t); !s.ok()) return s;
+    absl::Status started = WaitStarted(t);
+    HideGuestFilter();  // thread 0 has installed it (or the stub is dead)
+    if (!started.ok()) return started;
   }
   return t;
 }
@@ -962,6 +984,13 @@ absl::StatusOr<StubThread*> Stub::NewThread() {
         absl::StrFormat("stub mmap of thread region: %d", *r));
   }
   uint64_t alt = addr + plat_->altstack_off();
+  // The new thread reads the guest filter from the request page until it
+  // reports READY (or the stub is killed).
+  ShowGuestFilter();
+  struct Hide {
+    Stub* stub;
+    ~Hide() { stub->HideGuestFilter(); }
+  } hide{this};
   auto tid = Call(SYS_clone, kStubThreadCloneFlags, addr + region - 64, 0, 0, 0,
                   0, alt, region - plat_->altstack_off());
   if (!tid.ok()) return tid.status();
@@ -1246,6 +1275,17 @@ void SanitizeXsave(uint8_t* x, size_t size, uint64_t xfeatures) {
   memset(x + STUB_XSAVE_HDR_OFF + 8, 0, 56);  // xcomp_bv, reserved
 }
 
+absl::Status SystrapContext::Prepare(AddressSpace& as) {
+  auto& sas = static_cast<SystrapAddressSpace&>(as);
+  if (stub_ == sas.stub() && thread_ != nullptr) return absl::OkStatus();
+  Unbind();
+  auto t = sas.stub()->AcquireThread();
+  if (!t.ok()) return t.status();
+  stub_ = sas.stub();
+  thread_ = *t;
+  return absl::OkStatus();
+}
+
 SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   auto& sas = static_cast<SystrapAddressSpace&>(as);
   internal::long_work_flag = nullptr;
@@ -1517,7 +1557,9 @@ absl::Status SystrapPlatform::MapStubRegion() {
   p->altstack_size = region_size_ - altstack_off_;
   p->xsave_size = f.xsave_size;
   p->xfeatures = f.xfeatures;
-  p->sentry_pid = getpid();
+  // The PID and the filters stay out of the params block, which guest code
+  // can read (stub_abi.h).
+  ctl_->sentry_pid = static_cast<uint64_t>(getpid());
   p->memfd = mf_->fd();
   p->use_fsgsbase = f.fsgsbase;
   p->cpuid_faulting = f.cpuid_faulting;
@@ -1546,12 +1588,9 @@ absl::Status SystrapPlatform::MapStubRegion() {
       guest.size() > STUB_FILTER_MAX_INSNS) {
     return absl::InternalError("stub filters too long");
   }
-  memcpy(p->process_insns, proc.data(), proc.size() * sizeof(sock_filter));
-  memcpy(p->guest_insns, guest.data(), guest.size() * sizeof(sock_filter));
-  p->process_filter.len = proc.size();
-  p->process_filter.filter = reinterpret_cast<uint64_t>(p->process_insns);
-  p->guest_filter.len = guest.size();
-  p->guest_filter.filter = reinterpret_cast<uint64_t>(p->guest_insns);
+  memcpy(ctl_->process_insns, proc.data(), proc.size() * sizeof(sock_filter));
+  ctl_->process_filter_len = static_cast<uint32_t>(proc.size());
+  guest_filter_ = std::move(guest);
 
   if (mprotect(reinterpret_cast<void*>(base_), STUB_PARAMS_SIZE, PROT_READ) ||
       mprotect(reinterpret_cast<void*>(base_ + STUB_CODE_OFF), p->code_len,
@@ -1773,6 +1812,33 @@ absl::Status SystrapPlatform::Init() {
   return s;
 }
 
+void SystrapPlatform::WriteGuestFilter(uint64_t shared_off, bool show) {
+  auto* req = reinterpret_cast<stub_request*>(mf_->Internal(shared_off, kPage));
+  if (req == nullptr) return;
+  if (!show) {
+    memset(&req->guest_filter, 0,
+           sizeof(req->guest_filter) + sizeof(req->guest_insns));
+    return;
+  }
+  memcpy(req->guest_insns, guest_filter_.data(),
+         guest_filter_.size() * sizeof(sock_filter));
+  req->guest_filter.len = static_cast<uint16_t>(guest_filter_.size());
+  req->guest_filter.filter =
+      base_ + STUB_REQUEST_OFF + offsetof(stub_request, guest_insns);
+}
+
+void Stub::ShowGuestFilter() {
+  absl::MutexLock l(&filter_mu_);
+  if (filter_users_++ == 0) plat_->WriteGuestFilter(shared_off_, true);
+}
+
+void Stub::HideGuestFilter() {
+  absl::MutexLock l(&filter_mu_);
+  if (filter_users_ > 0 && --filter_users_ == 0) {
+    plat_->WriteGuestFilter(shared_off_, false);
+  }
+}
+
 absl::StatusOr<std::unique_ptr<AddressSpace>>
 SystrapPlatform::NewAddressSpace() {
   // The stub's FDs in the Sentry (reply pipe, data pipe's two ends, pidfd),
@@ -1801,6 +1867,7 @@ SystrapPlatform::NewAddressSpace() {
     req->ss_flags = 0;
     req->ss_size = region_size_ - altstack_off_;
   }
+  WriteGuestFilter(*shared, true);  // thread 0's (Stub::filter_users_ = 1)
   long pid;
   int reply_fd = -1, data_rfd = -1, data_wfd = -1;
   {

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <string>
@@ -62,7 +63,8 @@ std::string ReadFilePrefix(const char* path, size_t max) {
   return out;
 }
 
-// Guest memory the memory file may hold (sparse: only used pages cost).
+// Guest memory the memory file may hold (sparse: only used pages cost);
+// --memory (BootSpec::memory_limit) bounds what is used of it.
 constexpr uint64_t kMemoryFileSize = 64ull << 30;
 
 // Signals `runsc do` forwards; the Sentry passes them to the guest.
@@ -244,11 +246,15 @@ int BootMain(int argc, char** argv) {
   for (int s : kForwarded) sigaddset(&fwd, s);
   pthread_sigmask(SIG_BLOCK, &fwd, nullptr);
 
-  // No request for more guest memory than the file can hold is started
-  // (platform/memory_budget.h; a --memory limit would lower this).
-  platform::SetGuestMemoryLimit(kMemoryFileSize);
+  // No request for more guest memory than --memory (or, without a limit,
+  // the file) can hold is started (platform/memory_budget.h).
+  platform::SetGuestMemoryLimit(spec.memory_limit != 0
+                                    ? std::min(spec.memory_limit, kMemoryFileSize)
+                                    : kMemoryFileSize);
   auto mf = platform::MemoryFile::Create(kMemoryFileSize);
   if (!mf.ok()) return Fail("memory file: " + mf.status().ToString());
+  // --memory: every page of the sandbox counts against it (memory_file.h).
+  (*mf)->SetLimit(std::min(spec.memory_limit, kMemoryFileSize));
   auto plat_or = platform::NewSystrapPlatform(std::move(mf).value());
   if (!plat_or.ok()) {
     return Fail("systrap platform: " + plat_or.status().ToString());
@@ -264,7 +270,12 @@ int BootMain(int argc, char** argv) {
   kernel::KernelOptions kopts;
   if (!spec.hostname.empty()) kopts.hostname = spec.hostname;
   kopts.host_cpu_flags = std::move(host_cpu_flags);
+  kopts.max_tasks = spec.pids_limit;
   auto k = std::make_unique<kernel::Kernel>(plat.get(), *table, kopts);
+  // The OOM killer (sentry/kernel/oom.cc) answers allocations past
+  // --memory; unset before the kernel goes.
+  plat->memory_file().SetOomHandler(
+      [kp = k.get()](uint64_t needed) { return kp->OutOfMemory(needed); });
 
   auto mm_or = mm::MemoryManager::Create(*plat, {.randomize = true});
   if (!mm_or.ok()) {
@@ -390,6 +401,7 @@ int BootMain(int argc, char** argv) {
   exec_base.start = {};
   found->file.reset();
   lr->file.reset();
+  plat->memory_file().SetOomHandler(nullptr);
   k.reset();
   mntns.reset();  // Its files' pages live in the platform's memory file.
   Phase(start, "kernel destroyed");

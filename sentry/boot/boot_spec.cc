@@ -17,6 +17,7 @@ namespace {
 constexpr char kMagic[3] = {'R', 'S', 'B'};
 constexpr char kVersion1 = '1';
 constexpr char kVersion2 = '2';
+constexpr char kVersion3 = '3';
 constexpr uint32_t kGoferMountReadOnly = 1;
 constexpr uint32_t kGoferMountShared = 2;
 constexpr uint32_t kGoferMountSuid = 4;
@@ -32,6 +33,9 @@ constexpr uint32_t kFlagWarnUnsupported = 32;
 void PutU32(std::string* out, uint32_t v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(v));
 }
+void PutU64(std::string* out, uint64_t v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
 void PutString(std::string* out, const std::string& s) {
   PutU32(out, static_cast<uint32_t>(s.size()));
   out->append(s);
@@ -41,6 +45,12 @@ class Reader {
  public:
   explicit Reader(const std::string& d) : d_(d) {}
   bool U32(uint32_t* v) {
+    if (d_.size() - pos_ < sizeof(*v)) return false;
+    memcpy(v, d_.data() + pos_, sizeof(*v));
+    pos_ += sizeof(*v);
+    return true;
+  }
+  bool U64(uint64_t* v) {
     if (d_.size() - pos_ < sizeof(*v)) return false;
     memcpy(v, d_.data() + pos_, sizeof(*v));
     pos_ += sizeof(*v);
@@ -127,7 +137,7 @@ class Reader {
 
 std::string SerializeBootSpec(const BootSpec& spec) {
   std::string out(kMagic, sizeof(kMagic));
-  out.push_back(kVersion2);
+  out.push_back(kVersion3);
   PutU32(&out, (spec.strace ? kFlagStrace : 0) |
                    (spec.strace_summary ? kFlagStraceSummary : 0) |
                    (spec.unconfined ? kFlagUnconfined : 0) |
@@ -162,23 +172,27 @@ std::string SerializeBootSpec(const BootSpec& spec) {
                      (m.shared ? kGoferMountShared : 0) |
                      (m.suid ? kGoferMountSuid : 0));
   }
+  PutU64(&out, spec.memory_limit);
+  PutU32(&out, spec.pids_limit);
   return out;
 }
 
 absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
   if (data.size() > kMaxSize || data.size() < sizeof(kMagic) + 1 ||
       memcmp(data.data(), kMagic, sizeof(kMagic)) != 0 ||
-      (data[3] != kVersion1 && data[3] != kVersion2)) {
+      (data[3] != kVersion1 && data[3] != kVersion2 && data[3] != kVersion3)) {
     return absl::InvalidArgumentError("boot spec: bad magic or size");
   }
-  const bool v2 = data[3] == kVersion2;
+  const bool v2 = data[3] >= kVersion2;
+  const bool v3 = data[3] >= kVersion3;
   Reader r(data);
   BootSpec spec;
   uint32_t flags;
   if (!r.U32(&flags) || !r.String(&spec.exe_path) || !r.String(&spec.cwd) ||
       !r.String(&spec.hostname) || !r.String(&spec.debug_log) ||
-      !r.String(&spec.log) || !r.Strings(&spec.argv) ||
+      (v3 && !r.String(&spec.log)) || !r.Strings(&spec.argv) ||
       !r.Strings(&spec.envp) || !r.Seed(&spec.seed) || (v2 && !r.Root(&spec)) ||
+      (v3 && (!r.U64(&spec.memory_limit) || !r.U32(&spec.pids_limit))) ||
       !r.AtEnd()) {
     return absl::InvalidArgumentError("boot spec: truncated or malformed");
   }

@@ -93,6 +93,11 @@ struct BootSpec {
   RootKind root = RootKind::kTmpfs;
   int32_t root_gofer_fd = -1;  // kGofer: the root's connection (read-only)
   std::vector<GoferMount> gofer_mounts;  // mounted after the seed, in order
+  // Resource limits (runsc do --memory, --pids-limit; 0: none): the guest's
+  // memory in bytes (the memory file's limit, /proc/meminfo's MemTotal,
+  // the default tmpfs size) and its tasks.
+  uint64_t memory_limit = 0;
+  uint32_t pids_limit = 0;
 };
 
 std::string SerializeBootSpec(const BootSpec& spec);

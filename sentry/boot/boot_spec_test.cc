@@ -8,6 +8,9 @@
 namespace sandbox::boot {
 namespace {
 
+// Version 3's tail: u64 memory_limit, u32 pids_limit.
+constexpr size_t kLimitsBytes = 8 + 4;
+
 TEST(BootSpecTest, RoundTripThroughMemfd) {
   BootSpec s;
   s.exe_path = "/bin/true";
@@ -44,6 +47,22 @@ TEST(BootSpecTest, RoundTripThroughMemfd) {
   EXPECT_EQ(got->seed[1].host_fd, 4);
   EXPECT_EQ(got->root, RootKind::kTmpfs);
   EXPECT_TRUE(got->gofer_mounts.empty());
+  EXPECT_EQ(got->memory_limit, 0u);
+  EXPECT_EQ(got->pids_limit, 0u);
+}
+
+TEST(BootSpecTest, RoundTripsTheResourceLimits) {
+  BootSpec s{.argv = {"x"}};
+  s.memory_limit = uint64_t{5} << 30;
+  s.pids_limit = 64;
+  auto got = ParseBootSpec(SerializeBootSpec(s));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->memory_limit, uint64_t{5} << 30);
+  EXPECT_EQ(got->pids_limit, 64u);
+  // Truncated limits are refused.
+  std::string data = SerializeBootSpec(s);
+  data.resize(data.size() - 2);
+  EXPECT_FALSE(ParseBootSpec(data).ok());
 }
 
 TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
@@ -69,21 +88,33 @@ TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
   EXPECT_TRUE(got->gofer_mounts[2].suid);
 }
 
-// Version 1 (no root fields) still parses, as a tmpfs root; other
-// versions do not.
-TEST(BootSpecTest, ParsesVersion1) {
-  std::string v2 = SerializeBootSpec(BootSpec{.argv = {"x"}});
+// Versions 1 (no root fields) and 2 (no limits) still parse, as a tmpfs
+// root and without limits; other versions do not.
+TEST(BootSpecTest, ParsesVersions1And2) {
+  BootSpec s{.argv = {"x"}};
+  s.memory_limit = 1 << 30;
+  s.pids_limit = 9;
+  std::string v3 = SerializeBootSpec(s);
+  std::string v2 = v3.substr(0, v3.size() - kLimitsBytes);
+  v2[3] = '2';
+  auto got2 = ParseBootSpec(v2);
+  ASSERT_TRUE(got2.ok()) << got2.status();
+  EXPECT_EQ(got2->memory_limit, 0u);
+  EXPECT_EQ(got2->pids_limit, 0u);
   std::string v1 = v2.substr(0, v2.size() - 12);
   v1[3] = '1';
   auto got = ParseBootSpec(v1);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->argv, std::vector<std::string>{"x"});
   EXPECT_EQ(got->root, RootKind::kTmpfs);
-  v1[3] = '3';
+  v1[3] = '4';
   EXPECT_FALSE(ParseBootSpec(v1).ok());
-  // A version 1 spec with version 2's fields has trailing bytes.
+  // A version 1 spec with version 2's fields has trailing bytes; so has a
+  // version 2 spec with version 3's.
   v2[3] = '1';
   EXPECT_FALSE(ParseBootSpec(v2).ok());
+  v3[3] = '2';
+  EXPECT_FALSE(ParseBootSpec(v3).ok());
 }
 
 TEST(BootSpecTest, RejectsBadGoferFields) {
@@ -100,7 +131,7 @@ TEST(BootSpecTest, RejectsBadGoferFields) {
   const size_t tail = 4 + 4 + 4 + 4 + 5 + 4 + 4;
   auto patched = [&](size_t off, uint32_t v) {
     std::string d = good;
-    memcpy(&d[good.size() - tail + off], &v, 4);
+    memcpy(&d[good.size() - kLimitsBytes - tail + off], &v, 4);
     return d;
   };
   EXPECT_FALSE(ParseBootSpec(patched(0, 7)).ok());           // Unknown root.
@@ -124,8 +155,9 @@ TEST(BootSpecTest, RejectsMalformed) {
   }
   EXPECT_FALSE(ParseBootSpec(good + "x").ok());
   // A huge count is rejected without allocating.
-  // (The seed count is followed by version 2's 12 bytes.)
-  std::string bad = good.substr(0, good.size() - 12 - 4 - 4 - 5 - 4);
+  // (The seed count is followed by version 2's 12 bytes and version 3's.)
+  std::string bad =
+      good.substr(0, good.size() - kLimitsBytes - 12 - 4 - 4 - 5 - 4);
   bad.append("\xff\xff\xff\x7f", 4);
   EXPECT_FALSE(ParseBootSpec(bad).ok());
   // So is a seed entry of an unknown kind.
@@ -133,7 +165,8 @@ TEST(BootSpecTest, RejectsMalformed) {
   with_seed.seed.push_back({SeedEntry::kDir, "/d", 0755, 0, 0, -1});
   std::string seeded = SerializeBootSpec(with_seed);
   EXPECT_TRUE(ParseBootSpec(seeded).ok());
-  size_t kind_at = seeded.size() - 12 - (4 + 4 + 2 + 4 + 4 + 4 + 4);
+  size_t kind_at =
+      seeded.size() - kLimitsBytes - 12 - (4 + 4 + 2 + 4 + 4 + 4 + 4);
   seeded[kind_at] = 9;
   EXPECT_FALSE(ParseBootSpec(seeded).ok());
 }

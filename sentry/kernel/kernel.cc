@@ -26,7 +26,9 @@ Kernel::Kernel(platform::Platform* platform, SyscallDispatcher& dispatcher,
       dispatcher_(dispatcher),
       options_(std::move(options)),
       boot_ns_(MonotonicNs()),
-      uts_(options_.hostname, options_.domainname) {}
+      uts_(options_.hostname, options_.domainname) {
+  root_pidns_.set_max_tasks(options_.max_tasks);
+}
 
 Kernel::~Kernel() {
   {
@@ -80,11 +82,27 @@ KResult<Task*> Kernel::NewProcess(NewProcessArgs args) {
   return raw;
 }
 
+KResult<std::unique_ptr<platform::Context>> Kernel::PrepareContext(
+    mm::MemoryManager& mm) {
+  if (platform_ == nullptr) return std::unique_ptr<platform::Context>();
+  absl::StatusOr<std::unique_ptr<platform::Context>> c =
+      platform_->NewContext();
+  // A platform that makes no Contexts (unit tests' fake): the task's Run
+  // reports it, as it did before clone prepared them.
+  if (!c.ok()) return std::unique_ptr<platform::Context>();
+  if (absl::Status s = (*c)->Prepare(mm.address_space()); !s.ok()) {
+    LogDebug("clone: no thread for the new task: %s", s.ToString());
+    return kEAGAIN;
+  }
+  return std::move(c).value();
+}
+
 KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   ThreadGroup& tg = parent.thread_group();
-  if (tg.exiting()) return kEAGAIN;
+  if (tg.exiting() || root_pidns_.AtLimit()) return kEAGAIN;
   platform::HostFdHold fds = platform::HostFdHold::Take(platform::kTaskHostFds);
   if (!fds.ok()) return kEAGAIN;
+  TRY(std::unique_ptr<platform::Context> context, PrepareContext(parent.mm()));
   auto task = std::make_shared<Task>(
       *this, parent.thread_group_ref(), parent.creds_ref(),
       parent.fd_table_ref(), parent.fs_ref(), parent.mm_ref(), std::move(cpu));
@@ -95,6 +113,7 @@ KResult<Task*> Kernel::NewThread(Task& parent, platform::CpuState cpu) {
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
   task->sched().Set(parent.sched().Get().ForChild());
+  task->set_prepared_context(std::move(context));
   tg.AddTask(task.get());
   return task.get();  // held by the PID namespace
 }
@@ -107,7 +126,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
                             const ForkOptions& opts) {
   if (platform_ == nullptr) return kENOMEM;
   ThreadGroup& ctg = parent.thread_group();
-  if (ctg.exiting()) return kEAGAIN;
+  if (ctg.exiting() || root_pidns_.AtLimit()) return kEAGAIN;
   // CLONE_PARENT: the child is the creator's sibling and gets the
   // creator's exit signal (copy_process). The parent is held: it may exit
   // meanwhile (then AddChild refuses and the child goes to the new parent,
@@ -126,6 +145,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
     TRY(std::unique_ptr<mm::MemoryManager> copy, parent.mm().Fork(*platform_));
     mm = std::move(copy);
   }
+  TRY(std::unique_ptr<platform::Context> context, PrepareContext(*mm));
   auto tg = std::make_shared<ThreadGroup>(*this, ptg.get(), ctg.exe_path(),
                                           ctg.limits());
   tg->set_actions(ctg.actions());
@@ -144,6 +164,7 @@ KResult<Task*> Kernel::Fork(Task& parent, platform::CpuState cpu,
   task->set_name(parent.name());  // comm is inherited, as Linux copies it
   task->set_signal_mask(parent.signal_mask());
   task->sched().Set(parent.sched().Get().ForChild());
+  task->set_prepared_context(std::move(context));
   tg->AddTask(task.get());
   tg->set_pgid_sid(ctg.pgid(), ctg.sid());
   while (!ptg->AddChild(tg)) {

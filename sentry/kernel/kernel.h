@@ -43,6 +43,8 @@ struct KernelOptions {
   // broken or disabled (RDSEED on some AMD parts) while CPUID still reports
   // them.
   std::vector<std::string> host_cpu_flags;
+  // At most this many tasks (threads) at once (--pids-limit); 0: none.
+  size_t max_tasks = 0;
 };
 
 struct NewProcessArgs {
@@ -133,6 +135,24 @@ class Kernel {
   // Tasks alive (sysinfo procs).
   size_t TaskCount() const { return root_pidns_.Count(); }
 
+  // The OOM killer (oom.cc), the memory file's OOM handler: an allocation
+  // of `needed` bytes would pass the sandbox's memory limit. Kills the
+  // process with the most resident memory (SIGKILL; init too, which ends
+  // the sandbox as a container's OOM does) unless an earlier victim is still
+  // exiting, then waits a bounded time for the victim's pages. True if the
+  // allocation should be tried again; false at once when the caller's own
+  // process is the one dying. Takes Kernel::mu_ and the victims' locks
+  // briefly, never an mm lock.
+  bool OutOfMemory(uint64_t needed) ABSL_LOCKS_EXCLUDED(mu_, oom_mu_);
+  // The sandbox's RAM as /proc/meminfo and sysinfo(2) show it: total is the
+  // memory limit (--memory), free what the memory file does not use of it.
+  // Without a limit (unit tests, --memory=0), the host's figures.
+  struct MemoryFigures {
+    uint64_t total = 0;
+    uint64_t free = 0;
+  };
+  MemoryFigures Memory() const;
+
   // Called by Task::Run as a task ends (on its own thread).
   void TaskExited(Task* task);
   // A reaped process leaves the kernel's list (its object goes with the
@@ -150,6 +170,14 @@ class Kernel {
   PidNamespace root_pidns_{nullptr};
   FutexManager futexes_;
 
+  // A platform Context bound to `mm`'s address space for a new task
+  // (Context::Prepare): EAGAIN when the address space can run no more
+  // threads (or the host could not make one), as copy_process fails when a
+  // thread cannot be made. Null when the platform makes no Contexts (unit
+  // tests).
+  KResult<std::unique_ptr<platform::Context>> PrepareContext(
+      mm::MemoryManager& mm);
+
   // Waits until every task thread has ended (live_threads_ is 0).
   void JoinTaskThreads();
 
@@ -165,6 +193,12 @@ class Kernel {
   // counts itself here until its last access to the kernel.
   size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> fatal_ ABSL_GUARDED_BY(mu_);
+  // The OOM killer's last victim, while it may still hold memory.
+  absl::Mutex oom_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::weak_ptr<ThreadGroup> oom_victim_ ABSL_GUARDED_BY(oom_mu_);
+  // The victim with the most resident memory, or null (oom.cc).
+  std::shared_ptr<ThreadGroup> PickOomVictim(uint64_t* bytes)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Last: destroyed (its thread joined) before the thread groups whose
   // timers its entries reference.
   TimerService timer_service_;

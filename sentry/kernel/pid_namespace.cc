@@ -8,6 +8,7 @@ namespace sandbox::kernel {
 KResult<ThreadId> PidNamespace::Allocate(std::shared_ptr<Task> task) {
   absl::MutexLock l(&mu_);
   if (tasks_.size() >= static_cast<size_t>(kMaxTid - 1)) return kEAGAIN;
+  if (max_tasks_ != 0 && tasks_.size() >= max_tasks_) return kEAGAIN;
   // Like Linux: the next number after the last one given, wrapping to 2
   // (1 is init's) after kMaxTid.
   ThreadId tid = last_;

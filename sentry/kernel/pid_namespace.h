@@ -35,11 +35,25 @@ class PidNamespace {
 
   PidNamespace* parent() const { return parent_; }
 
+  // The pids limit (runsc do --pids-limit, a pids cgroup's pids.max): at
+  // most `n` TIDs in use at once, counting threads and zombies as Linux's
+  // pids controller does; Allocate fails with EAGAIN beyond. 0: no limit.
+  void set_max_tasks(size_t n) {
+    absl::MutexLock l(&mu_);
+    max_tasks_ = n;
+  }
+  // Whether Allocate would now fail for the pids limit (a hint: fork checks
+  // it before copying an address space; Allocate decides).
+  bool AtLimit() const {
+    absl::MutexLock l(&mu_);
+    return max_tasks_ != 0 && tasks_.size() >= max_tasks_;
+  }
+
   // Allocates the next free TID for `task` (1 for the first: init).
-  // EAGAIN if the namespace is full. The namespace holds the task while
-  // the TID names it: a thread until it exits, a process's leader until the
-  // process is reaped (its zombie), the task of an execve from another
-  // thread under the leader's TID (Reassign).
+  // EAGAIN if the namespace is full or at its pids limit. The namespace holds
+  // the task while the TID names it: a thread until it exits, a process's
+  // leader until the process is reaped (its zombie), the task of an execve from
+  // another thread under the leader's TID (Reassign).
   KResult<ThreadId> Allocate(std::shared_ptr<Task> task);
   void Release(ThreadId tid);
   // Releases `tid` only if it still names `task` (true if it did).
@@ -63,6 +77,7 @@ class PidNamespace {
   absl::flat_hash_map<ThreadId, std::shared_ptr<Task>> tasks_
       ABSL_GUARDED_BY(mu_);
   ThreadId last_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t max_tasks_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sandbox::kernel

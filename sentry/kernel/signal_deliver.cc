@@ -210,6 +210,17 @@ void DeliverSignals(Task& t) {
   }
 }
 
+namespace {
+
+// x86-64 with 48-bit virtual addresses (LA57 is not offered to guests):
+// bits 63..47 all equal.
+bool IsCanonical(uint64_t addr) {
+  const uint64_t top = addr >> 47;
+  return top == 0 || top == 0x1ffff;
+}
+
+}  // namespace
+
 KResult<uint64_t> SignalReturn(Task& t) {
   // Any restart_syscall pending is void (do_no_restart_syscall).
   t.signals().restart_fn = nullptr;
@@ -228,6 +239,17 @@ KResult<uint64_t> SignalReturn(Task& t) {
   AltStack alt = t.alt_stack();
   if (SetAltStack(alt, r->uc_stack, t.cpu().regs.rsp).ok()) {
     t.set_alt_stack(alt);
+  }
+  // A non-canonical rip cannot be returned to: Linux's IRET faults in the
+  // kernel, and the #GP is reported as the user's (fixup_bad_iret,
+  // gp_user_force_sig_segv): SIGSEGV, SI_KERNEL, si_addr 0, with the
+  // restored registers in its frame. (The platform would otherwise fault
+  // in its own return path and lose the process.)
+  if (!IsCanonical(t.cpu().regs.rip)) {
+    t.signals().fault_trapno = 13;  // #GP
+    t.signals().fault_err = 0;
+    t.signals().fault_addr = 0;
+    ForceSignal(t, KernelSignalInfo(SIGSEGV));
   }
   return t.cpu().regs.rax;
 }

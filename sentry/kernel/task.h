@@ -83,6 +83,11 @@ class Task final : public vfs::UserMemory,
   std::shared_ptr<vfs::FdTable> fd_table_ref() const { return fds_; }
   std::shared_ptr<vfs::FsContext> fs_ref() const { return fs_; }
   std::shared_ptr<mm::MemoryManager> mm_ref() const { return mm_; }
+  // Before Start: the platform Context Run will use (already bound to the
+  // task's address space).
+  void set_prepared_context(std::unique_ptr<platform::Context> c) {
+    prepared_context_ = std::move(c);
+  }
   // The same from another thread (/proc): under mu_, which the task
   // thread holds to replace or drop them (unshare, execve, exit); null
   // once the task has exited.
@@ -248,6 +253,9 @@ class Task final : public vfs::UserMemory,
   // The platform context of the run loop (task thread only; context_ is the
   // same pointer for other threads, under mu_).
   platform::Context* run_context_ = nullptr;
+  // Made and bound by the kernel at clone (Kernel::PrepareContext), taken
+  // by Run; null for init, whose Run makes its own.
+  std::unique_ptr<platform::Context> prepared_context_;
   void SyncFp();
   uint64_t signal_mask_ = 0;      // task thread
   uint64_t clear_child_tid_ = 0;  // task thread

@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include "platform/long_work.h"
+#include "platform/memory_file.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/kernel/signal.h"
@@ -23,8 +24,12 @@ void Task::Run() {
   // (platform/long_work.h).
   platform::ScopedInterruptFlag interruptible(&interrupt_pending_);
   cpu_clock_.Start();  // cpu_clock.h: system time from here
-  std::unique_ptr<platform::Context> context;
-  if (kernel_.platform() == nullptr) {
+  std::unique_ptr<platform::Context> context = std::move(prepared_context_);
+  if (context != nullptr) {
+    run_context_ = context.get();
+    absl::MutexLock l(&mu_);
+    context_ = context.get();
+  } else if (kernel_.platform() == nullptr) {
     kernel_.Fatal("no platform to run guest code on");
   } else {
     auto c = kernel_.platform()->NewContext();
@@ -154,8 +159,16 @@ Task::Step Task::HandleFault(const platform::SwitchResult& r) {
                             r.signal.si_code != SI_KERNEL;
   if (memory_fault) {
     auto addr = reinterpret_cast<uintptr_t>(r.signal.si_addr);
+    platform::MemoryFile& mf = kernel_.platform()->memory_file();
+    const uint64_t refused = mf.LimitFailures();
     KResult<void> res = mm_->HandleFault(addr, r.access);
     if (res.ok()) return Step::kContinue;
+    if (res.error() == kENOMEM && mf.LimitFailures() != refused) {
+      // The sandbox's memory limit refused a page and the OOM killer has
+      // run (oom.cc): as pagefault_out_of_memory, go back to the guest,
+      // which faults again, unless this process is the one dying.
+      return Step::kContinue;
+    }
     if (res.error() == kENOMEM) {
       LogWarning("task %d: out of memory resolving a fault at %#x", tid_, addr);
     }

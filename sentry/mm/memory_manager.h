@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -315,6 +316,11 @@ class MemoryManager : public MappingSpace {
   std::string MapsText();
   // Bytes of guest memory backed by pages this mm owns.
   uint64_t BackedBytes();
+  // The same without any lock (the OOM killer, which may run while other
+  // mm locks are held); a recent value.
+  uint64_t OwnedBytesNoLock() const {
+    return owned_bytes_.load(std::memory_order_relaxed);
+  }
   size_t VmaCount();
   // Number of backed runs (for tests).
   size_t PmaCount();
@@ -497,7 +503,8 @@ class MemoryManager : public MappingSpace {
 
   absl::Mutex active_mu_ ABSL_ACQUIRED_AFTER(mapping_mu_);
   PmaMap pmas_ ABSL_GUARDED_BY(active_mu_);
-  uint64_t owned_bytes_ ABSL_GUARDED_BY(active_mu_) = 0;
+  // Written under active_mu_; read without it by OwnedBytesNoLock.
+  std::atomic<uint64_t> owned_bytes_{0};
 };
 
 }  // namespace sandbox::mm

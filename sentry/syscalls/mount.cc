@@ -150,7 +150,10 @@ struct TmpfsConfig {
   std::string shown;
 };
 
-KResult<TmpfsConfig> ParseTmpfs(absl::string_view data) {
+// `mf` is the memory file the tmpfs will use: its limit (--memory) is the
+// "RAM" the defaults are half of.
+KResult<TmpfsConfig> ParseTmpfs(absl::string_view data,
+                                const platform::MemoryFile& mf) {
   TmpfsConfig c;
   bool size_set = false;
   uint64_t size = 0;
@@ -168,8 +171,7 @@ KResult<TmpfsConfig> ParseTmpfs(absl::string_view data) {
     if (key == "size") {
       if (!MemParse(value, &size, &rest)) return kEINVAL;
       if (rest == "%") {
-        uint64_t total = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+        uint64_t total = fs::tmpfs::DefaultMaxPages(mf) * 2 * kPageSize;
         size = static_cast<uint64_t>(static_cast<unsigned __int128>(total) *
                                      size / 100);
       } else if (!rest.empty()) {
@@ -204,7 +206,7 @@ KResult<TmpfsConfig> ParseTmpfs(absl::string_view data) {
   }
   // shmem_show_options: size and nr_inodes when not the defaults (half of
   // RAM's pages each); 0 is "unlimited".
-  const uint64_t default_pages = fs::tmpfs::DefaultMaxPages();
+  const uint64_t default_pages = fs::tmpfs::DefaultMaxPages(mf);
   if (size_set) {
     uint64_t pages = size / kPageSize + (size % kPageSize != 0);
     c.opts.max_bytes = pages * kPageSize;
@@ -279,7 +281,7 @@ KResult<void> NewMount(Task& t, const vfs::VirtualDentry& point,
   std::string shown;
   bool read_only = false;
   if (type == "tmpfs") {
-    TRY(TmpfsConfig c, ParseTmpfs(data));
+    TRY(TmpfsConfig c, ParseTmpfs(data, t.mm().memory_file()));
     fs = fs::tmpfs::Filesystem::Create(t.mm().memory_file(), c.opts);
     shown = std::move(c.shown);
     read_only = c.read_only;
@@ -348,7 +350,7 @@ SyscallResult Mount(Task& t, UserCString source_addr, UserCString target_addr,
     const std::string fstype(point.mount->fs().type_name());
     bool read_only = false;
     if (fstype == "tmpfs") {
-      TRY(TmpfsConfig c, ParseTmpfs(data));
+      TRY(TmpfsConfig c, ParseTmpfs(data, t.mm().memory_file()));
       read_only = c.read_only;
     } else if (fstype == "devpts") {
       TRY(fs::devpts::Options o, ParseDevpts(data, &read_only));

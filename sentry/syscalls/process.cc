@@ -122,16 +122,14 @@ SyscallResult Uname(Task& t, UserPtr<abi::Utsname> buf) {
   return uint64_t{0};
 }
 
-// sysinfo(2): uptime and process count are the sandbox's; memory figures
-// are the host's (no per-sandbox accounting yet); loads are 0.
+// sysinfo(2): uptime, process count and memory (--memory, as
+// /proc/meminfo) are the sandbox's; loads are 0.
 SyscallResult Sysinfo(Task& t, UserPtr<abi::Sysinfo> buf) {
   abi::Sysinfo si = {};
   si.uptime = t.kernel().UptimeNs() / 1000000000;
-  long pages = sysconf(_SC_PHYS_PAGES);
-  long avail = sysconf(_SC_AVPHYS_PAGES);
-  long psz = sysconf(_SC_PAGESIZE);
-  si.totalram = pages > 0 ? static_cast<uint64_t>(pages) * psz : 0;
-  si.freeram = avail > 0 ? static_cast<uint64_t>(avail) * psz : 0;
+  const kernel::Kernel::MemoryFigures m = t.kernel().Memory();
+  si.totalram = m.total;
+  si.freeram = m.free;
   si.procs = static_cast<uint16_t>(
       std::min<size_t>(t.kernel().TaskCount(), UINT16_MAX));
   si.mem_unit = 1;
@@ -441,8 +439,9 @@ void RegisterProcessSyscalls(SyscallTable& t) {
   t.Partial<&Getrlimit>(nr::getrlimit, "as prlimit64");
   t.Partial<&Setrlimit>(nr::setrlimit, "as prlimit64");
   t.Full<&Uname>(nr::uname);
-  t.Partial<&Sysinfo>(nr::sysinfo,
-                      "memory figures are the host's; loads and swap 0");
+  t.Partial<&Sysinfo>(
+      nr::sysinfo,
+      "memory figures are the sandbox's (--memory); loads and swap 0");
   t.Partial<&ArchPrctl>(nr::arch_prctl,
                         "ARCH_SET_FS, ARCH_GET_FS, ARCH_GET_CPUID; "
                         "ARCH_SET_GS/ARCH_GET_GS EINVAL");

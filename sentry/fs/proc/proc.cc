@@ -79,13 +79,10 @@ std::string StatText(Kernel& k) {
   return out;
 }
 
-std::string MeminfoText() {
-  long pages = sysconf(_SC_PHYS_PAGES);
-  long avail = sysconf(_SC_AVPHYS_PAGES);
-  long psz = sysconf(_SC_PAGESIZE);
-  uint64_t total = pages > 0 ? static_cast<uint64_t>(pages) * psz : 0;
-  uint64_t free = avail > 0 ? static_cast<uint64_t>(avail) * psz : 0;
-  return FormatMeminfo(total, free, free);
+// The sandbox's memory (--memory), not the host's (Kernel::Memory).
+std::string MeminfoText(const Kernel& k) {
+  const Kernel::MemoryFigures m = k.Memory();
+  return FormatMeminfo(m.total, m.free, m.free);
 }
 
 std::shared_ptr<kernfs::Dir> SysDir(kernfs::Filesystem& fs, Kernel& k,
@@ -168,8 +165,9 @@ std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
                   },
                   NumCpus(), kp->options().host_cpu_flags);
             }));
-  root->Add("meminfo",
-            File(*fs, []() -> KResult<std::string> { return MeminfoText(); }));
+  root->Add("meminfo", File(*fs, [kp]() -> KResult<std::string> {
+              return MeminfoText(*kp);
+            }));
   root->Add("stat", File(*fs, [kp]() -> KResult<std::string> {
               return StatText(*kp);
             }));

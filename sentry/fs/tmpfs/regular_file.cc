@@ -58,8 +58,11 @@ KResult<uint64_t> RegularFile::PageLocked(uint64_t index) {
   if (!tmpfs().ReservePages(1)) return kENOSPC;
   absl::StatusOr<uint64_t> off = tmpfs().memory_file().Allocate(kPage);
   if (!off.ok()) {
+    // The sandbox's memory (--memory) is used up even after the OOM
+    // killer ran: ENOMEM, as a failed memory cgroup charge in
+    // shmem_get_folio (the size= limit above is ENOSPC).
     tmpfs().ReleasePages(1);
-    return kENOSPC;
+    return kENOMEM;
   }
   pages_.emplace(index, *off);
   return *off;

@@ -49,6 +49,12 @@ class SpecialInode final : public TmpfsInode {
 
 }  // namespace
 
+uint64_t DefaultMaxPages(const platform::MemoryFile& mf) {
+  // The sandbox's RAM is its memory limit (runsc do --memory), when set.
+  if (const uint64_t limit = mf.Limit(); limit != 0) return limit / kPage / 2;
+  return DefaultMaxPages();
+}
+
 uint64_t DefaultMaxPages() {
   static const uint64_t pages = [] {
     long n = sysconf(_SC_PHYS_PAGES);
@@ -61,8 +67,9 @@ uint64_t DefaultMaxPages() {
 
 Filesystem::Filesystem(platform::MemoryFile& mf, const Options& opts)
     : mf_(mf),
-      max_pages_(opts.max_bytes ? *opts.max_bytes / kPage : DefaultMaxPages()),
-      max_inodes_(opts.max_inodes ? *opts.max_inodes : DefaultMaxPages()) {}
+      max_pages_(opts.max_bytes ? *opts.max_bytes / kPage
+                                : DefaultMaxPages(mf)),
+      max_inodes_(opts.max_inodes ? *opts.max_inodes : DefaultMaxPages(mf)) {}
 
 std::shared_ptr<Filesystem> Filesystem::Create(platform::MemoryFile& mf,
                                                const Options& opts) {

@@ -51,6 +51,9 @@ struct Options {
 // shmem_default_max_inodes): half of RAM's pages (sysinfo's totalram, as
 // the guest sees it).
 uint64_t DefaultMaxPages();
+// The same for a tmpfs in `mf`: with a memory limit (runsc do --memory),
+// RAM is that limit.
+uint64_t DefaultMaxPages(const platform::MemoryFile& mf);
 
 class Filesystem final : public vfs::Filesystem {
  public:

@@ -172,6 +172,72 @@ TEST_F(MountTest, TmpfsSizeLimit) {
   EXPECT_THAT(umount2(dir.path().c_str(), 0), SyscallSucceeds());
 }
 
+// The attack: fill a small tmpfs past its size. size=1m holds exactly 1 MiB
+// of data; a 2 MiB write stops there (short), the next fails with ENOSPC,
+// and so does an fallocate past the size.
+TEST_F(MountTest, TmpfsSizeOneMegabyteRefusesTwo) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", dir.path().c_str(), "tmpfs", 0, "size=1m"),
+              SyscallSucceeds());
+  struct statfs sf;
+  ASSERT_THAT(statfs(dir.path().c_str(), &sf), SyscallSucceeds());
+  EXPECT_EQ(static_cast<uint64_t>(sf.f_blocks) * sf.f_bsize, 1u << 20);
+  std::string f = dir.path() + "/f";
+  int fd = open(f.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  std::string two(2 << 20, 'a');
+  size_t total = 0;
+  int err = 0;
+  while (total < two.size()) {
+    ssize_t n = write(fd, two.data() + total, two.size() - total);
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    total += static_cast<size_t>(n);
+  }
+  EXPECT_EQ(err, ENOSPC);
+  EXPECT_EQ(total, 1u << 20);
+  int g = open((dir.path() + "/g").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(g, 0);
+  EXPECT_THAT(fallocate(g, 0, 0, 2 << 20), SyscallFailsWithErrno(ENOSPC));
+  close(g);
+  close(fd);
+  EXPECT_THAT(umount2(dir.path().c_str(), 0), SyscallSucceeds());
+}
+
+// nr_inodes= bounds the inodes (the root directory is one): ENOSPC beyond,
+// and statfs shows it.
+TEST_F(MountTest, TmpfsNrInodesLimit) {
+  TempPath dir = TempPath::CreateDir();
+  ASSERT_THAT(mount("none", dir.path().c_str(), "tmpfs", 0, "nr_inodes=4"),
+              SyscallSucceeds());
+  struct statfs sf;
+  ASSERT_THAT(statfs(dir.path().c_str(), &sf), SyscallSucceeds());
+  EXPECT_EQ(sf.f_files, 4u);
+  EXPECT_EQ(sf.f_ffree, 3u);
+  EXPECT_NE(FindMount(dir.path()).super.find("nr_inodes=4"), std::string::npos);
+  int made = 0, err = 0;
+  for (int i = 0; i < 10; ++i) {
+    std::string p = dir.path() + "/f" + std::to_string(i);
+    int fd = open(p.c_str(), O_WRONLY | O_CREAT, 0644);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    close(fd);
+    ++made;
+  }
+  EXPECT_EQ(made, 3);
+  EXPECT_EQ(err, ENOSPC);
+  EXPECT_THAT(mkdir((dir.path() + "/d").c_str(), 0755),
+              SyscallFailsWithErrno(ENOSPC));
+  // An unlinked file gives its inode back.
+  ASSERT_THAT(unlink((dir.path() + "/f0").c_str()), SyscallSucceeds());
+  EXPECT_THAT(mkdir((dir.path() + "/d").c_str(), 0755), SyscallSucceeds());
+  EXPECT_THAT(umount2(dir.path().c_str(), 0), SyscallSucceeds());
+}
+
 TEST_F(MountTest, BadOptionsAndTypes) {
   TempPath dir = TempPath::CreateDir();
   const char* d = dir.path().c_str();

@@ -702,5 +702,62 @@ TEST(SignalTest, KillErrors) {
   EXPECT_THAT(kill(INT_MIN, SIGUSR1), SyscallFailsWithErrno(ESRCH));
 }
 
+// rt_sigreturn to a non-canonical address: Linux's return to user space
+// faults (IRET #GP, reported as the user's fault): SIGSEGV with SI_KERNEL
+// and si_addr 0, and its frame shows the restored registers. The process
+// dies of it by default; a SIGSEGV handler sees it.
+constexpr uint64_t kNonCanonical = 0x8000000000000000ull;
+
+void SetNonCanonicalRip(int, siginfo_t*, void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(kNonCanonical);
+}
+
+TEST(SignalTest, SigreturnToNonCanonicalRipIsSigsegv) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    struct sigaction sa = {};
+    sa.sa_sigaction = SetNonCanonicalRip;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR1, &sa, nullptr);
+    raise(SIGUSR1);
+    _exit(1);  // not reached: the return from the handler faults
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exited " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+}
+
+void ReportNonCanonicalFault(int, siginfo_t* info, void* ucv) {
+  auto* uc = static_cast<ucontext_t*>(ucv);
+  const bool kernel = info->si_code == SI_KERNEL && info->si_addr == nullptr;
+  const bool rip =
+      static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]) == kNonCanonical;
+  _exit(kernel && rip ? 42 : kernel ? 43 : 44);
+}
+
+TEST(SignalTest, NonCanonicalSigreturnFaultReachesSigsegvHandler) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    struct sigaction sa = {};
+    sa.sa_sigaction = ReportNonCanonicalFault;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sa.sa_sigaction = SetNonCanonicalRip;
+    sigaction(SIGUSR1, &sa, nullptr);
+    raise(SIGUSR1);
+    _exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  // 42: SIGSEGV, SI_KERNEL, si_addr 0, and the frame's rip is the
+  // non-canonical one; 43: the rip differs; 44: another si_code.
+  EXPECT_EQ(WEXITSTATUS(status), 42);
+}
+
 }  // namespace
 }  // namespace sandbox::testutil
