@@ -150,12 +150,16 @@ std::string HostMounts() {
 // Finding 5: SIGKILL to runsc while the guest runs a huge request; the
 // sandbox (runsc, Sentry, Gofer, stubs) is gone within 2 s, and neither a
 // file in the host's /tmp nor a mount is left behind.
-void KillDuringLongWork(const char* mode, int sig = SIGKILL) {
+void KillDuringLongWork(const char* mode, int sig = SIGKILL,
+                        const std::vector<std::string>& flags = {}) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   const std::set<std::string> tmp_before = HostTmp();
   const std::string mounts_before = HostMounts();
-  Child c({"do", "--", Program("hostres"), mode});
-  ASSERT_TRUE(c.WaitForOutput("go\n")) << mode;
+  std::vector<std::string> args = {"do"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--", Program("hostres"), mode});
+  Child c(args);
+  ASSERT_TRUE(c.WaitForOutput("go\n", 120000)) << mode;
   usleep(500 * 1000);
   std::set<pid_t> all = Descendants(c.pid());
   EXPECT_GE(all.size(), 3u);  // runsc, Sentry, Gofer (and stubs)
@@ -182,6 +186,24 @@ TEST(HostResourcesTest, KillDuringPetabyteFallocateEndsTheSandboxAtOnce) {
 
 TEST(HostResourcesTest, KillDuringTerabytePopulateEndsTheSandboxAtOnce) {
   KillDuringLongWork("populate");
+}
+
+// Issue 17's done-when: each hostile workload below is stopped within 2 s
+// of SIGKILL to runsc, with no process, mount or host /tmp file left.
+TEST(HostResourcesTest, KillDuringMemoryHogPastTheLimitEndsTheSandboxAtOnce) {
+  KillDuringLongWork("memhog", SIGKILL, {"--memory=256m"});
+}
+
+TEST(HostResourcesTest, KillDuringThreadBombEndsTheSandboxAtOnce) {
+  KillDuringLongWork("threads");
+}
+
+TEST(HostResourcesTest, KillDuringDescriptorHogEndsTheSandboxAtOnce) {
+  KillDuringLongWork("fdhog");
+}
+
+TEST(HostResourcesTest, KillDuringHugeGetdentsEndsTheSandboxAtOnce) {
+  KillDuringLongWork("getdents");
 }
 
 // SIGTERM to runsc goes to the guest, whose default action ends it: the

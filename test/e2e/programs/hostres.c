@@ -7,6 +7,15 @@
 //   hostres fallocate   print "go", then fallocate 1 PiB on /tmp/big.
 //   hostres populate    print "go", then mmap 1 TiB of a /tmp file with
 //                       MAP_SHARED|MAP_POPULATE.
+//   hostres memhog      print "go", then fork children that each touch
+//                       memory until they are killed, forever (past
+//                       --memory the OOM killer takes them, init stays).
+//   hostres threads     print "go", then make threads until clone fails,
+//                       then make them again as they are refused, forever.
+//   hostres fdhog       print "go", then dup descriptors until dup fails,
+//                       then keep asking.
+//   hostres getdents    make a /tmp directory of 100,000 entries, print
+//                       "go", then list it with getdents64 forever.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,6 +158,74 @@ static int Populate(void) {
   return 0;
 }
 
+static int MemHog(void) {
+  printf("go\n");
+  fflush(stdout);
+  for (;;) {
+    pid_t c = fork();
+    if (c == 0) {
+      for (;;) {
+        char* p = malloc(1 << 20);
+        if (p == NULL) continue;
+        memset(p, 1, 1 << 20);
+      }
+    }
+    if (c > 0) waitpid(c, NULL, 0);
+  }
+}
+
+static void* Sleeper(void* arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
+static int Threads(void) {
+  printf("go\n");
+  fflush(stdout);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 64 * 1024);
+  for (;;) {
+    pthread_t t;
+    if (pthread_create(&t, &a, Sleeper, NULL) != 0) sched_yield();
+  }
+}
+
+static int FdHog(void) {
+  printf("go\n");
+  fflush(stdout);
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+  for (;;) {
+    if (dup(1) < 0) sched_yield();
+  }
+}
+
+static int Getdents(void) {
+  if (mkdir("/tmp/huge", 0700) != 0 && errno != EEXIST) return 2;
+  char name[64];
+  for (int i = 0; i < 100000; ++i) {
+    snprintf(name, sizeof(name), "/tmp/huge/entry-with-a-long-name-%06d", i);
+    int fd = open(name, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) return 3;
+    close(fd);
+  }
+  printf("go\n");
+  fflush(stdout);
+  static char buf[1 << 20];
+  for (;;) {
+    int d = open("/tmp/huge", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0) return 4;
+    while (syscall(SYS_getdents64, d, buf, sizeof(buf)) > 0) {
+    }
+    close(d);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "exit7") == 0) return 7;
   if (argc >= 2 && strcmp(argv[1], "forks") == 0) return Forks();
@@ -153,6 +233,12 @@ int main(int argc, char** argv) {
     return Opens(argv[2], argv[0]);
   if (argc >= 2 && strcmp(argv[1], "fallocate") == 0) return Fallocate();
   if (argc >= 2 && strcmp(argv[1], "populate") == 0) return Populate();
-  fprintf(stderr, "usage: hostres forks|opens DIR|fallocate|populate\n");
+  if (argc >= 2 && strcmp(argv[1], "memhog") == 0) return MemHog();
+  if (argc >= 2 && strcmp(argv[1], "threads") == 0) return Threads();
+  if (argc >= 2 && strcmp(argv[1], "fdhog") == 0) return FdHog();
+  if (argc >= 2 && strcmp(argv[1], "getdents") == 0) return Getdents();
+  fprintf(stderr,
+          "usage: hostres forks|opens DIR|fallocate|populate|memhog|threads|"
+          "fdhog|getdents\n");
   return 2;
 }
