@@ -190,7 +190,7 @@ absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
   uint32_t flags;
   if (!r.U32(&flags) || !r.String(&spec.exe_path) || !r.String(&spec.cwd) ||
       !r.String(&spec.hostname) || !r.String(&spec.debug_log) ||
-      (v3 && !r.String(&spec.log)) || !r.Strings(&spec.argv) ||
+      !r.String(&spec.log) || !r.Strings(&spec.argv) ||
       !r.Strings(&spec.envp) || !r.Seed(&spec.seed) || (v2 && !r.Root(&spec)) ||
       (v3 && (!r.U64(&spec.memory_limit) || !r.U32(&spec.pids_limit))) ||
       !r.AtEnd()) {
