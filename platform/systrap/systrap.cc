@@ -1696,28 +1696,47 @@ void SystrapPlatform::WatchLoop() {
   }
 }
 
-int SystrapPlatform::RecvReplyFd() {
-  char byte;
-  iovec iov = {&byte, 1};
+namespace {
+
+// One message of the source stub's socket: a byte and at most one fd.
+// Self-referencing (the msghdr points into it): use as a local only.
+struct OneFdMessage {
+  char byte = 0;
+  iovec iov = {};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
   msghdr m = {};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(source_sock_, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+
+  // recvmsg without blocking (EINTR retried); MSG_DONTWAIT|MSG_CMSG_CLOEXEC
+  // is the only receive the seccomp allowlist has (recv is recvfrom, which
+  // it kills).
+  ssize_t Recv(int sock) {
+    iov = {&byte, 1};
+    m = {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof(control);
+    ssize_t n;
+    do {
+      n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+};
+
+}  // namespace
+
+int SystrapPlatform::RecvReplyFd() {
+  OneFdMessage msg;
+  const ssize_t n = msg.Recv(source_sock_);
+  msghdr& m = msg.m;
   cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&m) : nullptr;
   if (c == nullptr || c->cmsg_level != SOL_SOCKET ||
       c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)) ||
       (m.msg_flags & MSG_CTRUNC) != 0) {
     // Never leave a message queued: the next stub would get this one's
     // pipe. Whatever fd a message carried is closed; with no FD left in
-    // the Sentry (EMFILE) the kernel dropped it and set MSG_CTRUNC. The
-    // drain uses recvmsg with the same flags: it is the only receive the
-    // seccomp allowlist has (recv is recvfrom, which it kills).
+    // the Sentry (EMFILE) the kernel dropped it and set MSG_CTRUNC.
     if (n == 1) CloseReceivedFds(m);
     DrainSourceSocket();
     return -1;
@@ -1749,18 +1768,9 @@ void SystrapPlatform::CloseReceivedFds(msghdr& m) {
 
 void SystrapPlatform::DrainSourceSocket() {
   for (;;) {
-    char byte;
-    iovec iov = {&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr m = {};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = control;
-    m.msg_controllen = sizeof(control);
-    ssize_t n = recvmsg(source_sock_, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    CloseReceivedFds(m);
+    OneFdMessage msg;
+    if (msg.Recv(source_sock_) <= 0) return;
+    CloseReceivedFds(msg.m);
   }
 }
 
