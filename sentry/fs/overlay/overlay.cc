@@ -4,7 +4,10 @@
 #include "sentry/fs/overlay/overlay.h"
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <sys/stat.h>
+
+#include <algorithm>
 
 #include "sentry/fs/overlay/internal.h"
 
@@ -78,6 +81,24 @@ OverlayFilesystem::~OverlayFilesystem() {
 vfs::FsStats OverlayFilesystem::StatFs() {
   vfs::FsStats st = upper_fs_->StatFs();
   st.type = kOverlayMagic;
+  // Free space is the upper layer's (where writes go); total and used also
+  // count what the read-only lower layer holds, as a container's overlay
+  // over one disk shows its image as used. An unlimited upper (no sizes)
+  // stays as it is.
+  if (st.blocks == 0 || st.frsize == 0) return st;
+  const vfs::FsStats lower = lower_fs().StatFs();
+  if (lower.frsize != 0 && lower.blocks >= lower.blocks_free) {
+    const unsigned __int128 bytes =
+        static_cast<unsigned __int128>(lower.blocks - lower.blocks_free) *
+        lower.frsize;
+    const unsigned __int128 used = (bytes + st.frsize - 1) / st.frsize;
+    const uint64_t room = UINT64_MAX - st.blocks;
+    st.blocks += used > room ? room : static_cast<uint64_t>(used);
+  }
+  if (st.files != 0 && lower.files >= lower.files_free) {
+    const uint64_t used = lower.files - lower.files_free;
+    st.files += std::min(used, UINT64_MAX - st.files);
+  }
   return st;
 }
 

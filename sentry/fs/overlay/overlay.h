@@ -85,7 +85,10 @@ class OverlayFilesystem final : public vfs::Filesystem {
 
   std::string_view type_name() const override { return "overlay"; }
   std::shared_ptr<vfs::Dentry> root() const override { return root_; }
-  // statfs of the upper layer with the overlay's magic (ovl_statfs).
+  // statfs with the overlay's magic: the upper layer's free space, and its
+  // total and used plus what the lower layer uses (Linux's ovl_statfs
+  // reports the upper layer alone; its upper usually shares a disk with the
+  // image, ours is an empty tmpfs, so `df /` showed nothing used).
   vfs::FsStats StatFs() override;
   // The VFS's LRU of recently used overlay dentries, bounded like the
   // lookup caches (each pins a lower dentry, hence a Gofer handle).

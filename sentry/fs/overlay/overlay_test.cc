@@ -417,12 +417,27 @@ TEST_F(OverlayFsTest, ReaddirWhileRemovingEverything) {
   EXPECT_EQ(lower_.List("/d").size(), 101u);
 }
 
-TEST_F(OverlayFsTest, StatfsIsTheUppersWithTheOverlayMagic) {
+TEST_F(OverlayFsTest, StatfsIsTheUppersFreeSpacePlusTheLowersUse) {
   Mount();
   auto st = vfs::StatFsAt(ovl_.Base(), "/etc");
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->type, kOverlayMagic);
-  EXPECT_EQ(st->blocks, upper_fs_->StatFs().blocks);
+  const vfs::FsStats upper = upper_fs_->StatFs();
+  const vfs::FsStats lower = lower_fs_->StatFs();
+  ASSERT_EQ(lower.frsize, upper.frsize);
+  const uint64_t lower_used = lower.blocks - lower.blocks_free;
+  EXPECT_GT(lower.files - lower.files_free, 0u);
+  EXPECT_EQ(st->blocks, upper.blocks + lower_used);
+  EXPECT_EQ(st->blocks_free, upper.blocks_free);
+  EXPECT_EQ(st->blocks_avail, upper.blocks_avail);
+  EXPECT_EQ(st->files, upper.files + (lower.files - lower.files_free));
+  EXPECT_EQ(st->files_free, upper.files_free);
+  // Used (total - free) is never negative, and grows with a write.
+  EXPECT_GE(st->blocks, st->blocks_free);
+  OVL_ASSERT_OK(ovl_.WriteFile("/new", std::string(8192, 'x')));
+  auto after = vfs::StatFsAt(ovl_.Base(), "/");
+  ASSERT_TRUE(after.ok());
+  EXPECT_LT(after->blocks_free, st->blocks_free);
 }
 
 TEST_F(OverlayFsTest, PermissionsAreCheckedBeforeCopyUp) {
