@@ -11,7 +11,6 @@
 #include "runsc-compat/do_command.h"
 #include "runsc-compat/gofer_command.h"
 #include "sentry/boot/boot.h"
-#include "sentry/syscalls/table.h"
 
 namespace {
 
@@ -79,8 +78,7 @@ int main(int argc, char** argv) {
     if (argc > 2 && std::string_view(argv[2]) == "do") {
       sandbox::runsc::PrintDoHelp(1);
     } else if (argc > 2 && std::string_view(argv[2]) == "syscalls") {
-      std::string s =
-          sandbox::syscalls::SyscallTable::CreateLinux64()->Describe();
+      std::string s = sandbox::boot::DescribeSyscalls();
       (void)!write(1, s.data(), s.size());
     } else {
       PrintHelp(1);

@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "platform/memory_file.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 

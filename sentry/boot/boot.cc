@@ -157,6 +157,10 @@ void LiftOwnLimits() {
 
 }  // namespace
 
+std::string DescribeSyscalls() {
+  return syscalls::SyscallTable::CreateLinux64()->Describe();
+}
+
 int BootMain(int argc, char** argv) {
   (void)argc;
   (void)argv;
@@ -248,9 +252,9 @@ int BootMain(int argc, char** argv) {
 
   // No request for more guest memory than --memory (or, without a limit,
   // the file) can hold is started (platform/memory_budget.h).
-  platform::SetGuestMemoryLimit(spec.memory_limit != 0
-                                    ? std::min(spec.memory_limit, kMemoryFileSize)
-                                    : kMemoryFileSize);
+  platform::SetGuestMemoryLimit(
+      spec.memory_limit != 0 ? std::min(spec.memory_limit, kMemoryFileSize)
+                             : kMemoryFileSize);
   auto mf = platform::MemoryFile::Create(kMemoryFileSize);
   if (!mf.ok()) return Fail("memory file: " + mf.status().ToString());
   // --memory: every page of the sandbox counts against it (memory_file.h).

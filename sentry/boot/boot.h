@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include <string>
+
 namespace sandbox::boot {
 
 // How the sandbox ended, written once to the status FD by `runsc boot`.
@@ -34,6 +36,10 @@ inline constexpr int kStatusFd = 5;
 
 // Runs the sandbox; returns the process exit code for `runsc boot`.
 int BootMain(int argc, char** argv);
+
+// The syscall table's support levels, one line per number (`runsc help
+// syscalls`). Here so that the CLI reaches the Sentry only through boot.
+std::string DescribeSyscalls();
 
 }  // namespace sandbox::boot
 

@@ -15,7 +15,7 @@
 #include "sentry/fs/overlay/overlay.h"
 #include "sentry/fs/sys/synthetic.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/path_walk.h"
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/operations.h"
 
 namespace sandbox::boot {

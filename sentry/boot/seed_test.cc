@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/operations.h"
 
 namespace sandbox::boot {

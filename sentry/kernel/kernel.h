@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "platform/platform.h"
 #include "sentry/base/result.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/limits.h"
 #include "sentry/kernel/pid_namespace.h"

@@ -29,7 +29,7 @@
 #include "platform/platform.h"
 #include "sentry/base/result.h"
 #include "sentry/kernel/cpu_clock.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/pid_namespace.h"
 #include "sentry/kernel/sched.h"

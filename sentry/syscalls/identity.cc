@@ -4,7 +4,7 @@
 #include "sentry/syscalls/identity.h"
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {

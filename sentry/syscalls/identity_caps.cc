@@ -7,7 +7,7 @@
 #include <sys/prctl.h>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/syscalls/identity.h"
 #include "sentry/syscalls/table.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {

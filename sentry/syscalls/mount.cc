@@ -30,7 +30,7 @@
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"

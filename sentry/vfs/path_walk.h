@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "sentry/base/result.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/mount.h"
 
 namespace sandbox::vfs {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "sentry/base/result.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/inode.h"
 
 namespace sandbox::vfs {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "sentry/base/result.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/path_walk.h"
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sentry/fs/kernfs/kernfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/dentry.h"
 #include "sentry/vfs/inode.h"
 #include "sentry/vfs/path_walk.h"

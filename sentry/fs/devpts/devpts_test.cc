@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "sentry/fs/kernfs/kernfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/path_walk.h"

@@ -22,7 +22,7 @@
 #include "gofer/protocol/transport.h"
 #include "gtest/gtest.h"
 #include "sentry/fs/gofer/filesystem.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/xattr_ops.h"

@@ -43,7 +43,7 @@
 #include "platform/memory_file.h"
 #include "sentry/fs/gofer/filesystem.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/testing/fake_guest_io.h"

@@ -15,7 +15,7 @@
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/proc/format.h"
 #include "sentry/fs/proc/task_dir.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"

@@ -3,7 +3,7 @@
 #include "sentry/fs/dev/dev.h"
 #include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/sys.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/path_walk.h"
 

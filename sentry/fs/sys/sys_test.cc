@@ -3,7 +3,7 @@
 #include <fcntl.h>
 
 #include "gtest/gtest.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "platform/memory_file.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 #include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"

@@ -1,6 +1,6 @@
 // Linux's capability fixups on uid changes (cap_emulate_setxuid,
 // cap_task_fix_setuid for setfsuid).
-#include "sentry/kernel/credentials.h"
+#include "sentry/kernel/auth/credentials.h"
 
 #include "gtest/gtest.h"
 

@@ -34,8 +34,8 @@
 // Capability sets are 64-bit masks of CAP_* bits (kAllCaps: the valid
 // ones). securebits holds SECBIT_* (PR_SET_SECUREBITS; SECURE_KEEP_CAPS is
 // PR_SET_KEEPCAPS).
-#ifndef SENTRY_KERNEL_CREDENTIALS_H_
-#define SENTRY_KERNEL_CREDENTIALS_H_
+#ifndef SENTRY_KERNEL_AUTH_CREDENTIALS_H_
+#define SENTRY_KERNEL_AUTH_CREDENTIALS_H_
 
 #include <stdint.h>
 
@@ -154,4 +154,4 @@ inline void FixSetfsuidCaps(const Credentials& old, Credentials& next) {
 
 }  // namespace sandbox::kernel
 
-#endif  // SENTRY_KERNEL_CREDENTIALS_H_
+#endif  // SENTRY_KERNEL_AUTH_CREDENTIALS_H_
