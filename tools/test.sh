@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 
 tools/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
+# The layering check, first for an early message; //tools:layering_test
+# runs it again inside bazel test, where a crossing counts as a failure.
+python3 tools/check-layering.py || echo "check-layering failed: see above"
+
 log=$(mktemp /tmp/bazel-test.XXXXXX.log)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s)
