@@ -36,9 +36,12 @@ def load_layers(path):
           rank[prefix] = len(set(layer_of.values()) | {m.group(1)}) - 1
           layer_of[prefix] = m.group(1)
         continue
-      m = re.match(r'deny\s+(\S+)\s*->\s*(\S+)\s*:\s*(.+)$', line)
+      m = re.match(
+          r'deny\s+(\S+)\s*->\s*(\S+)(?:\s+except\s+([^:]+))?\s*:\s*(.+)$',
+          line)
       if m:
-        denies.append((m.group(1), m.group(2), m.group(3)))
+        denies.append((m.group(1), m.group(2), (m.group(3) or '').split(),
+                       m.group(4)))
         continue
       sys.exit(f'{path}:{n}: cannot parse: {line}')
   return rank, layer_of, denies
@@ -90,8 +93,9 @@ def check_edge(src, target, test, rank, layer_of, denies):
   a, b = unit_of(src, rank), unit_of(target, rank)
   if b is None or a == b:
     return None
-  for frm, to, why in denies:
-    if under(src, frm) and under(target, to) and not under(target, frm):
+  for frm, to, excepts, why in denies:
+    if (under(src, frm) and under(target, to) and not under(target, frm) and
+        not any(under(target, e) for e in excepts)):
       return why
   if test and is_testing_helper(target):
     return None
