@@ -414,4 +414,14 @@ TEST_F(RunscDoTest, TerminalStdioAndCtrlC) {
   close(master);
 }
 
+// `runsc help syscalls` prints the Sentry's syscall table, which the CLI
+// reaches through sentry/boot (tools/layers.txt): one line per number.
+TEST(RunscHelp, SyscallsPrintsTheTable) {
+  Child c({"help", "syscalls"});
+  Result r = c.Finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  0 read "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 59 execve "), std::string::npos) << r.out;
+}
+
 }  // namespace
