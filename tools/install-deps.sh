@@ -20,6 +20,7 @@ PACKAGES=(
   strace
   file
   busybox-static
+  libpython3.11-testsuite
 )
 
 # --dev: also the tools of tools/fuzz.sh, tools/thread-safety.sh and

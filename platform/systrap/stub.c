@@ -6,7 +6,7 @@
  * the read-only params block at S through __start_sandbox_stub. The code is
  * position independent (only PC-relative references inside the section); the
  * Sentry refuses to start if the section contains relocations it cannot
- * honour (see systrap.cc).
+ * honour (see platform.cc).
  *
  * Trust: the params block and the request page are read-only here. Slots,
  * result pages and the alternate stacks are writable by every guest thread

@@ -111,7 +111,7 @@ pid_t SystrapStubPid(AddressSpace& as);
 // The host syscalls the platform itself needs in the Sentry (for the
 // Sentry's seccomp allowlist), as text: futex, tgkill(SIGCHLD),
 // sched_setaffinity, pidfd_open, pidfd_send_signal(SIGKILL),
-// waitid(P_PIDFD), epoll_ctl/epoll_wait, fallocate, ... (see systrap.cc).
+// waitid(P_PIDFD), epoll_ctl/epoll_wait, fallocate, ... (see probe.cc).
 std::string SeccompNeeds();
 
 // The same needs in a form the Sentry's allowlist takes directly (see

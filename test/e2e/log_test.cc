@@ -115,21 +115,7 @@ std::optional<std::map<std::string, std::string>> ParseJsonLine(
   return m;
 }
 
-class LogTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    Result r = RunRunsc({"do", "--", Program("hello")});
-    if (r.status == 125 && r.err.find("platform") != std::string::npos) {
-      skip_reason_ =
-          new std::string("the systrap platform cannot run here: " + r.err);
-    }
-  }
-  void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
-  }
-  static std::string* skip_reason_;
-};
-std::string* LogTest::skip_reason_ = nullptr;
+using LogTest = ::sandbox::e2e::SandboxTest;
 
 TEST_F(LogTest, GuestStdioCarriesOnlyTheGuestsOutput) {
   Result r = RunRunsc({"do", "--", Program("unimplemented")});

@@ -153,4 +153,15 @@ Result RunNative(const std::vector<std::string>& argv) {
   return c.Finish();
 }
 
+const std::string& SandboxUnavailableReason() {
+  static const std::string* const reason = [] {
+    Result r = RunscDo({"/bin/true"});
+    if (r.status == 125 && r.err.find("platform") != std::string::npos) {
+      return new std::string("the systrap platform cannot run here: " + r.err);
+    }
+    return new std::string();
+  }();
+  return *reason;
+}
+
 }  // namespace sandbox::e2e

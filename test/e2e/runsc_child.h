@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
+
 namespace sandbox::e2e {
 
 // $TEST_SRCDIR/$TEST_WORKSPACE/rel.
@@ -76,6 +78,21 @@ Result RunscDo(const std::vector<std::string>& args);
 
 // Runs the program argv[0] (a path) natively with stdin at EOF to its exit.
 Result RunNative(const std::vector<std::string>& argv);
+
+// Why `runsc do` cannot start a sandbox on this host (it exits 125 naming
+// the systrap platform), or "" when it can. Probed once per process with
+// the host's /bin/true.
+const std::string& SandboxUnavailableReason();
+
+// A fixture whose cases skip, with the reason, where no sandbox can start.
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!SandboxUnavailableReason().empty()) {
+      GTEST_SKIP() << SandboxUnavailableReason();
+    }
+  }
+};
 
 }  // namespace sandbox::e2e
 

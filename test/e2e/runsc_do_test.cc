@@ -31,21 +31,7 @@ using ::sandbox::e2e::Runfile;
 using ::sandbox::e2e::RunRunsc;
 using ::sandbox::e2e::Runsc;
 
-class RunscDoTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    Result r = RunRunsc({"do", "--", Program("true")});
-    if (r.status == 125 && r.err.find("platform") != std::string::npos) {
-      skip_reason_ =
-          new std::string("the systrap platform cannot run here: " + r.err);
-    }
-  }
-  void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
-  }
-  static std::string* skip_reason_;
-};
-std::string* RunscDoTest::skip_reason_ = nullptr;
+using RunscDoTest = ::sandbox::e2e::SandboxTest;
 
 TEST_F(RunscDoTest, HelpExists) {
   Result r = RunRunsc({"--help"});
