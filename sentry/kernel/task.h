@@ -49,6 +49,20 @@ namespace sandbox::kernel {
 class Kernel;
 class ThreadGroup;
 
+// What execve hands the kernel once the new image is loaded: plain data,
+// so the kernel needs neither the loader nor the handlers.
+struct ExecImage {
+  std::shared_ptr<mm::MemoryManager> mm;  // the image, stack and vDSO mapped
+  std::string comm;                       // at most 15 bytes
+  std::string exe_path;                   // /proc/PID/exe
+  vfs::VirtualDentry exe_file;
+  int dumpable = 1;     // 0 for an unreadable executable or a secure exec
+  bool secure = false;  // AT_SECURE: the parent-death signal is cleared
+  Credentials creds;    // the recomputed credentials (commit_creds)
+  uint64_t entry = 0;
+  uint64_t stack_pointer = 0;
+};
+
 class Task final : public vfs::UserMemory,
                    public std::enable_shared_from_this<Task> {
  public:
@@ -96,6 +110,16 @@ class Task final : public vfs::UserMemory,
   std::shared_ptr<vfs::FsContext> FsRefLocked() const ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<mm::MemoryManager> MmRefLocked() const
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- execve (task_exec.cc). ----
+  // The commit of an exec past its point of no return (begin_new_exec):
+  // de_thread, the timers dropped, the new mm, a private FD table without
+  // the close-on-exec descriptors, the handlers flushed (ignored stay
+  // ignored) and the alternate stack cleared, comm and exe, dumpable, the
+  // new credentials, clear_child_tid and the robust list forgotten, the
+  // registers of a fresh start_thread. kEINTR (nothing changed) when the
+  // process started exiting meanwhile. Task thread, no locks held.
+  KResult<void> Execve(ExecImage image);
 
   // ---- Resources (task thread). ----
   vfs::FdTable& fd_table() const { return *fds_; }

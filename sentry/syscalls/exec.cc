@@ -235,56 +235,21 @@ SyscallResult DoExecveat(Task& t, int32_t dirfd, UserCString path_arg,
     return loaded.error();
   }
 
-  // 8. The commit. de_thread first: it fails only if the process is being
-  // killed anyway (then nothing changes and the run loop ends the task).
-  if (!t.thread_group().DeThread(t)) return kEINTR;
-  t.thread_group().timers().OnExec(t);  // exit_itimers, flush_itimer_signals
-  const std::string comm = NewComm(filename, fd_path, *loaded->file);
+  // 8. The commit, by the kernel (Task::Execve).
+  kernel::ExecImage image;
+  image.mm = std::move(new_mm);
+  image.comm = NewComm(filename, fd_path, *loaded->file);
+  image.exe_path = loaded->exe_path;
+  image.exe_file = loaded->file->vd();
   // would_dump(): an unreadable executable makes the process non-dumpable.
   const bool readable =
       vfs::CheckPermission(creds, vfs::kMayRead, loaded->file->inode()).ok();
-  t.set_mm(std::shared_ptr<mm::MemoryManager>(std::move(new_mm)));
-  // unshare_files(), then the close-on-exec descriptors (closed as the
-  // vector goes, with no lock held).
-  t.UnshareFdTable();
-  { std::vector<vfs::FileRef> closed = t.fd_table().RemoveCloexec(); }
-  // flush_signal_handlers(t, 0).
-  {
-    auto actions = t.thread_group().actions();
-    for (abi::KernelSigaction& a : actions) {
-      if (a.handler != abi::kSigIgn) a.handler = abi::kSigDfl;
-      a.flags = 0;
-      a.restorer = 0;
-      a.mask = 0;
-    }
-    t.thread_group().set_actions(actions);
-  }
-  t.set_alt_stack({});
-  t.set_name(comm);
-  t.thread_group().set_exe_path(loaded->exe_path);
-  t.thread_group().set_exe_file(loaded->file->vd());
-  // Dumpable unless unreadable or a secure exec (suid_dumpable is 0), then
-  // commit_creds(), which also clears it (and the parent-death signal)
-  // when the permitted set grew.
-  t.thread_group().set_dumpable(readable && !secure ? 1 : 0);
-  if (secure) t.set_pdeathsig(0);
-  t.CommitCreds(std::move(new_creds));
-  // mm_release(): the old image's clear_child_tid and robust list no
-  // longer apply (no other thread shares the old mm after de_thread, so
-  // Linux writes nothing either).
-  t.set_clear_child_tid(0);
-  t.set_robust_list(0);
-  // start_thread() after ELF_PLAT_INIT: every register 0, default FPU
-  // state, fs_base 0.
-  platform::CpuState& cpu = t.cpu();
-  cpu.regs = {};
-  cpu.regs.rip = loaded->load.entry;
-  cpu.regs.rsp = loaded->load.stack_pointer;
-  cpu.regs.eflags = 0x202;
-  cpu.regs.cs = 0x33;
-  cpu.regs.ss = 0x2b;
-  cpu.fp.clear();
-  cpu.fp_changed = true;
+  image.dumpable = readable && !secure ? 1 : 0;
+  image.secure = secure;
+  image.creds = std::move(new_creds);
+  image.entry = loaded->load.entry;
+  image.stack_pointer = loaded->load.stack_pointer;
+  TRY_VOID(t.Execve(std::move(image)));
   return uint64_t{0};
 }
 
