@@ -22,17 +22,7 @@ KResult<void> Task::Execve(ExecImage image) {
   // vector goes, with no lock held).
   UnshareFdTable();
   { std::vector<vfs::FileRef> closed = fd_table().RemoveCloexec(); }
-  // flush_signal_handlers(t, 0).
-  {
-    auto actions = tg.actions();
-    for (abi::KernelSigaction& a : actions) {
-      if (a.handler != abi::kSigIgn) a.handler = abi::kSigDfl;
-      a.flags = 0;
-      a.restorer = 0;
-      a.mask = 0;
-    }
-    tg.set_actions(actions);
-  }
+  tg.FlushSignalHandlers(/*force_default=*/false);
   set_alt_stack({});
   set_name(std::move(image.comm));
   tg.set_exe_path(std::move(image.exe_path));

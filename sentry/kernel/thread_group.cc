@@ -408,6 +408,16 @@ void ThreadGroup::set_actions(
   actions_ = a;
 }
 
+void ThreadGroup::FlushSignalHandlers(bool force_default) {
+  absl::MutexLock l(&mu_);
+  for (abi::KernelSigaction& a : actions_) {
+    if (force_default || a.handler != abi::kSigIgn) a.handler = abi::kSigDfl;
+    a.flags = 0;
+    a.restorer = 0;
+    a.mask = 0;
+  }
+}
+
 ExitStatus ThreadGroup::WaitDead() const {
   absl::MutexLock l(&mu_);
   mu_.Await(absl::Condition(&dead_));

@@ -99,6 +99,11 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   // Signal actions (signal.h delivers them).
   abi::KernelSigaction GetAction(int sig) const;
   void SetAction(int sig, const abi::KernelSigaction& act);
+  // Linux's flush_signal_handlers(): every action's flags, restorer and
+  // mask are cleared and its handler becomes SIG_DFL, except that an
+  // ignored signal stays ignored unless `force_default`. execve and
+  // clone3's CLONE_CLEAR_SIGHAND call it with false.
+  void FlushSignalHandlers(bool force_default);
 
   // A signal the kernel raises for this process (SI_USER): to the calling
   // task if it belongs to the process (SIGPIPE), else to the process (a

@@ -113,15 +113,10 @@ KResult<uint64_t> StartClone(Task& t, uint64_t flags, uint64_t stack,
     opts.sibling = flags & CLONE_PARENT;
     opts.exit_signal = exit_signal;
     TRY(child, t.kernel().Fork(t, std::move(cpu), opts));
+    // flush_signal_handlers(p, 0): caught signals go back to SIG_DFL,
+    // ignored ones stay ignored; every flag set and mask is cleared.
     if (flags & kCloneClearSighand) {
-      // flush_signal_handlers(p, 0): caught signals go back to SIG_DFL;
-      // ignored ones stay ignored.
-      kernel::ThreadGroup& ctg = child->thread_group();
-      for (int sig = 1; sig <= abi::kNumSignals; ++sig) {
-        abi::KernelSigaction a = ctg.GetAction(sig);
-        if (a.handler == abi::kSigIgn) continue;
-        ctg.SetAction(sig, abi::KernelSigaction{});
-      }
+      child->thread_group().FlushSignalHandlers(/*force_default=*/false);
     }
   }
   std::shared_ptr<kernel::VforkCompletion> vfork;

@@ -83,6 +83,16 @@ void Helper(const char* mode, int argc, char** argv, char** envp) {
     out +=
         "altstack_disabled=" + std::to_string((ss.ss_flags & SS_DISABLE) != 0) +
         "\n";
+  } else if (m == "sigflags") {
+    // The flags and mask of SIGUSR1 and SIGUSR2 (flush_signal_handlers
+    // clears them for every action, ignored ones too).
+    for (int sig : {SIGUSR1, SIGUSR2}) {
+      struct sigaction sa = {};
+      sigaction(sig, nullptr, &sa);
+      out += std::string(Disposition(sig)) +
+             " flags=" + std::to_string(sa.sa_flags) +
+             " mask_empty=" + std::to_string(sigisemptyset(&sa.sa_mask)) + "\n";
+    }
   } else if (m == "caps") {
     __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct d[2] = {};
@@ -343,6 +353,32 @@ TEST(ExecTest, HandlersResetIgnoredStayMaskAndAltStack) {
   EXPECT_THAT(r.status, ExitedWithCode(kHelperExit));
   EXPECT_THAT(Lines(r.out), ElementsAre("usr1=dfl", "usr2=ign", "int_blocked=1",
                                         "altstack_disabled=1"));
+}
+
+// flush_signal_handlers(): every action loses its flags and mask, an
+// ignored one too; a caught one becomes SIG_DFL.
+TEST(ExecTest, FlushClearsFlagsAndMaskOfIgnoredToo) {
+  std::string self = SelfPath();
+  std::vector<std::string> argv = {"sigflags"};
+  std::vector<std::string> envp = {HelperEnv("sigflags")};
+  auto a = CArray(argv);
+  auto e = CArray(envp);
+  ChildRun r = RunChild([&] {
+    struct sigaction sa = {};
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sa.sa_flags = SA_RESTART | SA_ONSTACK;
+    sa.sa_handler = Handler;
+    if (sigaction(SIGUSR1, &sa, nullptr) != 0) _exit(96);
+    sa.sa_flags = SA_RESTART | SA_NODEFER;
+    sa.sa_handler = SIG_IGN;
+    if (sigaction(SIGUSR2, &sa, nullptr) != 0) _exit(95);
+    execve(self.c_str(), a.data(), e.data());
+  });
+  EXPECT_THAT(r.status, ExitedWithCode(kHelperExit));
+  EXPECT_THAT(Lines(r.out), ElementsAre("dfl flags=0 mask_empty=1",
+                                        "ign flags=0 mask_empty=1"));
 }
 
 TEST(ExecTest, CommIsTheBasenameAndExeTheFile) {

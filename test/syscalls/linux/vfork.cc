@@ -1,5 +1,6 @@
 // vfork(2), clone(2) with CLONE_VM/CLONE_VFORK/CLONE_FILES/CLONE_FS/
-// CLONE_PARENT, posix_spawn(3), and clone's and clone3's argument checks.
+// CLONE_PARENT, posix_spawn(3), clone's and clone3's argument checks, and
+// clone3's CLONE_CLEAR_SIGHAND.
 //
 // The helper program is this binary itself: run with VFORK_TEST_HELPER=MODE
 // in its environment, a constructor does MODE's job and exits before gtest
@@ -433,6 +434,54 @@ TEST(Clone3Test, ForkLikeClone3) {
   ASSERT_THAT(waitpid(static_cast<pid_t>(pid), &status, 0),
               SyscallSucceedsWithValue(pid));
   EXPECT_THAT(status, ExitedWithCode(4));
+}
+
+void NoopHandler(int) {}
+
+// Exit 0 when `sig` shows `handler` with no flags and an empty mask.
+int CheckFlushed(int sig, void (*handler)(int)) {
+  struct sigaction sa = {};
+  if (sigaction(sig, nullptr, &sa) != 0) return 1;
+  if (sa.sa_handler != handler) return 2;
+  if (sa.sa_flags != 0) return 3;
+  if (!sigisemptyset(&sa.sa_mask)) return 4;
+  return 0;
+}
+
+// clone3(CLONE_CLEAR_SIGHAND): flush_signal_handlers(p, 0) in the child:
+// a caught signal becomes SIG_DFL, an ignored one stays ignored, and both
+// lose their flags and mask. The parent's actions are untouched.
+TEST(Clone3Test, ClearSighandFlushesFlagsAndMaskOfIgnoredToo) {
+  struct sigaction sa = {};
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGINT);
+  sa.sa_flags = SA_RESTART;
+  sa.sa_handler = NoopHandler;
+  struct sigaction old1, old2;
+  ASSERT_THAT(sigaction(SIGUSR1, &sa, &old1), SyscallSucceeds());
+  sa.sa_handler = SIG_IGN;
+  ASSERT_THAT(sigaction(SIGUSR2, &sa, &old2), SyscallSucceeds());
+
+  struct clone_args a = {};
+  a.flags = CLONE_CLEAR_SIGHAND;
+  a.exit_signal = SIGCHLD;
+  long pid = Clone3(&a, sizeof(a));
+  if (pid == 0) {
+    int r1 = CheckFlushed(SIGUSR1, SIG_DFL);
+    int r2 = CheckFlushed(SIGUSR2, SIG_IGN);
+    _exit(r1 != 0 ? 10 + r1 : (r2 != 0 ? 20 + r2 : 0));
+  }
+  const int err = errno;
+  struct sigaction now = {};
+  ASSERT_THAT(sigaction(SIGUSR2, &old2, &now), SyscallSucceeds());
+  EXPECT_NE(now.sa_flags & SA_RESTART, 0);  // the parent keeps its flags
+  ASSERT_THAT(sigaction(SIGUSR1, &old1, nullptr), SyscallSucceeds());
+  if (pid < 0 && err == ENOSYS) GTEST_SKIP() << "clone3 is not available";
+  ASSERT_GT(pid, 0) << strerror(err);
+  int status = 0;
+  ASSERT_THAT(waitpid(static_cast<pid_t>(pid), &status, 0),
+              SyscallSucceedsWithValue(pid));
+  EXPECT_THAT(status, ExitedWithCode(0));
 }
 
 }  // namespace
