@@ -153,6 +153,24 @@ class Kernel {
   };
   MemoryFigures Memory() const;
 
+  // ---- Process groups and sessions (job_control.cc). ----
+  // getpgid(2) (session false) and getsid(2) of the process `pid` names
+  // (0: the caller's); ESRCH when none does (a zombie still counts).
+  KResult<ThreadId> ProcessGroupOf(Task& caller, ThreadId pid, bool session);
+  // setpgid(2), in Linux's order of checks (pid/pgid 0: the caller's PID;
+  // then pid's): EINVAL for a negative group; ESRCH unless `pid` is the
+  // caller or its child; EINVAL for a thread that is not a leader; a
+  // child: EPERM in another session, EACCES once it has exec'd; EPERM for
+  // a session leader, or for a group that does not exist in the caller's
+  // session. Takes job_control_mu_.
+  KResult<void> SetProcessGroup(Task& caller, ThreadId pid, ThreadId pgid)
+      ABSL_LOCKS_EXCLUDED(job_control_mu_);
+  // setsid(2): the caller's process leads a new session and group (its
+  // PID); EPERM if a process group with that ID exists (the caller leads
+  // one, or a former member's group lives on). Takes job_control_mu_.
+  KResult<ThreadId> NewSession(Task& caller)
+      ABSL_LOCKS_EXCLUDED(job_control_mu_);
+
   // Called by Task::Run as a task ends (on its own thread).
   void TaskExited(Task* task);
   // A reaped process leaves the kernel's list (its object goes with the
@@ -193,6 +211,11 @@ class Kernel {
   // counts itself here until its last access to the kernel.
   size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> fatal_ ABSL_GUARDED_BY(mu_);
+  // Serializes changes of process groups and sessions (Linux's
+  // tasklist_lock for writing; job_control.cc). Taken with no other lock
+  // held; under it only PidNamespace::mu_ and ThreadGroup::parent_mu_
+  // (leaves) are taken. Readers of pgid/sid load the atomics.
+  absl::Mutex job_control_mu_;
   // The OOM killer's last victim, while it may still hold memory.
   absl::Mutex oom_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::weak_ptr<ThreadGroup> oom_victim_ ABSL_GUARDED_BY(oom_mu_);

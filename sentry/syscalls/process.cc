@@ -9,7 +9,6 @@
 
 #include <cstring>
 
-#include "absl/synchronization/mutex.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
@@ -219,84 +218,26 @@ SyscallResult Prctl(Task& t, int32_t option, uint64_t arg2, uint64_t arg3,
   }
 }
 
-// ---- Process groups and sessions. ----
-//
-// Changes are serialized by one lock (Linux's tasklist_lock, held for
-// writing by setpgid and setsid); readers load the atomics. A fork copies
-// its creator's IDs without it, so a fork racing with its creator's
-// setsid may leave the child in the old group, as if it ran first.
-absl::Mutex job_control_mu;
-
-// The process that `pid` names (any of its threads' TIDs, a zombie's
-// PID), as find_task_by_vpid + its thread group.
-std::shared_ptr<kernel::ThreadGroup> FindProcess(Task& t, int32_t pid) {
-  std::shared_ptr<kernel::Task> task =
-      t.kernel().root_pid_namespace().Lookup(pid);
-  return task != nullptr ? task->thread_group_ref() : nullptr;
-}
-
-// Whether some process (alive or a zombie) has process group `pgid` in
-// session `sid` (sid < 0: any session).
-bool GroupExists(Task& t, int32_t pgid, int32_t sid) {
-  kernel::PidNamespace& ns = t.kernel().root_pid_namespace();
-  for (kernel::ThreadId tid : ns.Tids()) {
-    std::shared_ptr<kernel::Task> task = ns.Lookup(tid);
-    if (task == nullptr) continue;
-    kernel::ThreadGroup& tg = task->thread_group();
-    if (tg.pgid() == pgid && (sid < 0 || tg.sid() == sid)) return true;
-  }
-  return false;
-}
+// ---- Process groups and sessions (the kernel's: job_control.cc). ----
 
 // getpgid(2), getsid(2), getpgrp(2).
 KResult<uint64_t> GroupOf(Task& t, int32_t pid, bool session) {
-  std::shared_ptr<kernel::ThreadGroup> tg = t.thread_group_ref();
-  if (pid != 0) {
-    tg = pid > 0 ? FindProcess(t, pid) : nullptr;
-    if (tg == nullptr) return kESRCH;
-  }
-  return static_cast<uint64_t>(session ? tg->sid() : tg->pgid());
+  TRY(kernel::ThreadId id, t.kernel().ProcessGroupOf(t, pid, session));
+  return static_cast<uint64_t>(id);
 }
 SyscallResult Getpgrp(Task& t) { return GroupOf(t, 0, false); }
 SyscallResult Getpgid(Task& t, int32_t pid) { return GroupOf(t, pid, false); }
 SyscallResult Getsid(Task& t, int32_t pid) { return GroupOf(t, pid, true); }
 
-// setpgid(2), in Linux's order of checks: EINVAL for a negative group;
-// ESRCH unless `pid` is the caller or its child; EINVAL for a thread that
-// is not a leader; a child: EPERM in another session, EACCES once it has
-// exec'd; EPERM for a session leader, or for a group that does not exist
-// in the caller's session.
+// setpgid(2).
 SyscallResult Setpgid(Task& t, int32_t pid, int32_t pgid) {
-  kernel::ThreadGroup& self = t.thread_group();
-  if (pid == 0) pid = self.tgid();
-  if (pgid == 0) pgid = pid;
-  if (pgid < 0) return kEINVAL;
-  absl::MutexLock l(&job_control_mu);
-  std::shared_ptr<kernel::Task> task =
-      pid > 0 ? t.kernel().root_pid_namespace().Lookup(pid) : nullptr;
-  if (task == nullptr) return kESRCH;
-  kernel::ThreadGroup& p = task->thread_group();
-  if (p.tgid() != pid) return kEINVAL;  // not a thread-group leader
-  if (p.parent() == &self) {
-    if (p.sid() != self.sid()) return kEPERM;
-    if (p.did_exec()) return kEACCES;
-  } else if (&p != &self) {
-    return kESRCH;
-  }
-  if (p.sid() == p.tgid()) return kEPERM;  // a session leader
-  if (pgid != pid && !GroupExists(t, pgid, self.sid())) return kEPERM;
-  p.set_pgid_sid(pgid, p.sid());
+  TRY_VOID(t.kernel().SetProcessGroup(t, pid, pgid));
   return uint64_t{0};
 }
 
-// setsid(2): EPERM if a process group with the caller's PID exists (the
-// caller leads one, or a former member's group lives on).
+// setsid(2).
 SyscallResult Setsid(Task& t) {
-  kernel::ThreadGroup& self = t.thread_group();
-  absl::MutexLock l(&job_control_mu);
-  const kernel::ThreadId id = self.tgid();
-  if (GroupExists(t, id, -1)) return kEPERM;
-  self.set_pgid_sid(id, id);
+  TRY(kernel::ThreadId id, t.kernel().NewSession(t));
   return static_cast<uint64_t>(id);
 }
 
