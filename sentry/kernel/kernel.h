@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "platform/platform.h"
 #include "sentry/base/result.h"
@@ -171,6 +172,17 @@ class Kernel {
   KResult<ThreadId> NewSession(Task& caller)
       ABSL_LOCKS_EXCLUDED(job_control_mu_);
 
+  // The internal shm mount's root (Linux's shm_mnt; shm.cc), which no
+  // mount namespace contains, so no path reaches it; memfd_create makes its
+  // files there. Made on first use by `make` (memfd.cc: a tmpfs with no
+  // size or inode limit on the caller's memory file, the platform's: this
+  // package does not depend on the file systems) and kept until the kernel
+  // goes (the memory file outlives the kernel). `make` runs under shm_mu_
+  // (a leaf) and must take no kernel lock.
+  vfs::VirtualDentry ShmRoot(
+      absl::FunctionRef<std::shared_ptr<vfs::Mount>()> make)
+      ABSL_LOCKS_EXCLUDED(shm_mu_);
+
   // Called by Task::Run as a task ends (on its own thread).
   void TaskExited(Task* task);
   // A reaped process leaves the kernel's list (its object goes with the
@@ -211,6 +223,8 @@ class Kernel {
   // counts itself here until its last access to the kernel.
   size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> fatal_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex shm_mu_;  // leaf
+  std::shared_ptr<vfs::Mount> shm_mount_ ABSL_GUARDED_BY(shm_mu_);
   // Serializes changes of process groups and sessions (Linux's
   // tasklist_lock for writing; job_control.cc). Taken with no other lock
   // held; under it only PidNamespace::mu_ and ThreadGroup::parent_mu_

@@ -1,7 +1,7 @@
-// memfd_create(2): an anonymous tmpfs file on the kernel's internal memfd
-// mount (Linux's shm_mnt), which no mount namespace contains, so no path
-// reaches it. Seals: fcntl F_ADD_SEALS/F_GET_SEALS (file.cc) call
-// tmpfs::RegularFile::AddSeals/seals().
+// memfd_create(2): an anonymous tmpfs file on the kernel's internal shm
+// mount (Kernel::ShmRoot, Linux's shm_mnt), which no mount namespace
+// contains, so no path reaches it. Seals: fcntl F_ADD_SEALS/F_GET_SEALS
+// (file.cc) call tmpfs::RegularFile::AddSeals/seals().
 #include <fcntl.h>
 #include <linux/memfd.h>
 #include <sys/stat.h>
@@ -10,11 +10,10 @@
 #include <string>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
+#include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/table.h"
@@ -45,30 +44,6 @@ constexpr size_t kNameMax = 255 - (sizeof(kNamePrefix) - 1);
 constexpr uint32_t kSealSeal = 0x0001;
 constexpr uint32_t kSealExec = 0x0020;
 
-// The internal memfd mount of each memory file (there is one memory file per
-// kernel). Held weakly: every open memfd holds its mount (and so the tmpfs
-// instance), and a new instance is made when none is left. (Linux keeps one
-// shm_mnt for good; the difference shows only as a different st_dev for
-// memfds created after all earlier ones were closed.) A live entry never
-// outlives its memory file, since tmpfs must not.
-vfs::VirtualDentry MemfdRoot(platform::MemoryFile& mf) {
-  // Never destroyed (no exit-time destructors).
-  static auto* mu = new absl::Mutex;
-  static auto* mounts =
-      new absl::flat_hash_map<platform::MemoryFile*, std::weak_ptr<vfs::Mount>>;
-  absl::MutexLock l(mu);
-  std::weak_ptr<vfs::Mount>& weak = (*mounts)[&mf];
-  std::shared_ptr<vfs::Mount> mount = weak.lock();
-  if (mount == nullptr) {
-    // shm_mnt: no size or inode limit (statfs shows no sizes).
-    auto fs = fs::tmpfs::Filesystem::Create(
-        mf, fs::tmpfs::Options{.max_bytes = 0, .max_inodes = 0});
-    mount = vfs::Mount::Create(fs, fs->root(), 0);
-    weak = mount;
-  }
-  return {mount, mount->root()};
-}
-
 // memfd_create(2).
 SyscallResult MemfdCreate(Task& t, UserAddr uname, uint32_t flags) {
   // sanitize_flags(): huge page size bits only with MFD_HUGETLB.
@@ -85,7 +60,13 @@ SyscallResult MemfdCreate(Task& t, UserAddr uname, uint32_t flags) {
   // No hugetlbfs: as a kernel without CONFIG_HUGETLBFS.
   if (flags & MFD_HUGETLB) return kEINVAL;
 
-  vfs::VirtualDentry root = MemfdRoot(t.mm().memory_file());
+  vfs::VirtualDentry root = t.kernel().ShmRoot([&t] {
+    // shm_mnt: no size or inode limit (statfs shows no sizes).
+    auto fs = fs::tmpfs::Filesystem::Create(
+        t.mm().memory_file(),
+        fs::tmpfs::Options{.max_bytes = 0, .max_inodes = 0});
+    return vfs::Mount::Create(fs, fs->root(), 0);
+  });
   auto& fs = static_cast<fs::tmpfs::Filesystem&>(root.mount->fs());
   // shmem_file_setup(): a regular file, mode 0777 (no umask), owned by the
   // caller's fsuid/fsgid, with no links.

@@ -86,6 +86,22 @@ TEST(MemfdTest, CreatesAnEmptyReadWriteFile) {
   EXPECT_THAT(fcntl(fd.get(), F_GETFD), SyscallSucceedsWithValue(FD_CLOEXEC));
 }
 
+// Every memfd lives on the one internal shm mount (shm_mnt), which stays
+// when no memfd is open: one created after all others were closed has the
+// same st_dev.
+TEST(MemfdTest, OneShmMountForAll) {
+  struct stat first = {};
+  {
+    FileDescriptor fd = NewMemfd();
+    ASSERT_THAT(fstat(fd.get(), &first), SyscallSucceeds());
+  }
+  FileDescriptor fd = NewMemfd();
+  struct stat second = {};
+  ASSERT_THAT(fstat(fd.get(), &second), SyscallSucceeds());
+  EXPECT_EQ(first.st_dev, second.st_dev);
+  EXPECT_NE(first.st_ino, 0u);
+}
+
 TEST(MemfdTest, CloexecOnlyWhenAsked) {
   FileDescriptor fd(MemfdCreate("x", 0));
   ASSERT_TRUE(fd.valid()) << strerror(errno);
