@@ -95,17 +95,19 @@ void SyscallTable::LogOnce(uint64_t nr, const SyscallEntry* e) {
         !out_of_range_logged_.insert(nr).second) {
       return;
     }
-    kernel::LogUnsupported("unknown syscall %d: ENOSYS", static_cast<int64_t>(nr));
+    kernel::LogUnsupported("unknown syscall %d: ENOSYS",
+                           static_cast<int64_t>(nr));
     return;
   }
   if (logged_[nr].exchange(true, std::memory_order_relaxed)) return;
   const char* name = entries_[nr].name != nullptr ? entries_[nr].name : "?";
   if (e == nullptr) {
     kernel::LogUnsupported("unimplemented syscall %d (%s): ENOSYS",
-                       static_cast<int>(nr), name);
+                           static_cast<int>(nr), name);
   } else if (e->support == Support::kUnsupported) {
     kernel::LogUnsupported("unsupported syscall %d (%s): %s; %s",
-                     static_cast<int>(nr), name, e->error.name(), e->note);
+                           static_cast<int>(nr), name, e->error.name(),
+                           e->note);
   } else {
     kernel::LogDebug("partially supported syscall %d (%s): %s",
                      static_cast<int>(nr), name, e->note);
