@@ -285,6 +285,12 @@ class MemoryFileImpl final : public MemoryFile {
     return allocated_;
   }
 
+  bool CouldFit(uint64_t bytes) const override {
+    absl::MutexLock l(&mu_);
+    const uint64_t bound = limit_ != 0 ? std::min(limit_, size_) : size_;
+    return allocated_ <= bound && bytes <= bound - allocated_;
+  }
+
  private:
   // Copies of at least this many bytes go through pread/pwrite on the memfd
   // instead of the Sentry's mapping: the kernel then finds (or allocates)

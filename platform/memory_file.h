@@ -82,6 +82,14 @@ class MemoryFile {
   // memory cgroup charges a container's pages.
   virtual void SetLimit(uint64_t bytes) { (void)bytes; }
   virtual uint64_t Limit() const { return 0; }
+  // Whether `bytes` more could ever be allocated next to what is allocated
+  // now, within the limit (without one, the file's size). Size requests are
+  // checked against it before their work starts (tmpfs fallocate: ENOSPC up
+  // front, as shmem_fallocate against the mount's size; MAP_POPULATE stops).
+  virtual bool CouldFit(uint64_t bytes) const {
+    (void)bytes;
+    return true;
+  }
   // What Allocate calls, outside its own lock, when an allocation of
   // `needed` bytes would pass the limit (the OOM killer: it may end a guest
   // process and wait a bounded time for its pages): true if Allocate should

@@ -75,6 +75,22 @@ TEST(MemoryFileTest, LimitRefusesAndCounts) {
   EXPECT_EQ(mf->LimitFailures(), 1u);
 }
 
+// CouldFit: the room left under the limit, or under the file's size
+// without one (what size requests are checked against up front).
+TEST(MemoryFileTest, CouldFitFollowsTheLimitOrTheSize) {
+  auto mf = Make(16 * 4096);
+  EXPECT_TRUE(mf->CouldFit(16 * 4096));
+  EXPECT_FALSE(mf->CouldFit(17 * 4096));
+  EXPECT_FALSE(mf->CouldFit(UINT64_MAX));
+  mf->SetLimit(4 * 4096);
+  ASSERT_TRUE(mf->Allocate(3 * 4096).ok());
+  EXPECT_TRUE(mf->CouldFit(4096));
+  EXPECT_FALSE(mf->CouldFit(2 * 4096));
+  mf->SetLimit(64 * 4096);  // above the file: the file's size bounds it
+  EXPECT_TRUE(mf->CouldFit(13 * 4096));
+  EXPECT_FALSE(mf->CouldFit(14 * 4096));
+}
+
 // The OOM handler runs outside the allocator's lock (it may free), and the
 // allocation is retried a bounded number of times.
 TEST(MemoryFileTest, OomHandlerMayFreeAndIsBounded) {

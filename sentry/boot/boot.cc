@@ -18,7 +18,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "platform/host_fds.h"
-#include "platform/memory_budget.h"
 #include "platform/memory_file.h"
 #include "platform/systrap/systrap.h"
 #include "sentry/boot/boot_spec.h"
@@ -250,11 +249,6 @@ int BootMain(int argc, char** argv) {
   for (int s : kForwarded) sigaddset(&fwd, s);
   pthread_sigmask(SIG_BLOCK, &fwd, nullptr);
 
-  // No request for more guest memory than --memory (or, without a limit,
-  // the file) can hold is started (platform/memory_budget.h).
-  platform::SetGuestMemoryLimit(
-      spec.memory_limit != 0 ? std::min(spec.memory_limit, kMemoryFileSize)
-                             : kMemoryFileSize);
   auto mf = platform::MemoryFile::Create(kMemoryFileSize);
   if (!mf.ok()) return Fail("memory file: " + mf.status().ToString());
   // --memory: every page of the sandbox counts against it (memory_file.h).

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "platform/long_work.h"
-#include "platform/memory_budget.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/stats.h"
 
@@ -359,8 +358,7 @@ KResult<void> MemoryManager::Populate(uintptr_t addr, size_t length) {
     // Best effort, as Linux's populate: it stops (the mapping stays, faults
     // back the rest) when the task is interrupted (a kill: at once, not
     // after a 1 TiB populate) or guest memory runs short.
-    if (platform::LongWorkInterrupted() ||
-        !platform::GuestMemoryCouldFit(mf_.AllocatedBytes(), kFaultWindow)) {
+    if (platform::LongWorkInterrupted() || !mf_.CouldFit(kFaultWindow)) {
       break;
     }
     auto vit = FindVmaLocked(cur);

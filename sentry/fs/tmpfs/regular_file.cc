@@ -331,7 +331,7 @@ KResult<void> RegularFile::Allocate(uint32_t mode, uint64_t offset,
   }
   // Sizes first, as shmem_fallocate checks the range against the mount's
   // size: a range that could never be backed is ENOSPC before any page
-  // (the guest-memory bound, platform/memory_budget.h; the mount's size=).
+  // (the guest-memory bound, MemoryFile::CouldFit; the mount's size=).
   const uint64_t first = offset / kPage;
   const uint64_t pages = (end + kPage - 1) / kPage - first;
   if (!tmpfs().CouldHoldPages(pages -

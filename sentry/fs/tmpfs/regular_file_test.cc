@@ -14,7 +14,6 @@
 
 #include "gtest/gtest.h"
 #include "platform/long_work.h"
-#include "platform/memory_budget.h"
 #include "sentry/fs/tmpfs/testing.h"
 
 namespace sandbox::fs::tmpfs {
@@ -341,10 +340,10 @@ TEST_F(FallocateTest, BeyondTheGuestMemoryBoundIsEnospcUpFront) {
   WriteFile("/f", "");
   auto f = Open("/f", O_RDWR).value();
   const uint64_t before = mf_->AllocatedBytes();
-  platform::SetGuestMemoryLimit(uint64_t{1} << 30);
+  mf_->SetLimit(uint64_t{1} << 30);
   EXPECT_EQ(vfs::Fallocate(*f, 0, 0, uint64_t{1} << 50).error(), kENOSPC);
   EXPECT_EQ(vfs::Fallocate(*f, 0, 0, uint64_t{2} << 30).error(), kENOSPC);
-  platform::SetGuestMemoryLimit(UINT64_MAX);
+  mf_->SetLimit(0);
   EXPECT_EQ(mf_->AllocatedBytes(), before);
   EXPECT_EQ(f->Stat()->st_size, 0);
 }

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "platform/memory_budget.h"
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/tmpfs/directory.h"
 #include "sentry/fs/tmpfs/inode.h"
@@ -132,7 +131,7 @@ bool Filesystem::CouldHoldPages(uint64_t n) const {
   }
   constexpr uint64_t kPageBytes = 4096;
   if (n > UINT64_MAX / kPageBytes) return false;
-  return platform::GuestMemoryCouldFit(mf_.AllocatedBytes(), n * kPageBytes);
+  return mf_.CouldFit(n * kPageBytes);
 }
 
 void Filesystem::ReleasePages(uint64_t n) {

@@ -74,7 +74,7 @@ class Filesystem final : public vfs::Filesystem {
   // Page accounting for the size limit: reserve before allocating.
   bool ReservePages(uint64_t n);
   // Whether `n` more pages could ever be held: within the size limit and
-  // the guest-memory bound (platform/memory_budget.h). Reserves nothing:
+  // the guest-memory bound (MemoryFile::CouldFit). Reserves nothing:
   // for up-front checks of large requests (fallocate: ENOSPC at once).
   bool CouldHoldPages(uint64_t n) const;
   void ReleasePages(uint64_t n);
