@@ -24,20 +24,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "test/e2e/runsc_child.h"
 
 namespace {
 
-std::string Runfile(const std::string& rel) {
-  const char* srcdir = getenv("TEST_SRCDIR");
-  const char* ws = getenv("TEST_WORKSPACE");
-  return std::string(srcdir ? srcdir : ".") + "/" + (ws ? ws : "sandbox") +
-         "/" + rel;
-}
-
-struct Result {
-  int status = -1;
-  std::string out;
-};
+using ::sandbox::e2e::Result;
+using ::sandbox::e2e::Runfile;
 
 // Runs `runsc do FLAGS... -- mount_probe ARGS...`, stdout and stderr
 // together.
