@@ -341,8 +341,12 @@ TEST(SignalTest, NanosleepInterruptedByAHandlerIsEintr) {
   ScopedHandler h(SIGUSR1, RecordingHandler, SA_RESTART);
   const pid_t main_tid = Gettid();
   std::thread th([&] {
-    // Until the main thread sleeps (at most 4 s): a signal that came
-    // before nanosleep would let it sleep its whole 5 s.
+    // Until the main thread sleeps (at least 50 ms, then until its state
+    // is S, at most 4 s): a signal that came before nanosleep would let it
+    // sleep its whole 5 s. Both waits: a loaded host may keep it from
+    // nanosleep past 50 ms, and the sandbox's /proc shows every task but
+    // the reader as S.
+    usleep(50 * 1000);
     const std::string stat =
         "/proc/self/task/" + std::to_string(main_tid) + "/stat";
     for (int i = 0; i < 400; ++i) {
