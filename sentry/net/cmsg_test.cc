@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <map>

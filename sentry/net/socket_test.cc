@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <vector>
