@@ -427,6 +427,7 @@ TEST(SocketArgsTest, MsghdrChecks) {
   EXPECT_THAT(sendmsg(fds[0].get(), &m, 0), SyscallFailsWithErrno(EINVAL));
   c->cmsg_len = CMSG_LEN(0);
   c->cmsg_type = 99;  // unknown SOL_SOCKET type
+  m.msg_controllen = CMSG_SPACE(0);
   EXPECT_THAT(sendmsg(fds[0].get(), &m, 0), SyscallFailsWithErrno(EINVAL));
   c->cmsg_level = SOL_IP;  // other levels are the protocol's: skipped
   EXPECT_THAT(sendmsg(fds[0].get(), &m, 0), SyscallSucceedsWithValue(8));
