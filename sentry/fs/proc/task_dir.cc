@@ -27,6 +27,7 @@
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/net/socket.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/vfs_file.h"
 
@@ -625,6 +626,8 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs,
           if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get())) {
             return pf->location();
           }
+          // A socket's sockfs inode (opening it is ENXIO: sock_no_open).
+          if (net::Socket* sock = net::AsSocket(f)) return sock->location();
           return kENOENT;
         });
         return std::shared_ptr<vfs::Inode>(std::move(link));
