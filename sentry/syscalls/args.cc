@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace sandbox::syscalls {
@@ -169,10 +170,37 @@ std::string ArgTraits<UserMsghdr>::Format(Task& t, const SyscallArgs& a,
   } else if (m.name != 0) {
     name = absl::StrFormat("%#x", m.name);
   }
+  // The control messages' headers (the first few), as strace lists them.
+  std::string cmsgs;
+  if (m.control != 0 && m.controllen >= 16) {
+    uint8_t ctl[256];
+    const size_t n = std::min<uint64_t>(m.controllen, sizeof(ctl));
+    if (t.CopyInFull(m.control, ctl, n).ok()) {
+      cmsgs = ", msg_control=[";
+      size_t off = 0;
+      for (int i = 0; i < 4 && off + 16 <= n; ++i) {
+        uint64_t len;
+        int32_t level, type;
+        memcpy(&len, ctl + off, 8);
+        memcpy(&level, ctl + off + 8, 4);
+        memcpy(&type, ctl + off + 12, 4);
+        const char* tn =
+            level == SOL_SOCKET && type == SCM_RIGHTS        ? "SCM_RIGHTS"
+            : level == SOL_SOCKET && type == SCM_CREDENTIALS ? "SCM_CREDENTIALS"
+                                                             : nullptr;
+        absl::StrAppend(
+            &cmsgs, i ? ", " : "", "{cmsg_len=", len, ", cmsg_level=", level,
+            ", cmsg_type=", tn != nullptr ? tn : absl::StrCat(type), "}");
+        if (len < 16 || len > m.controllen - off) break;
+        off += (len + 7) & ~uint64_t{7};
+      }
+      cmsgs += "]";
+    }
+  }
   return absl::StrFormat(
-      "{msg_name=%s, msg_namelen=%d, msg_iovlen=%u, msg_controllen=%u, "
+      "{msg_name=%s, msg_namelen=%d, msg_iovlen=%u, msg_controllen=%u%s, "
       "msg_flags=%#x}",
-      name, m.namelen, m.iovlen, m.controllen, m.flags);
+      name, m.namelen, m.iovlen, m.controllen, cmsgs, m.flags);
 }
 
 }  // namespace sandbox::syscalls
