@@ -58,6 +58,9 @@ thread_local std::vector<vfs::FileRef>* t_pending = nullptr;
 // A collection running on this thread (releases then only ask for more).
 thread_local bool t_in_gc = false;
 thread_local bool t_gc_again = false;
+// A release inside a ReleaseFiles drain asked for a collection: it runs
+// once, after the drain (a cascade of releases is one collection).
+thread_local bool t_gc_wanted = false;
 
 // Calls fn(child) for every unix socket in flight in `ep`'s queue, and for
 // a listener in the queues of its pending connections (scan_children).
@@ -169,6 +172,10 @@ void ReleaseFiles(std::vector<vfs::FileRef> files) {
     f.reset();  // may release a socket, which appends to `pending`
   }
   t_pending = nullptr;
+  if (t_gc_wanted) {
+    t_gc_wanted = false;
+    MaybeCollectGarbage();
+  }
 }
 
 KResult<void> AttachRights(const std::vector<vfs::FileRef>& files,
@@ -235,9 +242,12 @@ void CollectGarbage() {
 }
 
 void MaybeCollectGarbage() {
-  if (Gc().total_sockets.load(std::memory_order_relaxed) > 0) {
-    CollectGarbage();
+  if (Gc().total_sockets.load(std::memory_order_relaxed) == 0) return;
+  if (t_pending != nullptr) {
+    t_gc_wanted = true;
+    return;
   }
+  CollectGarbage();
 }
 
 int64_t InflightDescriptors() {
