@@ -131,9 +131,8 @@ TEST(UnixAddrTest, AutobindWithOnlyTheFamily) {
   Name n = SockName(fd.get());
   EXPECT_TRUE(IsAutobindName(n))
       << "len " << n.len << " name "
-      << std::string(n.addr.sun_path + 1, n.len > kPathOffset + 1
-                                              ? n.len - kPathOffset - 1
-                                              : 0);
+      << std::string(n.addr.sun_path + 1,
+                     n.len > kPathOffset + 1 ? n.len - kPathOffset - 1 : 0);
   // Another autobind gets another name.
   FileDescriptor fd2 = UnixSocket(SOCK_DGRAM);
   ASSERT_THAT(bind(fd2.get(), u.sa(), u.len), SyscallSucceeds());
@@ -149,9 +148,9 @@ TEST(UnixAddrTest, AutobindWithOnlyTheFamily) {
   char c;
   sockaddr_un from = {};
   socklen_t flen = sizeof(from);
-  ASSERT_THAT(recvfrom(fd.get(), &c, 1, 0, reinterpret_cast<sockaddr*>(&from),
-                       &flen),
-              SyscallSucceedsWithValue(1));
+  ASSERT_THAT(
+      recvfrom(fd.get(), &c, 1, 0, reinterpret_cast<sockaddr*>(&from), &flen),
+      SyscallSucceedsWithValue(1));
   EXPECT_EQ(flen, n2.len);
   EXPECT_EQ(memcmp(&from, &n2.addr, flen), 0);
 }

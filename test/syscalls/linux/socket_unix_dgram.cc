@@ -24,7 +24,8 @@ namespace {
 
 // A datagram socket bound to a fresh path, unlinked when destroyed.
 struct BoundDgram {
-  BoundDgram() : addr(UnixAddr::Path(SocketPath())), fd(UnixSocket(SOCK_DGRAM)) {
+  BoundDgram()
+      : addr(UnixAddr::Path(SocketPath())), fd(UnixSocket(SOCK_DGRAM)) {
     EXPECT_TRUE(fd.valid());
     EXPECT_THAT(bind(fd.get(), addr.sa(), addr.len), SyscallSucceeds());
   }
@@ -156,9 +157,9 @@ TEST(UnixDgramTest, RecvfromNamesABoundSender) {
   EXPECT_EQ(from.sun_family, AF_UNIX);
   EXPECT_STREQ(from.sun_path, s.addr.addr.sun_path);
   // Reply to the name we got.
-  ASSERT_THAT(sendto(r.fd.get(), "yo", 2, 0,
-                     reinterpret_cast<sockaddr*>(&from), len),
-              SyscallSucceedsWithValue(2));
+  ASSERT_THAT(
+      sendto(r.fd.get(), "yo", 2, 0, reinterpret_cast<sockaddr*>(&from), len),
+      SyscallSucceedsWithValue(2));
   EXPECT_THAT(recv(s.fd.get(), buf, sizeof(buf), 0),
               SyscallSucceedsWithValue(2));
 }

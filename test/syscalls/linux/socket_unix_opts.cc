@@ -232,9 +232,8 @@ TEST(UnixOptsTest, RcvtimeoEndsABlockedRecvWithEagain) {
     SocketPair p(type);
     ASSERT_TRUE(p.ok());
     timeval tv = {0, 100000};
-    ASSERT_THAT(
-        setsockopt(p.b.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
-        SyscallSucceeds());
+    ASSERT_THAT(setsockopt(p.b.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
+                SyscallSucceeds());
     double start = Now();
     char c;
     EXPECT_THAT(recv(p.b.get(), &c, 1, 0), SyscallFailsWithErrno(EAGAIN));

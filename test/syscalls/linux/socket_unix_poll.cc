@@ -39,11 +39,11 @@ std::string Bits(short r) {
   return s.empty() ? "none" : s;
 }
 
-#define EXPECT_REVENTS(fd, want)                                      \
-  do {                                                                \
-    short got_ = PollNow(fd, kAll);                                   \
-    EXPECT_EQ(got_, static_cast<short>(want))                         \
-        << "got " << Bits(got_) << "want " << Bits(want);             \
+#define EXPECT_REVENTS(fd, want)                          \
+  do {                                                    \
+    short got_ = PollNow(fd, kAll);                       \
+    EXPECT_EQ(got_, static_cast<short>(want))             \
+        << "got " << Bits(got_) << "want " << Bits(want); \
   } while (0)
 
 class ConnectedTest : public ::testing::TestWithParam<int> {};
@@ -73,8 +73,7 @@ TEST_P(ConnectedTest, PeerShutdownWriteIsRdhup) {
   ASSERT_TRUE(p.ok());
   ASSERT_THAT(shutdown(p.a.get(), SHUT_WR), SyscallSucceeds());
   // A datagram socket's shutdown is its own: the peer sees nothing.
-  EXPECT_REVENTS(p.b.get(),
-                 IsDgram() ? POLLOUT : POLLIN | POLLRDHUP | POLLOUT);
+  EXPECT_REVENTS(p.b.get(), IsDgram() ? POLLOUT : POLLIN | POLLRDHUP | POLLOUT);
   // The side that shut down its writing stays "writable" (a write fails
   // at once with EPIPE).
   EXPECT_REVENTS(p.a.get(), POLLOUT);
@@ -85,9 +84,8 @@ TEST_P(ConnectedTest, BothDirectionsShutIsHup) {
   ASSERT_TRUE(p.ok());
   ASSERT_THAT(shutdown(p.a.get(), SHUT_RDWR), SyscallSucceeds());
   EXPECT_REVENTS(p.a.get(), POLLIN | POLLRDHUP | POLLHUP | POLLOUT);
-  EXPECT_REVENTS(p.b.get(), IsDgram()
-                                ? POLLOUT
-                                : POLLIN | POLLRDHUP | POLLHUP | POLLOUT);
+  EXPECT_REVENTS(p.b.get(),
+                 IsDgram() ? POLLOUT : POLLIN | POLLRDHUP | POLLHUP | POLLOUT);
 }
 
 TEST_P(ConnectedTest, OwnShutdownReadIsRdhup) {
@@ -338,9 +336,9 @@ TEST(UnixPollTest, DatagramToAFullReceiverIsNotWritable) {
 }
 
 TEST(UnixPollTest, DatagramQueueLimitIsMaxDgramQlen) {
-  long qlen = strtol(
-      ReadFileOrEmpty("/proc/sys/net/unix/max_dgram_qlen").c_str(), nullptr,
-      10);
+  long qlen =
+      strtol(ReadFileOrEmpty("/proc/sys/net/unix/max_dgram_qlen").c_str(),
+             nullptr, 10);
   if (qlen <= 0) GTEST_SKIP() << "cannot read net.unix.max_dgram_qlen";
   UnixAddr addr = UnixAddr::Abstract(AbstractName("qlen"));
   FileDescriptor r = UnixSocket(SOCK_DGRAM);

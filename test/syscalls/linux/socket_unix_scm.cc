@@ -389,7 +389,7 @@ TEST(UnixScmTest, ForgedCredentialsAreEpermWithoutPrivilege) {
   ASSERT_TRUE(p.ok());
   int status = InForkedChild([&] {
     if (!DropCapabilities(false)) _exit(10);
-    ucred forged[2] = {{getpid(), 12345, getgid()},   // Another uid.
+    ucred forged[2] = {{getpid(), 12345, getgid()},       // Another uid.
                        {getppid(), getuid(), getgid()}};  // Another pid.
     for (const ucred& cred : forged) {
       char control[CMSG_SPACE(sizeof(ucred))] = {};

@@ -232,13 +232,13 @@ TEST(UnixStreamTest, WriteAfterShutdownRaisesSigpipe) {
               KilledBySignal(SIGPIPE));
   EXPECT_THAT(InForkedChild([&] { (void)send(p.a.get(), "x", 1, 0); }),
               KilledBySignal(SIGPIPE));
-  EXPECT_THAT(InForkedChild([&] {
-                if (send(p.a.get(), "x", 1, MSG_NOSIGNAL) != -1 ||
-                    errno != EPIPE) {
-                  _exit(3);
-                }
-              }),
-              ExitedWithCode(0));
+  EXPECT_THAT(
+      InForkedChild([&] {
+        if (send(p.a.get(), "x", 1, MSG_NOSIGNAL) != -1 || errno != EPIPE) {
+          _exit(3);
+        }
+      }),
+      ExitedWithCode(0));
 }
 
 TEST(UnixStreamTest, IgnoredSigpipeStillEpipe) {
