@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/proc/format.h"
+#include "sentry/fs/proc/net.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signal.h"
@@ -866,6 +867,7 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs,
   dir->Add("root", std::move(root));
   dir->Add("fd", NewFdDir(fs, w, false, uid, gid));
   dir->Add("fdinfo", NewFdDir(fs, w, true, uid, gid));
+  dir->Add("net", NewNetDir(fs));
   if (!thread_dir) {
     auto tasks = std::make_shared<kernfs::Dir>(fs, 0555, uid, gid);
     kernfs::Filesystem* fsp = &fs;
