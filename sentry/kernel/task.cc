@@ -1,7 +1,7 @@
 #include "sentry/kernel/task.h"
 
-#include <sys/eventfd.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "sentry/kernel/kernel.h"
