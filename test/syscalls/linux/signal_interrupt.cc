@@ -81,14 +81,19 @@ enum class Other {
   kBlocksTheSignalAndSleeps,
 };
 
-// Rounds of: arm a 20 ms ITIMER_REAL, write 4 MiB + 2 to a pipe nobody
+// Rounds of: arm a 5 ms ITIMER_REAL, write 4 MiB + 2 to a pipe nobody
 // drains. The write fills the pipe, blocks, is interrupted by SIGALRM and
-// returns what it wrote; the handler must have run when it returns.
+// returns what it wrote; the handler must have run when it returns. (A
+// race, not a certainty, when it is wrong: in the sandbox a task woken
+// just before the signal was marked pending ran guest code first, in about
+// one round in six.)
 void CheckInterruptedPartialWrite(Other other) {
   ScopedCounter counter(SIGALRM);
   constexpr size_t kSize = 4 * 1024 * 1024 + 2;
   std::vector<char> data(kSize, 'x');
-  constexpr int kRounds = 5;
+  constexpr int kRounds = 100;
+  int late = 0;  // rounds whose write returned before the handler ran
+  int first_late = -1;
   for (int round = 0; round < kRounds; ++round) {
     int p[2];
     ASSERT_THAT(pipe(p), SyscallSucceeds());
@@ -114,7 +119,7 @@ void CheckInterruptedPartialWrite(Other other) {
       ThreadMask(SIG_UNBLOCK, SIGALRM);
     }
     const int before = handled.load();
-    ArmRealTimer(20 * 1000);
+    ArmRealTimer(5 * 1000);
     const ssize_t n = write(w.get(), data.data(), data.size());
     // Read at once: any guest code run before the handler could miss it.
     const int after = handled.load();
@@ -125,13 +130,14 @@ void CheckInterruptedPartialWrite(Other other) {
     }
     if (t.joinable()) t.join();
     ASSERT_GT(n, 0) << "errno " << saved_errno << ", round " << round;
-    EXPECT_LT(n, static_cast<ssize_t>(kSize)) << "round " << round;
-    EXPECT_EQ(after, before + 1)
-        << "the SIGALRM handler had not run when the interrupted write "
-           "returned "
-        << n << ", round " << round;
-    EXPECT_EQ(handled.load(), before + 1) << "round " << round;
+    ASSERT_LT(n, static_cast<ssize_t>(kSize)) << "round " << round;
+    ASSERT_EQ(handled.load(), before + 1) << "round " << round;
+    if (after != before + 1 && late++ == 0) first_late = round;
   }
+  EXPECT_EQ(late, 0) << "in " << late << " of " << kRounds
+                     << " rounds (the first: " << first_late
+                     << ") the SIGALRM handler had not run when the "
+                        "interrupted write returned";
 }
 
 TEST(SignalInterruptTest, PartialPipeWriteReturnsAfterTheHandler) {
