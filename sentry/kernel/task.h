@@ -257,6 +257,10 @@ class Task final : public vfs::UserMemory,
   Step HandleSyscall();
   Step HandleFault(const platform::SwitchResult& r);
   void DrainInterrupts();
+  // Waits until no Interrupt() is between its FD write and its flag store
+  // (or the flag is set), so that a task woken through the FD sees the
+  // flag. Task thread.
+  void AwaitInterruptsInFlight();
   // Replace a shared resource under mu_ (task thread); the old one is
   // released after mu_.
   void SwapFdTable(std::shared_ptr<vfs::FdTable> fds);
@@ -303,6 +307,8 @@ class Task final : public vfs::UserMemory,
   int interrupt_fd_ = -1;
   platform::HostFdHold host_fds_;
   std::atomic<bool> interrupt_pending_{false};
+  // Interrupt() calls between their FD write and their flag store.
+  std::atomic<int> interrupts_in_flight_{0};
 
   mutable absl::Mutex mu_;
   // Set while the run loop has a context (Interrupt kicks it).

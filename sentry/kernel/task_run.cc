@@ -47,7 +47,12 @@ void Task::Run() {
   while (context != nullptr) {
     // Order: clear the platform's pending interrupt, then check for exit.
     // An Interrupt() after the check makes the next Switch return at once.
+    // One that woke the syscall just served (through the FD) has set the
+    // flag once AwaitInterruptsInFlight returns: a signal that interrupted
+    // a syscall is delivered on its return, before any guest code runs, as
+    // Linux sets TIF_SIGPENDING before the wake-up (signal_wake_up).
     context->ClearInterrupt();
+    AwaitInterruptsInFlight();
     const bool interrupted = InterruptPending();
     DrainInterrupts();
     if (exit_requested_ || tg_->exiting() || tg_->KilledByExec(this)) break;
