@@ -71,12 +71,13 @@ TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
   s.root_gofer_fd = 6;
   s.gofer_mounts = {{"/data", 7, false, true},
                     {"/ro", 8, true, false},
-                    {"/suid", 9, false, true, true}};
+                    {"/suid", 9, false, true, true},
+                    {"/uds", 10, false, true, false, true}};
   auto got = ParseBootSpec(SerializeBootSpec(s));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->root, RootKind::kGofer);
   EXPECT_EQ(got->root_gofer_fd, 6);
-  ASSERT_EQ(got->gofer_mounts.size(), 3u);
+  ASSERT_EQ(got->gofer_mounts.size(), 4u);
   EXPECT_EQ(got->gofer_mounts[0].path, "/data");
   EXPECT_EQ(got->gofer_mounts[0].fd, 7);
   EXPECT_FALSE(got->gofer_mounts[0].read_only);
@@ -86,6 +87,9 @@ TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
   EXPECT_FALSE(got->gofer_mounts[0].suid);
   EXPECT_FALSE(got->gofer_mounts[1].suid);
   EXPECT_TRUE(got->gofer_mounts[2].suid);
+  EXPECT_FALSE(got->gofer_mounts[2].host_sockets);
+  EXPECT_TRUE(got->gofer_mounts[3].host_sockets);
+  EXPECT_FALSE(got->gofer_mounts[3].suid);
 }
 
 // Versions 1 (no root fields) and 2 (no limits) still parse, as a tmpfs
