@@ -143,7 +143,7 @@ TEST(BootSpecTest, RejectsBadGoferFields) {
   EXPECT_FALSE(ParseBootSpec(patched(8, 0x7fffffff)).ok());  // Huge count.
   EXPECT_FALSE(ParseBootSpec(patched(8, 257)).ok());
   EXPECT_FALSE(ParseBootSpec(patched(12 + 9, 0xffffffff)).ok());  // fd -1.
-  EXPECT_FALSE(ParseBootSpec(patched(12 + 9 + 4, 8)).ok());       // Bad flags.
+  EXPECT_FALSE(ParseBootSpec(patched(12 + 9 + 4, 16)).ok());      // Bad flags.
   BootSpec rel = s;
   rel.gofer_mounts[0].path = "data";
   EXPECT_FALSE(ParseBootSpec(SerializeBootSpec(rel)).ok());
