@@ -78,7 +78,7 @@ HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold,
       peer_(peer) {}
 
 KResult<void> HostEndpoint::Wait(Caller& c, short events,
-                                 int64_t deadline_ns) const {
+                                 int64_t deadline_ns, bool timed) const {
   vfs::ThreadWaiter w;
   pollfd p = {fd_.get(), static_cast<short>(events | POLLERR | POLLHUP), 0};
   for (;;) {
@@ -89,7 +89,7 @@ KResult<void> HostEndpoint::Wait(Caller& c, short events,
         break;
       case vfs::WakeReason::kInterrupted:
         // sock_intr_errno: restartable unless a timeout is set.
-        return deadline_ns < 0 ? kERestartSys : kEINTR;
+        return timed ? kEINTR : kERestartSys;
       case vfs::WakeReason::kTimedOut:
         return kEAGAIN;
     }
@@ -113,7 +113,8 @@ KResult<vfs::FileRef> HostEndpoint::Accept(Socket& self, Caller& c,
   if (kind_ != Kind::kBound || type_ == SOCK_DGRAM) return kEOPNOTSUPP;
   platform::HostFdHold hold = platform::HostFdHold::Take(1);
   if (!hold.ok()) return kENFILE;
-  const int64_t deadline = Earlier(self.RecvDeadline(), c.deadline_ns);
+  const int64_t own = self.RecvDeadline();
+  const int64_t deadline = Earlier(own, c.deadline_ns);
   for (;;) {
     int a = accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (a >= 0) {
@@ -128,7 +129,7 @@ KResult<vfs::FileRef> HostEndpoint::Accept(Socket& self, Caller& c,
     // The host's EINVAL: not listening.
     if (err != EAGAIN) return Errno(err);
     if (self.nonblocking()) return kEAGAIN;
-    TRY_VOID(Wait(c, POLLIN, deadline));
+    TRY_VOID(Wait(c, POLLIN, deadline, own >= 0));
   }
 }
 
@@ -163,7 +164,8 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
     return kEPERM;
   }
   const bool nonblock = self.nonblocking() || (req.flags & MSG_DONTWAIT);
-  const int64_t deadline = Earlier(self.SendDeadline(), c.deadline_ns);
+  const int64_t own = self.SendDeadline();
+  const int64_t deadline = Earlier(own, c.deadline_ns);
   const int host_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (req.flags & MSG_EOR);
   const size_t total = data.size();
   if (type_ != SOCK_STREAM) {
@@ -180,7 +182,7 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
       const int err = errno;
       if (err != EAGAIN) return Errno(err);
       if (nonblock) return kEAGAIN;
-      TRY_VOID(Wait(c, POLLOUT, deadline));
+      TRY_VOID(Wait(c, POLLOUT, deadline, own >= 0));
     }
   }
   std::vector<uint8_t> buf(std::min(total, kStreamChunk));
@@ -208,7 +210,7 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
       } else if (nonblock) {
         waited = kEAGAIN;
       } else {
-        waited = Wait(c, POLLOUT, deadline);
+        waited = Wait(c, POLLOUT, deadline, own >= 0);
       }
       if (!waited.ok()) {
         if (sent + off > 0) return sent + off;
@@ -228,7 +230,8 @@ KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c,
                                       MessageIo& data, RecvRequest& req) {
   if (req.flags & MSG_OOB) return kEOPNOTSUPP;
   const bool nonblock = self.nonblocking() || (req.flags & MSG_DONTWAIT);
-  const int64_t deadline = Earlier(self.RecvDeadline(), c.deadline_ns);
+  const int64_t own = self.RecvDeadline();
+  const int64_t deadline = Earlier(own, c.deadline_ns);
   const bool stream = type_ == SOCK_STREAM;
   const bool waitall = stream && (req.flags & MSG_WAITALL) &&
                        !(req.flags & MSG_PEEK);
@@ -256,7 +259,7 @@ KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c,
       } else if (nonblock) {
         waited = kEAGAIN;
       } else {
-        waited = Wait(c, POLLIN, deadline);
+        waited = Wait(c, POLLIN, deadline, own >= 0);
       }
       if (!waited.ok()) {
         if (done > 0) return done;
@@ -336,7 +339,8 @@ KResult<std::shared_ptr<HostEndpoint>> ConnectHost(
   platform::HostFdHold hold = platform::HostFdHold::Take(1);
   if (!hold.ok()) return kENFILE;
   // A full backlog: ask again every few milliseconds (the host socket is
-  // not ours to wait on), interruptibly.
+  // not ours to wait on), interruptibly. `deadline_ns` is the socket's
+  // SO_SNDTIMEO deadline (-1: none), as Linux's connect waits.
   vfs::ThreadWaiter w;
   int64_t pause_ns = 1'000'000;
   for (;;) {

@@ -96,8 +96,10 @@ class HostEndpoint {
 
  private:
   // Waits for `events` on the host fd until `deadline_ns` (-1: none).
-  // EAGAIN at the deadline, ERESTARTSYS/EINTR when interrupted.
-  KResult<void> Wait(Caller& c, short events, int64_t deadline_ns) const;
+  // EAGAIN at the deadline; when interrupted ERESTARTSYS, or EINTR if
+  // `timed` (the socket has its own timeout: sock_intr_errno).
+  KResult<void> Wait(Caller& c, short events, int64_t deadline_ns,
+                     bool timed) const;
 
   const vfs::OwnedFd fd_;
   const platform::HostFdHold hold_;
