@@ -80,16 +80,16 @@ KResult<ControlMessages> ParseSend(absl::Span<const uint8_t> control,
   return out;
 }
 
-RecvResult PutReceived(ControlMessages& cm, bool has_control,
-                       size_t controllen, bool cloexec, RecvSink& sink) {
+RecvResult PutReceived(ControlMessages& cm, bool has_control, size_t controllen,
+                       bool cloexec, RecvSink& sink) {
   RecvResult r;
   if (!has_control) {
     if (!cm.empty()) r.msg_flags |= MSG_CTRUNC;
     cm.rights.clear();
     return r;
   }
-  size_t at = 0;           // msg_control - cmsg_ptr
-  size_t room = controllen;  // msg_controllen
+  size_t at = 0;               // msg_control - cmsg_ptr
+  size_t room = controllen;    // msg_controllen
   if (cm.creds.has_value()) {  // put_cmsg(SOL_SOCKET, SCM_CREDENTIALS)
     const Ucred u = *cm.creds;
     if (room < kHdrLen) {
@@ -112,9 +112,8 @@ RecvResult PutReceived(ControlMessages& cm, bool has_control,
   if (!cm.rights.empty()) {  // scm_detach_fds
     const size_t count = cm.rights.size();
     const size_t fdmax =
-        room <= kHdrLen
-            ? 0
-            : std::min(count, (room - kHdrLen) / sizeof(int32_t));
+        room <= kHdrLen ? 0
+                        : std::min(count, (room - kHdrLen) / sizeof(int32_t));
     size_t i = 0;
     for (; i < fdmax; ++i) {
       const size_t slot = at + kHdrLen + i * sizeof(int32_t);

@@ -23,15 +23,15 @@
 
 namespace sandbox::net::cmsg {
 
-inline constexpr size_t kHdrLen = 16;        // sizeof(struct cmsghdr)
-inline constexpr size_t kScmMaxFd = 253;     // SCM_MAX_FD
+inline constexpr size_t kHdrLen = 16;     // sizeof(struct cmsghdr)
+inline constexpr size_t kScmMaxFd = 253;  // SCM_MAX_FD
 // net.core.optmem_max (Linux 6.9+): sock_kmalloc refuses a control buffer
 // that is not smaller (ENOBUFS); buffers up to 36 bytes use the stack.
 inline constexpr size_t kOptmemMax = 131072;
 inline constexpr size_t kStackCtlLen = kHdrLen + 20;
 
 constexpr size_t Align(size_t n) { return (n + 7) & ~size_t{7}; }
-constexpr size_t Len(size_t n) { return kHdrLen + n; }          // CMSG_LEN
+constexpr size_t Len(size_t n) { return kHdrLen + n; }           // CMSG_LEN
 constexpr size_t Space(size_t n) { return kHdrLen + Align(n); }  // CMSG_SPACE
 
 // The sender's identity for SCM_CREDENTIALS (scm_check_creds).
@@ -86,8 +86,8 @@ struct RecvResult {
 // be written; MSG_CMSG_CLOEXEC when `cloexec`) into a control buffer of
 // `controllen` bytes; `has_control` is msg_control != NULL. Descriptions
 // that were not installed are dropped (cm.rights is cleared).
-RecvResult PutReceived(ControlMessages& cm, bool has_control,
-                       size_t controllen, bool cloexec, RecvSink& sink);
+RecvResult PutReceived(ControlMessages& cm, bool has_control, size_t controllen,
+                       bool cloexec, RecvSink& sink);
 
 }  // namespace sandbox::net::cmsg
 

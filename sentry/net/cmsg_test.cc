@@ -1,8 +1,8 @@
 #include "sentry/net/cmsg.h"
 
 #include <fcntl.h>
-#include <string.h>
 #include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <map>

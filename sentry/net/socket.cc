@@ -1,9 +1,9 @@
 #include "sentry/net/socket.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <string.h>
 #include <time.h>
 
 #include <algorithm>
@@ -22,25 +22,73 @@ namespace {
 // SOL_SOCKET option names (asm-generic/socket.h; some are newer than the C
 // library's headers).
 enum SoName : int {
-  kSoDebug = 1, kSoReuseaddr = 2, kSoType = 3, kSoError = 4,
-  kSoDontroute = 5, kSoBroadcast = 6, kSoSndbuf = 7, kSoRcvbuf = 8,
-  kSoKeepalive = 9, kSoOobinline = 10, kSoNoCheck = 11, kSoPriority = 12,
-  kSoLinger = 13, kSoBsdcompat = 14, kSoReuseport = 15, kSoPasscred = 16,
-  kSoPeercred = 17, kSoRcvlowat = 18, kSoSndlowat = 19, kSoRcvtimeoOld = 20,
-  kSoSndtimeoOld = 21, kSoBindtodevice = 25, kSoAttachFilter = 26,
-  kSoGetFilter = 26, kSoDetachFilter = 27, kSoPeername = 28,
-  kSoTimestampOld = 29, kSoAcceptconn = 30, kSoPeersec = 31,
-  kSoSndbufforce = 32, kSoRcvbufforce = 33, kSoPasssec = 34,
-  kSoTimestampnsOld = 35, kSoMark = 36, kSoTimestampingOld = 37,
-  kSoProtocol = 38, kSoDomain = 39, kSoRxqOvfl = 40, kSoWifiStatus = 41,
-  kSoPeekOff = 42, kSoNofcs = 43, kSoLockFilter = 44, kSoSelectErrQueue = 45,
-  kSoBusyPoll = 46, kSoMaxPacingRate = 47, kSoBpfExtensions = 48,
-  kSoIncomingCpu = 49, kSoCnxAdvice = 53, kSoCookie = 57, kSoPeergroups = 59,
-  kSoZerocopy = 60, kSoTxtime = 61, kSoBindtoifindex = 62,
-  kSoTimestampNew = 63, kSoTimestampnsNew = 64, kSoTimestampingNew = 65,
-  kSoRcvtimeoNew = 66, kSoSndtimeoNew = 67, kSoPreferBusyPoll = 69,
-  kSoNetnsCookie = 71, kSoBufLock = 72, kSoReserveMem = 73, kSoTxrehash = 74,
-  kSoRcvmark = 75, kSoPasspidfd = 76, kSoRcvpriority = 82, kSoPassrights = 83,
+  kSoDebug = 1,
+  kSoReuseaddr = 2,
+  kSoType = 3,
+  kSoError = 4,
+  kSoDontroute = 5,
+  kSoBroadcast = 6,
+  kSoSndbuf = 7,
+  kSoRcvbuf = 8,
+  kSoKeepalive = 9,
+  kSoOobinline = 10,
+  kSoNoCheck = 11,
+  kSoPriority = 12,
+  kSoLinger = 13,
+  kSoBsdcompat = 14,
+  kSoReuseport = 15,
+  kSoPasscred = 16,
+  kSoPeercred = 17,
+  kSoRcvlowat = 18,
+  kSoSndlowat = 19,
+  kSoRcvtimeoOld = 20,
+  kSoSndtimeoOld = 21,
+  kSoBindtodevice = 25,
+  kSoAttachFilter = 26,
+  kSoGetFilter = 26,
+  kSoDetachFilter = 27,
+  kSoPeername = 28,
+  kSoTimestampOld = 29,
+  kSoAcceptconn = 30,
+  kSoPeersec = 31,
+  kSoSndbufforce = 32,
+  kSoRcvbufforce = 33,
+  kSoPasssec = 34,
+  kSoTimestampnsOld = 35,
+  kSoMark = 36,
+  kSoTimestampingOld = 37,
+  kSoProtocol = 38,
+  kSoDomain = 39,
+  kSoRxqOvfl = 40,
+  kSoWifiStatus = 41,
+  kSoPeekOff = 42,
+  kSoNofcs = 43,
+  kSoLockFilter = 44,
+  kSoSelectErrQueue = 45,
+  kSoBusyPoll = 46,
+  kSoMaxPacingRate = 47,
+  kSoBpfExtensions = 48,
+  kSoIncomingCpu = 49,
+  kSoCnxAdvice = 53,
+  kSoCookie = 57,
+  kSoPeergroups = 59,
+  kSoZerocopy = 60,
+  kSoTxtime = 61,
+  kSoBindtoifindex = 62,
+  kSoTimestampNew = 63,
+  kSoTimestampnsNew = 64,
+  kSoTimestampingNew = 65,
+  kSoRcvtimeoNew = 66,
+  kSoSndtimeoNew = 67,
+  kSoPreferBusyPoll = 69,
+  kSoNetnsCookie = 71,
+  kSoBufLock = 72,
+  kSoReserveMem = 73,
+  kSoTxrehash = 74,
+  kSoRcvmark = 75,
+  kSoPasspidfd = 76,
+  kSoRcvpriority = 82,
+  kSoPassrights = 83,
 };
 
 // Linux's jiffies as the socket timeouts count them. The host's HZ is a
@@ -50,7 +98,7 @@ constexpr int64_t kHz = 250;
 constexpr int64_t kMaxScheduleTimeout = INT64_MAX;  // LONG_MAX
 constexpr int64_t kUsecPerSec = 1000000;
 constexpr int kSockMinRcvbuf = 2304;  // SOCK_MIN_RCVBUF (2048 + sk_buff)
-constexpr int kSockMinSndbuf = 2 * kSockMinRcvbuf;  // SOCK_MIN_SNDBUF
+constexpr int kSockMinSndbuf = 2 * kSockMinRcvbuf;       // SOCK_MIN_SNDBUF
 constexpr int kSockSndbufLock = 1, kSockRcvbufLock = 2;  // sk_userlocks
 constexpr int kSockBufLockMask = kSockSndbufLock | kSockRcvbufLock;
 constexpr int kTcPrioInteractive = 6;  // TC_PRIO_INTERACTIVE
@@ -112,9 +160,7 @@ bool MayScmRecv(int family) {
 
 // The interfaces SO_BINDTODEVICE knows: the sandbox's loopback.
 // TODO(#20 netlink): ask the namespace's interface table.
-int IfIndexByName(const char* name) {
-  return strcmp(name, "lo") == 0 ? 1 : 0;
-}
+int IfIndexByName(const char* name) { return strcmp(name, "lo") == 0 ? 1 : 0; }
 const char* IfNameByIndex(int index) { return index == 1 ? "lo" : nullptr; }
 
 // Copies `v` (lv bytes) into the option buffer, truncated to its size as
@@ -601,8 +647,8 @@ KResult<size_t> Socket::GetSolSocket(Caller& c, int name,
       if (out.size() >= sizeof(uint64_t)) {
         return PutOpt(out, &st.max_pacing_rate, sizeof(uint64_t));
       }
-      return PutInt(out, static_cast<int>(std::min<uint64_t>(
-                             st.max_pacing_rate, UINT32_MAX)));
+      return PutInt(out, static_cast<int>(std::min<uint64_t>(st.max_pacing_rate,
+                                                             UINT32_MAX)));
     case kSoIncomingCpu:
       return PutInt(out, st.incoming_cpu);
     case kSoCookie: {
@@ -735,8 +781,6 @@ void Socket::SetBufferDefaults(int64_t sndbuf, int64_t rcvbuf) {
   rcvbuf_ = rcvbuf;
 }
 
-Socket* AsSocket(vfs::FileDescription& f) {
-  return dynamic_cast<Socket*>(&f);
-}
+Socket* AsSocket(vfs::FileDescription& f) { return dynamic_cast<Socket*>(&f); }
 
 }  // namespace sandbox::net

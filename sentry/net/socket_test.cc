@@ -2,8 +2,8 @@
 #include "sentry/net/socket.h"
 
 #include <fcntl.h>
-#include <string.h>
 #include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <vector>

@@ -1,12 +1,12 @@
 #include "sentry/syscalls/args.h"
 
-#include <algorithm>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+
+#include <algorithm>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
@@ -98,18 +98,20 @@ std::string FormatSockAddr(const uint8_t* p, size_t len) {
       memcpy(&in, p, std::min(len, sizeof(in)));
       char buf[INET_ADDRSTRLEN];
       inet_ntop(AF_INET, &in.sin_addr, buf, sizeof(buf));
-      return absl::StrFormat("{sa_family=AF_INET, sin_port=htons(%u), "
-                             "sin_addr=inet_addr(\"%s\")}",
-                             ntohs(in.sin_port), buf);
+      return absl::StrFormat(
+          "{sa_family=AF_INET, sin_port=htons(%u), "
+          "sin_addr=inet_addr(\"%s\")}",
+          ntohs(in.sin_port), buf);
     }
     case AF_INET6: {
       sockaddr_in6 in6 = {};
       memcpy(&in6, p, std::min(len, sizeof(in6)));
       char buf[INET6_ADDRSTRLEN];
       inet_ntop(AF_INET6, &in6.sin6_addr, buf, sizeof(buf));
-      return absl::StrFormat("{sa_family=AF_INET6, sin6_port=htons(%u), "
-                             "sin6_addr=\"%s\"}",
-                             ntohs(in6.sin6_port), buf);
+      return absl::StrFormat(
+          "{sa_family=AF_INET6, sin6_port=htons(%u), "
+          "sin6_addr=\"%s\"}",
+          ntohs(in6.sin6_port), buf);
     }
     case AF_NETLINK: {
       struct {
@@ -117,9 +119,10 @@ std::string FormatSockAddr(const uint8_t* p, size_t len) {
         uint32_t pid, groups;
       } nl = {};
       memcpy(&nl, p, std::min(len, sizeof(nl)));
-      return absl::StrFormat("{sa_family=AF_NETLINK, nl_pid=%u, "
-                             "nl_groups=%#x}",
-                             nl.pid, nl.groups);
+      return absl::StrFormat(
+          "{sa_family=AF_NETLINK, nl_pid=%u, "
+          "nl_groups=%#x}",
+          nl.pid, nl.groups);
     }
     default:
       return absl::StrFormat("{sa_family=%u}", fam);

@@ -8,6 +8,8 @@
 // (sentry/net/socket.h); the family decides the rest. The data goes
 // straight between the guest's iovecs and the family (socket_io.h); the
 // cmsg codec is sentry/net/cmsg.h.
+#include "sentry/net/socket.h"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -23,7 +25,6 @@
 #include "sentry/net/cmsg.h"
 #include "sentry/net/family.h"
 #include "sentry/net/namespace.h"
-#include "sentry/net/socket.h"
 #include "sentry/syscalls/socket_io.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
@@ -118,13 +119,12 @@ SyscallResult DoSocketpair(Task& t, int32_t domain, int32_t type,
   TRY_VOID(t.CopyInFull(sv.addr, probe, sizeof(probe)));
   TRY_VOID(t.CopyOutFull(sv.addr, probe, sizeof(probe)));
   net::Caller c = net::CallerOf(t);
-  TRY(net::SocketPair p, net::CreateSocketPair(c, domain,
-                                               type & kSockTypeMask, protocol,
-                                               OpenFlags(flags)));
+  TRY(net::SocketPair p, net::CreateSocketPair(c, domain, type & kSockTypeMask,
+                                               protocol, OpenFlags(flags)));
   const bool cloexec = flags & SOCK_CLOEXEC;
   TRY(int fd0, t.fd_table().Install(std::move(p.first), 0, cloexec, limit));
-  KResult<int> fd1 = t.fd_table().Install(std::move(p.second), 0, cloexec,
-                                          limit);
+  KResult<int> fd1 =
+      t.fd_table().Install(std::move(p.second), 0, cloexec, limit);
   if (!fd1.ok()) {
     (void)t.fd_table().Remove(fd0);
     return fd1.error();
@@ -213,8 +213,7 @@ SyscallResult Accept4(Task& t, Fd fd, UserAddr addr, UserAddr len,
 
 // getsockname(2)/getpeername(2): the family's name (ENOTCONN, ...) first,
 // then the guest's length.
-SyscallResult GetName(Task& t, Fd fd, UserAddr addr, UserAddr len,
-                      bool peer) {
+SyscallResult GetName(Task& t, Fd fd, UserAddr addr, UserAddr len, bool peer) {
   TRY(SockRef s, LookupSock(t, fd));
   net::Caller c = net::CallerOf(t);
   TRY(SockAddr a, peer ? s.sock->GetPeerName(c) : s.sock->GetSockName(c));
@@ -244,8 +243,8 @@ SyscallResult Shutdown(Task& t, Fd fd, int32_t how) {
 
 // sendto(2): the buffer's range (import_ubuf: EFAULT) before the
 // descriptor, the address after it.
-SyscallResult Sendto(Task& t, Fd fd, UserInBuf buf, uint64_t len,
-                     int32_t flags, UserSockAddr addr, int32_t addr_len) {
+SyscallResult Sendto(Task& t, Fd fd, UserInBuf buf, uint64_t len, int32_t flags,
+                     UserSockAddr addr, int32_t addr_len) {
   if (!AccessOk(buf.addr, std::min(len, kSockMaxRwCount))) return kEFAULT;
   TRY(SockRef s, LookupSock(t, fd));
   net::SendRequest req;
@@ -336,9 +335,8 @@ net::cmsg::SendContext SendContextOf(Task& t, const Socket& s) {
   ctx.creds.cap_setgid = cr.HasCapability(kernel::kCapSetgid);
   ctx.get_file = [&t](int fd) { return GetFileRaw(t, fd); };
   ctx.pid_exists = [&t](int32_t pid) {
-    return pid > 0 &&
-           t.kernel().root_pid_namespace().Lookup(
-               static_cast<kernel::ThreadId>(pid)) != nullptr;
+    return pid > 0 && t.kernel().root_pid_namespace().Lookup(
+                          static_cast<kernel::ThreadId>(pid)) != nullptr;
   };
   return ctx;
 }
@@ -402,9 +400,9 @@ KResult<size_t> RecvOne(Task& t, Socket& s, uint64_t umsg, int flags,
   // scm_recv runs inside the family's recvmsg: descriptors are installed
   // even if storing the address below fails.
   GuestRecvSink sink(t, d.m.control);
-  net::cmsg::RecvResult cr = net::cmsg::PutReceived(
-      req.control, d.m.control != 0, d.m.controllen,
-      flags & MSG_CMSG_CLOEXEC, sink);
+  net::cmsg::RecvResult cr =
+      net::cmsg::PutReceived(req.control, d.m.control != 0, d.m.controllen,
+                             flags & MSG_CMSG_CLOEXEC, sink);
   if (d.m.name != 0) {
     TRY_VOID(AddrToUser(t, req.from, d.m.name, umsg + kNamelenOff));
   }
@@ -491,8 +489,7 @@ SyscallResult Recvmmsg(Task& t, Fd fd, UserAddr msgs, uint32_t vlen,
       return kEINVAL;
     }
     end_ns = vfs::MonotonicNowNs() +
-             std::min<int64_t>(ts.tv_sec, INT64_MAX / 4000000000) *
-                 1000000000 +
+             std::min<int64_t>(ts.tv_sec, INT64_MAX / 4000000000) * 1000000000 +
              ts.tv_nsec;
   }
   TRY(SockRef s, LookupSock(t, fd));

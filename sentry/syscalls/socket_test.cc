@@ -2,6 +2,8 @@
 // AF_UNIX in this test only): argument decoding, the MessageIo over guest
 // iovecs with partial faults, SCM_RIGHTS installation, names and options,
 // and read/write on sockets. The real families have their own tests.
+#include "sentry/net/socket.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -21,7 +23,6 @@
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/testing/fake_platform.h"
 #include "sentry/net/family.h"
-#include "sentry/net/socket.h"
 #include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
@@ -75,12 +76,16 @@ class FakeSocket : public net::Socket {
     }
     if (n < m.data.size()) req.msg_flags |= MSG_TRUNC;
     req.control = std::move(m.cm);
-    const char from[] = "\x01\x00" "peer";
+    const char from[] =
+        "\x01\x00"
+        "peer";
     req.from = net::SockAddr::From(from, sizeof(from) - 1);
     return n;
   }
   KResult<net::SockAddr> GetSockName(net::Caller&) override {
-    const char me[] = "\x01\x00" "/some/path";
+    const char me[] =
+        "\x01\x00"
+        "/some/path";
     return net::SockAddr::From(me, sizeof(me));
   }
   KResult<void> Shutdown(net::Caller&, int how) override {
@@ -99,7 +104,9 @@ class FakeSocket : public net::Socket {
                                net::SockAddr* peer) override {
     auto q = std::make_shared<Queue>();
     if (peer != nullptr) {
-      const char p[] = "\x01\x00" "accepted-peer";
+      const char p[] =
+          "\x01\x00"
+          "accepted-peer";
       *peer = net::SockAddr::From(p, sizeof(p));
     }
     return vfs::FileRef(std::make_shared<FakeSocket>(type(), flags, q, q));
@@ -188,8 +195,8 @@ class SocketSyscallsTest : public ::testing::Test {
 };
 
 TEST_F(SocketSyscallsTest, SocketFlagsAndStat) {
-  auto fd = Call(nr::socket, AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK |
-                                          SOCK_CLOEXEC, 0);
+  auto fd =
+      Call(nr::socket, AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   ASSERT_TRUE(fd.ok());
   EXPECT_EQ(Call(nr::fcntl, fd.value(), F_GETFD).value(), FD_CLOEXEC);
   EXPECT_EQ(Call(nr::fcntl, fd.value(), F_GETFL).value(),
@@ -268,8 +275,13 @@ TEST_F(SocketSyscallsTest, RightsAreInstalledWithCloexec) {
   Put(buf_ + 2048, "x", 1);
   iovec iov = {reinterpret_cast<void*>(buf_ + 2048), 1};
   Put(buf_ + 1024, &iov, sizeof(iov));
-  msghdr m = {nullptr, 0, reinterpret_cast<iovec*>(buf_ + 1024), 1,
-              reinterpret_cast<void*>(buf_ + 512), sizeof(ctl), 0};
+  msghdr m = {nullptr,
+              0,
+              reinterpret_cast<iovec*>(buf_ + 1024),
+              1,
+              reinterpret_cast<void*>(buf_ + 512),
+              sizeof(ctl),
+              0};
   Put(buf_, &m, sizeof(m));
   ASSERT_EQ(Call(nr::sendmsg, a, buf_, 0).value(), 1u);
   // A bad descriptor: EBADF.
@@ -289,7 +301,8 @@ TEST_F(SocketSyscallsTest, RightsAreInstalledWithCloexec) {
   cmsghdr h = Get<cmsghdr>(buf_ + 512);
   EXPECT_EQ(h.cmsg_len, CMSG_LEN(2 * sizeof(int)));
   EXPECT_EQ(h.cmsg_type, SCM_RIGHTS);
-  int32_t n0 = Get<int32_t>(buf_ + 512 + 16), n1 = Get<int32_t>(buf_ + 520 + 12);
+  int32_t n0 = Get<int32_t>(buf_ + 512 + 16),
+          n1 = Get<int32_t>(buf_ + 520 + 12);
   for (int fd : {n0, n1}) {
     EXPECT_EQ(Call(nr::fcntl, fd, F_GETFD).value(), FD_CLOEXEC);
     EXPECT_EQ(task_->fd_table().Get(fd), task_->fd_table().Get(a));
@@ -331,8 +344,8 @@ TEST_F(SocketSyscallsTest, NamesListenAcceptAndOptions) {
   EXPECT_EQ(Call(nr::getpeername, fd, buf_, buf_ + 100).error(), kEOPNOTSUPP);
   // listen: a negative backlog is somaxconn.
   ASSERT_TRUE(Call(nr::listen, fd, static_cast<uint64_t>(-1)).ok());
-  auto* sock = static_cast<FakeSocket*>(
-      net::AsSocket(task_->fd_table().Get(fd)));
+  auto* sock =
+      static_cast<FakeSocket*>(net::AsSocket(task_->fd_table().Get(fd)));
   EXPECT_EQ(sock->last_backlog, 4096);
   int32_t one = 1;
   len = 4;
@@ -345,8 +358,8 @@ TEST_F(SocketSyscallsTest, NamesListenAcceptAndOptions) {
   EXPECT_EQ(Call(nr::accept4, fd, 0, 0, 0x1).error(), kEINVAL);
   len = 64;
   Put(buf_ + 100, &len, 4);
-  auto nfd = Call(nr::accept4, fd, buf_, buf_ + 100,
-                  SOCK_NONBLOCK | SOCK_CLOEXEC);
+  auto nfd =
+      Call(nr::accept4, fd, buf_, buf_ + 100, SOCK_NONBLOCK | SOCK_CLOEXEC);
   ASSERT_TRUE(nfd.ok());
   EXPECT_EQ(Get<int32_t>(buf_ + 100), 16);
   EXPECT_EQ(Call(nr::fcntl, nfd.value(), F_GETFD).value(), FD_CLOEXEC);
@@ -354,17 +367,15 @@ TEST_F(SocketSyscallsTest, NamesListenAcceptAndOptions) {
             uint64_t{O_RDWR | O_NONBLOCK});
   // setsockopt through the base.
   Put(buf_, &one, 4);
-  ASSERT_TRUE(
-      Call(nr::setsockopt, fd, SOL_SOCKET, SO_KEEPALIVE, buf_, 4).ok());
+  ASSERT_TRUE(Call(nr::setsockopt, fd, SOL_SOCKET, SO_KEEPALIVE, buf_, 4).ok());
   EXPECT_EQ(Call(nr::setsockopt, fd, SOL_SOCKET, SO_KEEPALIVE, buf_,
                  static_cast<uint64_t>(-1))
                 .error(),
             kEINVAL);
   // A bad value pointer with room for an int: EFAULT.
-  EXPECT_EQ(
-      Call(nr::setsockopt, fd, SOL_SOCKET, SO_KEEPALIVE, buf_ + 4096, 4)
-          .error(),
-      kEFAULT);
+  EXPECT_EQ(Call(nr::setsockopt, fd, SOL_SOCKET, SO_KEEPALIVE, buf_ + 4096, 4)
+                .error(),
+            kEFAULT);
   // getsockopt of another level with a bad length: the family's EOPNOTSUPP.
   EXPECT_EQ(Call(nr::getsockopt, fd, 0, 1, buf_, buf_ + 4096).error(),
             kEOPNOTSUPP);

@@ -49,21 +49,21 @@ bool UnixPair(int type, FileDescriptor fds[2]) {
   return true;
 }
 
-#define UNIX_PAIR_OR_SKIP(type, fds)                                    \
-  do {                                                                  \
-    if (!UnixPair(type, fds)) {                                         \
-      if (errno == EAFNOSUPPORT) GTEST_SKIP() << "no AF_UNIX sockets";  \
-      FAIL() << "socketpair: " << strerror(errno);                      \
-    }                                                                   \
+#define UNIX_PAIR_OR_SKIP(type, fds)                                   \
+  do {                                                                 \
+    if (!UnixPair(type, fds)) {                                        \
+      if (errno == EAFNOSUPPORT) GTEST_SKIP() << "no AF_UNIX sockets"; \
+      FAIL() << "socketpair: " << strerror(errno);                     \
+    }                                                                  \
   } while (0)
 
-#define UNIX_SOCKET_OR_SKIP(var, type)                                  \
-  FileDescriptor var(socket(AF_UNIX, (type) | SOCK_CLOEXEC, 0));        \
-  do {                                                                  \
-    if (!var.valid()) {                                                 \
-      if (errno == EAFNOSUPPORT) GTEST_SKIP() << "no AF_UNIX sockets";  \
-      FAIL() << "socket: " << strerror(errno);                          \
-    }                                                                   \
+#define UNIX_SOCKET_OR_SKIP(var, type)                                 \
+  FileDescriptor var(socket(AF_UNIX, (type) | SOCK_CLOEXEC, 0));       \
+  do {                                                                 \
+    if (!var.valid()) {                                                \
+      if (errno == EAFNOSUPPORT) GTEST_SKIP() << "no AF_UNIX sockets"; \
+      FAIL() << "socket: " << strerror(errno);                         \
+    }                                                                  \
   } while (0)
 
 // Every call that takes a socket descriptor, with harmless arguments.
@@ -219,8 +219,8 @@ TEST(SocketCallsTest, Accept4FlagsComeBeforeTheSocketCheck) {
 // ---- socket(2) and socketpair(2). ----
 
 TEST(SocketCreateTest, DomainOutOfRangeOrUnknownIsEafnosupport) {
-  for (int domain : {-1, 46 /* AF_MAX */, 1000, INT_MAX, INT_MIN,
-                     0 /* AF_UNSPEC */}) {
+  for (int domain :
+       {-1, 46 /* AF_MAX */, 1000, INT_MAX, INT_MIN, 0 /* AF_UNSPEC */}) {
     EXPECT_THAT(socket(domain, SOCK_STREAM, 0),
                 SyscallFailsWithErrno(EAFNOSUPPORT))
         << domain;
@@ -292,8 +292,7 @@ TEST(SocketCreateTest, FlagsAndTheSocketInode) {
   std::string fd_path = "/proc/self/fd/" + std::to_string(s.get());
   ASSERT_THAT(readlink(fd_path.c_str(), link, sizeof(link) - 1),
               SyscallSucceeds());
-  EXPECT_EQ(std::string(link),
-            "socket:[" + std::to_string(st.st_ino) + "]");
+  EXPECT_EQ(std::string(link), "socket:[" + std::to_string(st.st_ino) + "]");
   struct stat st2;
   ASSERT_THAT(fstat(c.get(), &st2), SyscallSucceeds());
   EXPECT_NE(st.st_ino, st2.st_ino);
@@ -323,8 +322,7 @@ TEST(SocketArgsTest, AddressLengths) {
               SyscallFailsWithErrno(EFAULT));
   len = 1;
   memset(addr, 0x55, sizeof(addr));
-  ASSERT_THAT(syscall(SYS_getsockname, s.get(), addr, &len),
-              SyscallSucceeds());
+  ASSERT_THAT(syscall(SYS_getsockname, s.get(), addr, &len), SyscallSucceeds());
   EXPECT_EQ(len, 2);  // sizeof(sa_family_t): an unbound Unix socket
   EXPECT_EQ(addr[0], AF_UNIX);
   EXPECT_EQ(addr[1], 0x55);  // only one byte copied
@@ -354,9 +352,9 @@ TEST(SocketArgsTest, OptionLengths) {
   len = sizeof(v);
   EXPECT_THAT(syscall(SYS_getsockopt, s.get(), SOL_SOCKET, SO_TYPE, 8, &len),
               SyscallFailsWithErrno(EFAULT));
-  EXPECT_THAT(syscall(SYS_setsockopt, s.get(), SOL_SOCKET, SO_KEEPALIVE, &v,
-                      -1),
-              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(
+      syscall(SYS_setsockopt, s.get(), SOL_SOCKET, SO_KEEPALIVE, &v, -1),
+      SyscallFailsWithErrno(EINVAL));
   EXPECT_THAT(setsockopt(s.get(), SOL_SOCKET, SO_KEEPALIVE, &v, 2),
               SyscallFailsWithErrno(EINVAL));
   EXPECT_THAT(syscall(SYS_setsockopt, s.get(), SOL_SOCKET, SO_KEEPALIVE, 8, 4),
@@ -643,8 +641,8 @@ TEST(SocketSignalTest, RecvTimeoutIsEagain) {
   char c;
   EXPECT_THAT(recv(fds[1].get(), &c, 1, 0), SyscallFailsWithErrno(EAGAIN));
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  const int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 +
-                     (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  const int64_t ms =
+      (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
   EXPECT_GE(ms, 90);
   // A negative tv_sec: never wait.
   tv = {-1, 0};

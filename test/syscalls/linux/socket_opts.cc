@@ -22,13 +22,13 @@
 namespace sandbox::testutil {
 namespace {
 
-#define UNIX_SOCKET_OR_SKIP(var, type)                                  \
-  FileDescriptor var(socket(AF_UNIX, (type) | SOCK_CLOEXEC, 0));        \
-  do {                                                                  \
-    if (!var.valid()) {                                                 \
-      if (errno == EAFNOSUPPORT) GTEST_SKIP() << "no AF_UNIX sockets";  \
-      FAIL() << "socket: " << strerror(errno);                          \
-    }                                                                   \
+#define UNIX_SOCKET_OR_SKIP(var, type)                                 \
+  FileDescriptor var(socket(AF_UNIX, (type) | SOCK_CLOEXEC, 0));       \
+  do {                                                                 \
+    if (!var.valid()) {                                                \
+      if (errno == EAFNOSUPPORT) GTEST_SKIP() << "no AF_UNIX sockets"; \
+      FAIL() << "socket: " << strerror(errno);                         \
+    }                                                                  \
   } while (0)
 
 int GetInt(int fd, int name) {
@@ -330,9 +330,9 @@ TEST(SocketOptsTest, BindToDevice) {
               SyscallSucceeds());
   EXPECT_EQ(len, 3u);
   EXPECT_STREQ(dev, "lo");
-  EXPECT_THAT(setsockopt(s.get(), SOL_SOCKET, SO_BINDTODEVICE, "nosuchdev0",
-                         10),
-              SyscallFailsWithErrno(ENODEV));
+  EXPECT_THAT(
+      setsockopt(s.get(), SOL_SOCKET, SO_BINDTODEVICE, "nosuchdev0", 10),
+      SyscallFailsWithErrno(ENODEV));
   // Unbinding a bound socket needs CAP_NET_RAW in the network namespace's
   // user namespace; a socket never bound may always "unbind".
   UNIX_SOCKET_OR_SKIP(fresh, SOCK_DGRAM);
