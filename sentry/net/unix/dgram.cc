@@ -201,7 +201,7 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
       } else if (other.get() != &self && other->peer_.get() != &self &&
                  other->QueueFullLocked()) {
         if (nonblock) {
-          if (self.peer_ == other) other->room_waiters_.push_back(ep_);
+          if (self.peer_ == other) AddRoomWaiterLocked(*other, ep_);
           return fail(kEAGAIN);
         }
         wait = true;

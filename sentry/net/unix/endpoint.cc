@@ -61,7 +61,15 @@ Endpoint::Endpoint(int type, NetNamespace& ns) : type_(type), netns_(ns) {
   g_open.fetch_add(1, std::memory_order_relaxed);
 }
 
-Endpoint::~Endpoint() { g_live.fetch_sub(1, std::memory_order_relaxed); }
+Endpoint::~Endpoint() {
+  // Never released (a connection that failed before it was queued):
+  // unlisted here.
+  if (!dead_) {
+    netns_.Get<SocketList>().Remove(this);
+    g_open.fetch_sub(1, std::memory_order_relaxed);
+  }
+  g_live.fetch_sub(1, std::memory_order_relaxed);
+}
 
 std::shared_ptr<const Address> Endpoint::address() const {
   absl::MutexLock l(&mu_);

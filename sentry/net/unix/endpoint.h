@@ -240,6 +240,11 @@ class UnixSocket final : public Socket {
   const EndpointRef ep_;
 };
 
+// Adds `sender` (once) to the senders woken when `receiver`'s queue
+// drains.
+void AddRoomWaiterLocked(Endpoint& receiver, const EndpointRef& sender)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(receiver.mu_);
+
 // The description as a unix socket, or null.
 UnixSocket* AsUnixSocket(vfs::FileDescription* f);
 
