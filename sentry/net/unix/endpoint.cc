@@ -169,7 +169,7 @@ LockPair::~LockPair() {
   first_->Unlock();
 }
 
-KResult<void> Waiter::Wait(const Caller& c, int64_t deadline, bool timed) {
+KResult<void> Waiter::Wait(const Caller& c, int64_t deadline) {
   if (!w_.has_value()) {
     w_.emplace();
     q_.Register(&*w_, events_);
@@ -179,7 +179,7 @@ KResult<void> Waiter::Wait(const Caller& c, int64_t deadline, bool timed) {
     case vfs::WakeReason::kNotified:
       return OkResult();
     case vfs::WakeReason::kInterrupted:
-      return timed ? kEINTR : kERestartSys;
+      return kERestartSys;
     case vfs::WakeReason::kTimedOut:
       return kEAGAIN;
   }

@@ -84,7 +84,7 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
       waited_on = other;
       waiter.emplace(other->peer_wait_, vfs::kAllEvents);
     }
-    TRY_VOID(waiter->Wait(c, deadline, sock_deadline >= 0));
+    TRY_VOID(waiter->Wait(c, deadline));
   }
   self.wq_.Notify(vfs::kAllEvents);
   return OkResult();
@@ -114,7 +114,7 @@ KResult<vfs::FileRef> UnixSocket::Accept(Caller& c, uint32_t flags,
       if (ep.shutdown_ & kRcvShutdown) return kEINVAL;
     }
     if (nonblock) return kEAGAIN;
-    TRY_VOID(waiter.Wait(c, deadline, sock_deadline >= 0));
+    TRY_VOID(waiter.Wait(c, deadline));
   }
   EndpointRef embryo = std::move(m->embryo);
   m.reset();
@@ -186,7 +186,7 @@ KResult<size_t> UnixSocket::StreamSend(Caller& c, MessageIo& data,
       if (self.wmem_.load(std::memory_order_acquire) < sndbuf) break;
       if (nonblock) return stop(kEAGAIN);
       if (!waiter.has_value()) waiter.emplace(self.wq_, kPollOutBits);
-      KResult<void> w = waiter->Wait(c, deadline, sock_deadline >= 0);
+      KResult<void> w = waiter->Wait(c, deadline);
       if (!w.ok()) return stop(w.error());
     }
     auto m = std::make_unique<Message>();
@@ -297,7 +297,7 @@ KResult<size_t> UnixSocket::StreamRecv(Caller& c, MessageIo& data,
       }
       if (!waiter.has_value()) waiter.emplace(self.wq_, vfs::kAllEvents);
       self.io_mu_.Unlock();
-      KResult<void> w = waiter->Wait(c, deadline, sock_deadline >= 0);
+      KResult<void> w = waiter->Wait(c, deadline);
       self.io_mu_.Lock();
       if (!w.ok()) {
         err = w.error().number();
