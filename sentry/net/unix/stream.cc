@@ -37,13 +37,27 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
   struct ReleaseUnused {
     EndpointRef* e;
     ~ReleaseUnused() {
-      if (*e != nullptr) (*e)->Release(/*embryo=*/false);
+      if (*e == nullptr) return;
+      {
+        absl::MutexLock l(&(*e)->mu_);
+        (*e)->peer_ = nullptr;  // the connector is not its peer after all
+      }
+      (*e)->Release(/*embryo=*/false);
     }
   } release_unused{&embryo};
   EndpointRef waited_on;
   std::optional<Waiter> waiter;
   for (;;) {
     TRY(EndpointRef other, FindPeer(c, NsOf(c), name, self.type()));
+    {
+      // The listener's name is fixed once bound.
+      std::shared_ptr<const Address> listener_addr = other->address();
+      absl::MutexLock el(&embryo->mu_);
+      embryo->peer_ = ep_;
+      embryo->state_ = State::kEstablished;
+      embryo->peercred_ = c.ucred;  // init_peercred: the connector
+      embryo->addr_ = std::move(listener_addr);
+    }
     {
       LockPair l(self, *other);
       if (other->dead_) continue;  // released meanwhile: look again
@@ -58,14 +72,8 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
           default:
             return kEINVAL;
         }
-        // The way is open.
-        {
-          absl::MutexLock el(&embryo->mu_);
-          embryo->peer_ = ep_;
-          embryo->state_ = State::kEstablished;
-          embryo->peercred_ = c.ucred;  // init_peercred: the connector
-          embryo->addr_ = other->addr_;
-        }
+        // The way is open. (The embryo was set up before these locks: it
+        // is locked alone, never under another Endpoint's mu_.)
         self.peercred_ = other->peercred_;  // copy_peercred: the listener's
         self.peer_ = embryo;
         self.state_ = State::kEstablished;
