@@ -126,7 +126,6 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
   const bool nonblock = (req.flags & MSG_DONTWAIT) || nonblocking();
   const int64_t sock_deadline = SendDeadline();
   const int64_t deadline = EarlierDeadline(sock_deadline, c.deadline_ns);
-  const bool timed = sock_deadline >= 0;
   // sock_alloc_send_pskb: room in the send buffer.
   {
     std::optional<Waiter> waiter;
@@ -140,7 +139,7 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
       if (self.wmem_.load(std::memory_order_acquire) < sndbuf) break;
       if (nonblock) return kEAGAIN;
       if (!waiter.has_value()) waiter.emplace(self.wq_, kPollOutBits);
-      TRY_VOID(waiter->Wait(c, deadline, timed));
+      TRY_VOID(waiter->Wait(c, deadline));
     }
   }
   auto m = std::make_unique<Message>();
@@ -201,7 +200,7 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
       } else if (other.get() != &self && other->peer_.get() != &self &&
                  other->QueueFullLocked()) {
         if (nonblock) {
-          if (self.peer_ == other) other->room_waiters_.push_back(ep_);
+          if (self.peer_ == other) AddRoomWaiterLocked(*other, ep_);
           return fail(kEAGAIN);
         }
         wait = true;
@@ -226,7 +225,7 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
         waited_on = other;
         waiter.emplace(other->peer_wait_, vfs::kAllEvents);
       }
-      KResult<void> w = waiter->Wait(c, deadline, timed);
+      KResult<void> w = waiter->Wait(c, deadline);
       if (!w.ok()) return fail(w.error());
     }
   }
@@ -306,7 +305,7 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
     }
     if (!waiter.has_value()) waiter.emplace(self.wq_, vfs::kAllEvents);
     self.io_mu_.Unlock();
-    KResult<void> w = waiter->Wait(c, deadline, sock_deadline >= 0);
+    KResult<void> w = waiter->Wait(c, deadline);
     self.io_mu_.Lock();
     if (!w.ok()) {
       err = w.error().number();

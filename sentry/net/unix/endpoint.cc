@@ -61,7 +61,15 @@ Endpoint::Endpoint(int type, NetNamespace& ns) : type_(type), netns_(ns) {
   g_open.fetch_add(1, std::memory_order_relaxed);
 }
 
-Endpoint::~Endpoint() { g_live.fetch_sub(1, std::memory_order_relaxed); }
+Endpoint::~Endpoint() {
+  // Never released (a connection that failed before it was queued):
+  // unlisted here.
+  if (!dead_) {
+    netns_.Get<SocketList>().Remove(this);
+    g_open.fetch_sub(1, std::memory_order_relaxed);
+  }
+  g_live.fetch_sub(1, std::memory_order_relaxed);
+}
 
 std::shared_ptr<const Address> Endpoint::address() const {
   absl::MutexLock l(&mu_);
@@ -161,7 +169,7 @@ LockPair::~LockPair() {
   first_->Unlock();
 }
 
-KResult<void> Waiter::Wait(const Caller& c, int64_t deadline, bool timed) {
+KResult<void> Waiter::Wait(const Caller& c, int64_t deadline) {
   if (!w_.has_value()) {
     w_.emplace();
     q_.Register(&*w_, events_);
@@ -171,7 +179,7 @@ KResult<void> Waiter::Wait(const Caller& c, int64_t deadline, bool timed) {
     case vfs::WakeReason::kNotified:
       return OkResult();
     case vfs::WakeReason::kInterrupted:
-      return timed ? kEINTR : kERestartSys;
+      return kERestartSys;
     case vfs::WakeReason::kTimedOut:
       return kEAGAIN;
   }

@@ -240,6 +240,11 @@ class UnixSocket final : public Socket {
   const EndpointRef ep_;
 };
 
+// Adds `sender` (once) to the senders woken when `receiver`'s queue
+// drains.
+void AddRoomWaiterLocked(Endpoint& receiver, const EndpointRef& sender)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(receiver.mu_);
+
 // The description as a unix socket, or null.
 UnixSocket* AsUnixSocket(vfs::FileDescription* f);
 
@@ -256,16 +261,16 @@ bool MayExceedInflight(const Caller& c);
 bool PasscredEnabledLocked(UnixSocket& self, Endpoint& other)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(other.mu_);
 
-// Sleeps on `q` for `events` with `w` (registered on first use). Returns
-// ok to re-check, or the errno: ERESTARTSYS on interrupt (EINTR when
-// `timed` — the socket has its own timeout, sock_intr_errno), EAGAIN at
-// the deadline.
+// Sleeps on `q` for `events` (registered on first use). Returns ok to
+// re-check, or the errno: ERESTARTSYS on interrupt (the syscall layer
+// makes it EINTR for a socket with a timeout: Socket::IntrErrno), EAGAIN
+// at the deadline.
 class Waiter {
  public:
   Waiter(vfs::WaitQueue& q, uint32_t events) : q_(q), events_(events) {}
   // First call: registers and returns ok (the caller checks again before
   // sleeping, so no wake-up is lost).
-  KResult<void> Wait(const Caller& c, int64_t deadline, bool timed);
+  KResult<void> Wait(const Caller& c, int64_t deadline);
 
  private:
   vfs::WaitQueue& q_;

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 
@@ -76,28 +77,31 @@ void AbstractNames::Remove(const std::string& name, int type,
 
 void SocketList::Add(Endpoint* ep) {
   absl::MutexLock l(&mu_);
-  list_.push_back(ep);
+  list_[ep] = next_++;
 }
 
 void SocketList::Remove(Endpoint* ep) {
   absl::MutexLock l(&mu_);
-  for (size_t i = list_.size(); i-- > 0;) {
-    if (list_[i] == ep) {
-      list_.erase(list_.begin() + i);
-      return;
-    }
-  }
+  list_.erase(ep);
 }
 
 std::vector<EndpointRef> SocketList::Snapshot() {
-  absl::MutexLock l(&mu_);
-  std::vector<EndpointRef> out;
-  out.reserve(list_.size());
-  for (Endpoint* ep : list_) {
-    // A listed Endpoint is alive: Release (before destruction) removes it.
-    EndpointRef r = ep->weak_from_this().lock();
-    if (r != nullptr) out.push_back(std::move(r));
+  std::vector<std::pair<uint64_t, EndpointRef>> v;
+  {
+    absl::MutexLock l(&mu_);
+    v.reserve(list_.size());
+    for (const auto& [ep, seq] : list_) {
+      // A listed Endpoint is alive or blocked in its destructor on mu_
+      // (then lock() fails).
+      EndpointRef r = ep->weak_from_this().lock();
+      if (r != nullptr) v.emplace_back(seq, std::move(r));
+    }
   }
+  std::sort(v.begin(), v.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<EndpointRef> out;
+  out.reserve(v.size());
+  for (auto& [seq, r] : v) out.push_back(std::move(r));
   return out;
 }
 

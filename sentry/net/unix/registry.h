@@ -71,8 +71,9 @@ class SocketList {
 
  private:
   absl::Mutex mu_;
-  // Insertion order, as Linux lists them roughly by creation.
-  std::vector<Endpoint*> list_ ABSL_GUARDED_BY(mu_);
+  // Endpoint -> creation sequence (Snapshot lists them in that order).
+  absl::flat_hash_map<Endpoint*, uint64_t> list_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Path bindings (global).

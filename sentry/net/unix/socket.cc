@@ -66,6 +66,21 @@ void PutInt(absl::Span<uint8_t> val, int32_t v, size_t* n) {
 
 }  // namespace
 
+void AddRoomWaiterLocked(Endpoint& receiver, const EndpointRef& sender) {
+  auto& v = receiver.room_waiters_;
+  for (size_t i = 0; i < v.size();) {
+    EndpointRef w = v[i].lock();
+    if (w == sender) return;
+    if (w == nullptr) {
+      v[i] = std::move(v.back());
+      v.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  v.push_back(sender);
+}
+
 void Register() {
   RegisterFamily({AF_UNIX, "unix", &Create, &Pair});
 }
@@ -358,7 +373,7 @@ uint32_t UnixSocket::DgramPoll(uint32_t requested) {
     absl::MutexLock l(&other->mu_);
     if (other->peer_.get() != &ep && other->QueueFullLocked()) {
       // unix_dgram_peer_wake_me: POLLOUT comes when the peer drains.
-      other->room_waiters_.push_back(ep_);
+      AddRoomWaiterLocked(*other, ep_);
       writable = false;
     }
   }

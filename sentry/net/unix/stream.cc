@@ -37,13 +37,27 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
   struct ReleaseUnused {
     EndpointRef* e;
     ~ReleaseUnused() {
-      if (*e != nullptr) (*e)->Release(/*embryo=*/false);
+      if (*e == nullptr) return;
+      {
+        absl::MutexLock l(&(*e)->mu_);
+        (*e)->peer_ = nullptr;  // the connector is not its peer after all
+      }
+      (*e)->Release(/*embryo=*/false);
     }
   } release_unused{&embryo};
   EndpointRef waited_on;
   std::optional<Waiter> waiter;
   for (;;) {
     TRY(EndpointRef other, FindPeer(c, NsOf(c), name, self.type()));
+    {
+      // The listener's name is fixed once bound.
+      std::shared_ptr<const Address> listener_addr = other->address();
+      absl::MutexLock el(&embryo->mu_);
+      embryo->peer_ = ep_;
+      embryo->state_ = State::kEstablished;
+      embryo->peercred_ = c.ucred;  // init_peercred: the connector
+      embryo->addr_ = std::move(listener_addr);
+    }
     {
       LockPair l(self, *other);
       if (other->dead_) continue;  // released meanwhile: look again
@@ -58,14 +72,8 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
           default:
             return kEINVAL;
         }
-        // The way is open.
-        {
-          absl::MutexLock el(&embryo->mu_);
-          embryo->peer_ = ep_;
-          embryo->state_ = State::kEstablished;
-          embryo->peercred_ = c.ucred;  // init_peercred: the connector
-          embryo->addr_ = other->addr_;
-        }
+        // The way is open. (The embryo was set up before these locks: it
+        // is locked alone, never under another Endpoint's mu_.)
         self.peercred_ = other->peercred_;  // copy_peercred: the listener's
         self.peer_ = embryo;
         self.state_ = State::kEstablished;
@@ -84,7 +92,7 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
       waited_on = other;
       waiter.emplace(other->peer_wait_, vfs::kAllEvents);
     }
-    TRY_VOID(waiter->Wait(c, deadline, sock_deadline >= 0));
+    TRY_VOID(waiter->Wait(c, deadline));
   }
   self.wq_.Notify(vfs::kAllEvents);
   return OkResult();
@@ -114,7 +122,7 @@ KResult<vfs::FileRef> UnixSocket::Accept(Caller& c, uint32_t flags,
       if (ep.shutdown_ & kRcvShutdown) return kEINVAL;
     }
     if (nonblock) return kEAGAIN;
-    TRY_VOID(waiter.Wait(c, deadline, sock_deadline >= 0));
+    TRY_VOID(waiter.Wait(c, deadline));
   }
   EndpointRef embryo = std::move(m->embryo);
   m.reset();
@@ -186,7 +194,7 @@ KResult<size_t> UnixSocket::StreamSend(Caller& c, MessageIo& data,
       if (self.wmem_.load(std::memory_order_acquire) < sndbuf) break;
       if (nonblock) return stop(kEAGAIN);
       if (!waiter.has_value()) waiter.emplace(self.wq_, kPollOutBits);
-      KResult<void> w = waiter->Wait(c, deadline, sock_deadline >= 0);
+      KResult<void> w = waiter->Wait(c, deadline);
       if (!w.ok()) return stop(w.error());
     }
     auto m = std::make_unique<Message>();
@@ -297,7 +305,7 @@ KResult<size_t> UnixSocket::StreamRecv(Caller& c, MessageIo& data,
       }
       if (!waiter.has_value()) waiter.emplace(self.wq_, vfs::kAllEvents);
       self.io_mu_.Unlock();
-      KResult<void> w = waiter->Wait(c, deadline, sock_deadline >= 0);
+      KResult<void> w = waiter->Wait(c, deadline);
       self.io_mu_.Lock();
       if (!w.ok()) {
         err = w.error().number();

@@ -42,9 +42,10 @@ struct Received {
   ControlMessages control;
 };
 
-class UnixTest : public ::testing::Test {
- protected:
-  void SetUp() override {
+// Sockets of a test and the calls on them, as a mixin for fixtures.
+class UnixHelper {
+ public:
+  void Init() {
     Register();
     c_.ucred = {42, 1000, 1000};
     c_.netns = &ns_;  // leaked: a socket may outlive the test
@@ -127,6 +128,11 @@ class UnixTest : public ::testing::Test {
   NetNamespace& ns_ = *new NetNamespace;
   HostMemory mem_;
   Caller c_;
+};
+
+class UnixTest : public ::testing::Test, public UnixHelper {
+ protected:
+  void SetUp() override { Init(); }
 };
 
 }  // namespace sandbox::net::unix::testing

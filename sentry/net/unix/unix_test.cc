@@ -187,10 +187,15 @@ TEST_F(UnixTest, BacklogIsLinuxs) {
   ASSERT_TRUE(l->Accept(c_, 0, nullptr).ok());
   t.join();
   EXPECT_TRUE(done);
+  // The refused socket is untouched and may try again.
+  ASSERT_TRUE(l->Accept(c_, 0, nullptr).ok());
+  ASSERT_TRUE(extra->Connect(c_, Abstract("bl")).ok());
+  EXPECT_EQ(Poll(*extra), kOut);
+  ASSERT_TRUE(Send(*extra, "ok").ok());
   // Closing the listener resets the connections never accepted.
   l.reset();
-  EXPECT_EQ(Recv(*cs[1], 1).n.error(), kECONNRESET);
-  EXPECT_EQ(V(Recv(*cs[1], 1).n), 0u);
+  EXPECT_EQ(Recv(*extra, 1).n.error(), kECONNRESET);
+  EXPECT_EQ(V(Recv(*extra, 1).n), 0u);
 }
 
 TEST_F(UnixTest, ConnectInterruptedIsRestart) {
