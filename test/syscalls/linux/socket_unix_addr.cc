@@ -73,6 +73,17 @@ struct ScopedPath {
   UnixAddr addr;
 };
 
+// Creates an empty regular file at `path`.
+bool CreateRegularFile(const std::string& path) {
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    ADD_FAILURE() << "creating " << path << ": " << strerror(errno);
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
 TEST(UnixAddrTest, UnboundSocketHasOnlyTheFamily) {
   for (int type : {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET}) {
     FileDescriptor fd = UnixSocket(type);
@@ -262,12 +273,10 @@ TEST(UnixAddrTest, BindCreatesASocketInodeWithTheUmask) {
 }
 
 TEST(UnixAddrTest, BindToAnExistingPathIsEaddrinuse) {
-  TempPath file = TempPath::CreateFile();
-  if (file.path().size() >= sizeof(sockaddr_un::sun_path)) {
-    GTEST_SKIP() << "TempDir() path too long for sun_path";
-  }
-  UnixAddr fa = UnixAddr::Path(file.path());
+  ScopedPath file;
+  ASSERT_TRUE(CreateRegularFile(file.path));
   FileDescriptor fd = UnixSocket(SOCK_STREAM);
+  const UnixAddr& fa = file.addr;
   EXPECT_THAT(bind(fd.get(), fa.sa(), fa.len),
               SyscallFailsWithErrno(EADDRINUSE));
   // A stale socket file (its socket closed) is in use too.
@@ -362,12 +371,10 @@ TEST(UnixAddrTest, ConnectErrors) {
   EXPECT_THAT(connect(fd.get(), missing.sa(), missing.len),
               SyscallFailsWithErrno(ENOENT));
   // A file that is not a socket.
-  TempPath file = TempPath::CreateFile();
-  if (file.path().size() < sizeof(sockaddr_un::sun_path)) {
-    UnixAddr fa = UnixAddr::Path(file.path());
-    EXPECT_THAT(connect(fd.get(), fa.sa(), fa.len),
-                SyscallFailsWithErrno(ECONNREFUSED));
-  }
+  ScopedPath file;
+  ASSERT_TRUE(CreateRegularFile(file.path));
+  EXPECT_THAT(connect(fd.get(), file.addr.sa(), file.addr.len),
+              SyscallFailsWithErrno(ECONNREFUSED));
   // A socket that is bound but not listening, and one that is gone.
   ScopedPath sp;
   {
