@@ -436,5 +436,32 @@ TEST(UnixDgramTest, BlockedSendToAFullReceiverWakesWhenItReads) {
   t.join();
 }
 
+TEST(UnixDgramTest, AddressLengthsOfSendtoAndRecvfrom) {
+  BoundDgram r;
+  FileDescriptor s = UnixSocket(SOCK_DGRAM);
+  UnixAddr sa = UnixAddr::Abstract(AbstractName("lens"));
+  ASSERT_THAT(bind(s.get(), sa.sa(), sa.len), SyscallSucceeds());
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, r.addr.sa(), 1),
+              SyscallFailsWithErrno(EINVAL));
+  sockaddr_storage big = {};
+  memcpy(&big, &r.addr.addr, sizeof(r.addr.addr));
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(&big),
+                     sizeof(sockaddr_un) + 1),
+              SyscallFailsWithErrno(EINVAL));
+  ASSERT_THAT(sendto(s.get(), "x", 1, 0, r.addr.sa(), r.addr.len),
+              SyscallSucceedsWithValue(1));
+  // A short address buffer gets the start of the name and its full length.
+  char buf[sizeof(sockaddr_un)];
+  memset(buf, 'Z', sizeof(buf));
+  socklen_t len = 4;
+  char c;
+  ASSERT_THAT(
+      recvfrom(r.fd.get(), &c, 1, 0, reinterpret_cast<sockaddr*>(buf), &len),
+      SyscallSucceedsWithValue(1));
+  EXPECT_EQ(len, sa.len);
+  EXPECT_EQ(memcmp(buf, &sa.addr, 4), 0);
+  EXPECT_EQ(buf[4], 'Z');
+}
+
 }  // namespace
 }  // namespace sandbox::testutil

@@ -585,5 +585,71 @@ TEST(UnixScmTest, IgnoredControlDataStillSends) {
   }
 }
 
+TEST(UnixScmTest, PassedListenerAccepts) {
+  UnixAddr addr = UnixAddr::Abstract(AbstractName("passlistener"));
+  FileDescriptor l = Listener(SOCK_STREAM, addr);
+  ASSERT_TRUE(l.valid());
+  SocketPair p(SOCK_STREAM);
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(SendFds(p.a.get(), {l.get()}), SyscallSucceedsWithValue(1));
+  l.reset();
+  Received r;
+  RecvFds(p.b.get(), CMSG_SPACE(sizeof(int)), 0, &r);
+  ASSERT_EQ(r.fds.size(), 1u);
+  FileDescriptor c = ConnectTo(SOCK_STREAM, addr);
+  ASSERT_TRUE(c.valid()) << strerror(errno);
+  FileDescriptor s(accept(r.fds[0], nullptr, nullptr));
+  EXPECT_TRUE(s.valid()) << strerror(errno);
+}
+
+TEST(UnixScmTest, DescriptorAndCredentialsFromAnotherProcess) {
+  SocketPair p(SOCK_SEQPACKET);
+  ASSERT_TRUE(p.ok());
+  int one = 1;
+  ASSERT_THAT(setsockopt(p.a.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)),
+              SyscallSucceeds());
+  pid_t child = fork();
+  ASSERT_THAT(child, SyscallSucceeds());
+  if (child == 0) {
+    // A pipe only the child has: the parent gets its read end.
+    int fds[2];
+    if (pipe(fds) != 0) _exit(2);
+    if (SendFds(p.b.get(), {fds[0]}, "pipe") != 4) _exit(3);
+    close(fds[0]);
+    if (write(fds[1], "from child", 10) != 10) _exit(4);
+    _exit(0);
+  }
+  char buf[16];
+  alignas(cmsghdr) char
+      control[CMSG_SPACE(sizeof(ucred)) + CMSG_SPACE(sizeof(int))] = {};
+  iovec iov = {buf, sizeof(buf)};
+  msghdr m = {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof(control);
+  ASSERT_THAT(recvmsg(p.a.get(), &m, 0), SyscallSucceedsWithValue(4));
+  EXPECT_EQ(m.msg_flags & MSG_CTRUNC, 0);
+  int got_fd = -1;
+  ucred cred = {};
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_type == SCM_RIGHTS) memcpy(&got_fd, CMSG_DATA(c), sizeof(int));
+    if (c->cmsg_type == SCM_CREDENTIALS) {
+      memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+    }
+  }
+  FileDescriptor fd(got_fd);
+  ASSERT_TRUE(fd.valid());
+  EXPECT_EQ(cred.pid, child);
+  EXPECT_EQ(cred.uid, getuid());
+  int status;
+  ASSERT_THAT(waitpid(child, &status, 0), SyscallSucceedsWithValue(child));
+  EXPECT_THAT(status, ExitedWithCode(0));
+  char data[16] = {};
+  EXPECT_THAT(read(fd.get(), data, sizeof(data)), SyscallSucceedsWithValue(10));
+  EXPECT_EQ(std::string(data, 10), "from child");
+  EXPECT_THAT(read(fd.get(), data, sizeof(data)), SyscallSucceedsWithValue(0));
+}
+
 }  // namespace
 }  // namespace sandbox::testutil

@@ -570,5 +570,15 @@ TEST(UnixStreamTest, ShutdownArguments) {
   EXPECT_THAT(shutdown(p.a.get(), SHUT_WR), SyscallSucceeds());
 }
 
+TEST(UnixStreamTest, NonblockingLargeSendIsPartial) {
+  SocketPair p(SOCK_STREAM);
+  ASSERT_TRUE(p.ok());
+  std::string big(8 << 20, 'p');
+  ssize_t n = send(p.a.get(), big.data(), big.size(), MSG_DONTWAIT);
+  ASSERT_GT(n, 0) << strerror(errno);
+  EXPECT_LT(static_cast<size_t>(n), big.size());
+  EXPECT_EQ(DrainWithDontwait(p.b.get()), n);
+}
+
 }  // namespace
 }  // namespace sandbox::testutil
