@@ -4,10 +4,13 @@
 // recvfrom report; bind errors (EADDRINUSE, EINVAL on rebinding or a bad
 // family or length, ENOENT); the socket inode bind creates (mode from the
 // umask), connect's permission check, unlink and rename of a bound path;
-// connect errors (ENOENT, ECONNREFUSED, EPROTOTYPE).
+// connect errors (ENOENT, ECONNREFUSED, EPROTOTYPE); /proc/net/unix; abstract
+// names per network namespace.
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,6 +18,7 @@
 
 #include <cctype>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -68,6 +72,17 @@ struct ScopedPath {
   std::string path;
   UnixAddr addr;
 };
+
+// Creates an empty regular file at `path`.
+bool CreateRegularFile(const std::string& path) {
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    ADD_FAILURE() << "creating " << path << ": " << strerror(errno);
+    return false;
+  }
+  close(fd);
+  return true;
+}
 
 TEST(UnixAddrTest, UnboundSocketHasOnlyTheFamily) {
   for (int type : {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET}) {
@@ -258,12 +273,10 @@ TEST(UnixAddrTest, BindCreatesASocketInodeWithTheUmask) {
 }
 
 TEST(UnixAddrTest, BindToAnExistingPathIsEaddrinuse) {
-  TempPath file = TempPath::CreateFile();
-  if (file.path().size() >= sizeof(sockaddr_un::sun_path)) {
-    GTEST_SKIP() << "TempDir() path too long for sun_path";
-  }
-  UnixAddr fa = UnixAddr::Path(file.path());
+  ScopedPath file;
+  ASSERT_TRUE(CreateRegularFile(file.path));
   FileDescriptor fd = UnixSocket(SOCK_STREAM);
+  const UnixAddr& fa = file.addr;
   EXPECT_THAT(bind(fd.get(), fa.sa(), fa.len),
               SyscallFailsWithErrno(EADDRINUSE));
   // A stale socket file (its socket closed) is in use too.
@@ -358,12 +371,10 @@ TEST(UnixAddrTest, ConnectErrors) {
   EXPECT_THAT(connect(fd.get(), missing.sa(), missing.len),
               SyscallFailsWithErrno(ENOENT));
   // A file that is not a socket.
-  TempPath file = TempPath::CreateFile();
-  if (file.path().size() < sizeof(sockaddr_un::sun_path)) {
-    UnixAddr fa = UnixAddr::Path(file.path());
-    EXPECT_THAT(connect(fd.get(), fa.sa(), fa.len),
-                SyscallFailsWithErrno(ECONNREFUSED));
-  }
+  ScopedPath file;
+  ASSERT_TRUE(CreateRegularFile(file.path));
+  EXPECT_THAT(connect(fd.get(), file.addr.sa(), file.addr.len),
+              SyscallFailsWithErrno(ECONNREFUSED));
   // A socket that is bound but not listening, and one that is gone.
   ScopedPath sp;
   {
@@ -514,6 +525,104 @@ TEST(UnixAddrTest, RelativePathIsResolvedFromTheWorkingDirectory) {
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   // getsockname gives the name as bound: relative.
   EXPECT_EQ(std::string(SockName(l.get()).addr.sun_path), "rel.sock");
+}
+
+// The lines of /proc/net/unix whose inode column is `ino`.
+std::vector<std::string> ProcNetUnixLines(ino_t ino) {
+  std::vector<std::string> out;
+  std::string all = ReadFileOrEmpty("/proc/net/unix");
+  size_t pos = 0;
+  while (pos < all.size()) {
+    size_t nl = all.find('\n', pos);
+    if (nl == std::string::npos) nl = all.size();
+    std::string line = all.substr(pos, nl - pos);
+    pos = nl + 1;
+    char num[32];
+    unsigned refs, proto, flags, type, st;
+    unsigned long inode;
+    if (sscanf(line.c_str(), "%31s %x %x %x %x %x %lu", num, &refs, &proto,
+               &flags, &type, &st, &inode) == 7 &&
+        inode == ino) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+TEST(UnixAddrTest, ProcNetUnixListsBoundAndConnectedSockets) {
+  if (ReadFileOrEmpty("/proc/net/unix").empty()) {
+    GTEST_SKIP() << "no /proc/net/unix";
+  }
+  ScopedPath sp;
+  FileDescriptor l = Listener(SOCK_STREAM, sp.addr);
+  ASSERT_TRUE(l.valid());
+  struct stat st;
+  ASSERT_THAT(fstat(l.get(), &st), SyscallSucceeds());
+  std::vector<std::string> lines = ProcNetUnixLines(st.st_ino);
+  ASSERT_EQ(lines.size(), 1u);
+  unsigned refs, proto, flags, type, state;
+  unsigned long inode;
+  char path[256] = {};
+  ASSERT_EQ(sscanf(lines[0].c_str(), "%*s %x %x %x %x %x %lu %255s", &refs,
+                   &proto, &flags, &type, &state, &inode, path),
+            7)
+      << lines[0];
+  EXPECT_EQ(flags, 0x10000u) << lines[0];  // __SO_ACCEPTCON: listening.
+  EXPECT_EQ(type, static_cast<unsigned>(SOCK_STREAM)) << lines[0];
+  EXPECT_EQ(state, 1u) << lines[0];  // SS_UNCONNECTED.
+  EXPECT_EQ(std::string(path), sp.path);
+  // A connected datagram pair: state SS_CONNECTED, no path.
+  SocketPair p(SOCK_DGRAM);
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(fstat(p.a.get(), &st), SyscallSucceeds());
+  lines = ProcNetUnixLines(st.st_ino);
+  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(sscanf(lines[0].c_str(), "%*s %x %x %x %x %x %lu", &refs, &proto,
+                   &flags, &type, &state, &inode),
+            6);
+  EXPECT_EQ(type, static_cast<unsigned>(SOCK_DGRAM)) << lines[0];
+  EXPECT_EQ(state, 3u) << lines[0];  // SS_CONNECTED.
+  EXPECT_EQ(flags, 0u) << lines[0];
+  // An abstract name is shown with '@' for its leading NUL.
+  UnixAddr abs = UnixAddr::Abstract(AbstractName("proc"));
+  FileDescriptor a = UnixSocket(SOCK_DGRAM);
+  ASSERT_THAT(bind(a.get(), abs.sa(), abs.len), SyscallSucceeds());
+  ASSERT_THAT(fstat(a.get(), &st), SyscallSucceeds());
+  lines = ProcNetUnixLines(st.st_ino);
+  ASSERT_EQ(lines.size(), 1u);
+  std::string want = " @" + std::string(abs.addr.sun_path + 1);
+  EXPECT_EQ(lines[0].substr(lines[0].size() - want.size()), want) << lines[0];
+  // A closed socket is gone from the list.
+  ino_t gone = st.st_ino;
+  a.reset();
+  EXPECT_TRUE(ProcNetUnixLines(gone).empty());
+}
+
+TEST(UnixAddrTest, AbstractNamesArePerNetworkNamespace) {
+  UnixAddr abs = UnixAddr::Abstract(AbstractName("netns"));
+  FileDescriptor l = Listener(SOCK_STREAM, abs);
+  ASSERT_TRUE(l.valid());
+  ScopedPath sp;
+  FileDescriptor pl = Listener(SOCK_STREAM, sp.addr);
+  ASSERT_TRUE(pl.valid());
+  int status = InForkedChild([&] {
+    if (unshare(CLONE_NEWNET) != 0) _exit(10);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) _exit(11);
+    // The parent's abstract name is not in this namespace...
+    if (connect(fd, abs.sa(), abs.len) != -1 || errno != ECONNREFUSED) {
+      _exit(12);
+    }
+    // ...so it can be bound here.
+    int b = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (bind(b, abs.sa(), abs.len) != 0) _exit(13);
+    // A path name is reachable from any network namespace.
+    if (connect(fd, sp.addr.sa(), sp.addr.len) != 0) _exit(14);
+  });
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 10) {
+    GTEST_SKIP() << "unshare(CLONE_NEWNET) not permitted here";
+  }
+  EXPECT_THAT(status, ExitedWithCode(0));
 }
 
 }  // namespace

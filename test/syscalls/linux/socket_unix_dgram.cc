@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <string>
@@ -393,6 +395,72 @@ TEST(UnixDgramTest, SendmmsgAndRecvmmsgMoveSeveral) {
   EXPECT_EQ(in[1].msg_len, 3u);
   EXPECT_EQ(std::string(r0, 4), "zero");
   EXPECT_EQ(std::string(r1, 3), "one");
+}
+
+// A receiver with a full queue (bound, not connected back to the sender).
+struct FullReceiver {
+  FullReceiver()
+      : addr(UnixAddr::Abstract(AbstractName("full"))),
+        r(UnixSocket(SOCK_DGRAM)) {
+    EXPECT_THAT(bind(r.get(), addr.sa(), addr.len), SyscallSucceeds());
+    s = ConnectTo(SOCK_DGRAM, addr);
+    EXPECT_TRUE(s.valid());
+    EXPECT_GT(FillWithDontwait(s.get(), 1, 100000), 0);
+  }
+  UnixAddr addr;
+  FileDescriptor r, s;
+};
+
+TEST(UnixDgramTest, SendToAFullReceiverTimesOutWithSndtimeo) {
+  FullReceiver f;
+  timeval tv = {0, 100000};
+  ASSERT_THAT(setsockopt(f.s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)),
+              SyscallSucceeds());
+  timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  EXPECT_THAT(send(f.s.get(), "x", 1, 0), SyscallFailsWithErrno(EAGAIN));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double took = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+  EXPECT_GE(took, 0.09);
+  EXPECT_LT(took, 5.0);
+}
+
+TEST(UnixDgramTest, BlockedSendToAFullReceiverWakesWhenItReads) {
+  FullReceiver f;
+  std::thread t([&] {
+    usleep(50 * 1000);
+    char c;
+    EXPECT_THAT(recv(f.r.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
+  });
+  EXPECT_THAT(send(f.s.get(), "x", 1, 0), SyscallSucceedsWithValue(1));
+  t.join();
+}
+
+TEST(UnixDgramTest, AddressLengthsOfSendtoAndRecvfrom) {
+  BoundDgram r;
+  FileDescriptor s = UnixSocket(SOCK_DGRAM);
+  UnixAddr sa = UnixAddr::Abstract(AbstractName("lens"));
+  ASSERT_THAT(bind(s.get(), sa.sa(), sa.len), SyscallSucceeds());
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, r.addr.sa(), 1),
+              SyscallFailsWithErrno(EINVAL));
+  sockaddr_storage big = {};
+  memcpy(&big, &r.addr.addr, sizeof(r.addr.addr));
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(&big),
+                     sizeof(sockaddr_un) + 1),
+              SyscallFailsWithErrno(EINVAL));
+  ASSERT_THAT(sendto(s.get(), "x", 1, 0, r.addr.sa(), r.addr.len),
+              SyscallSucceedsWithValue(1));
+  // A short address buffer gets the start of the name and its full length.
+  char buf[sizeof(sockaddr_un)];
+  memset(buf, 'Z', sizeof(buf));
+  socklen_t len = 4;
+  char c;
+  ASSERT_THAT(
+      recvfrom(r.fd.get(), &c, 1, 0, reinterpret_cast<sockaddr*>(buf), &len),
+      SyscallSucceedsWithValue(1));
+  EXPECT_EQ(len, sa.len);
+  EXPECT_EQ(memcmp(buf, &sa.addr, 4), 0);
+  EXPECT_EQ(buf[4], 'Z');
 }
 
 }  // namespace

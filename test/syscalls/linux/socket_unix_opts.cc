@@ -420,5 +420,52 @@ TEST(UnixOptsTest, BlockingConnectWaitsForAnAccept) {
   t.join();
 }
 
+TEST(UnixOptsTest, SocketTypesAndFlags) {
+  // BSD's SOCK_RAW is taken as SOCK_DGRAM.
+  FileDescriptor raw(socket(AF_UNIX, SOCK_RAW | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(raw.valid()) << strerror(errno);
+  EXPECT_EQ(GetInt(raw.get(), SO_TYPE), SOCK_DGRAM);
+  int fds[2];
+  ASSERT_THAT(socketpair(AF_UNIX, SOCK_RAW | SOCK_CLOEXEC, 0, fds),
+              SyscallSucceeds());
+  FileDescriptor r0(fds[0]), r1(fds[1]);
+  EXPECT_EQ(GetInt(r0.get(), SO_TYPE), SOCK_DGRAM);
+  // Types AF_UNIX lacks, types past the last and unknown flags.
+  EXPECT_THAT(socket(AF_UNIX, SOCK_RDM, 0),
+              SyscallFailsWithErrno(ESOCKTNOSUPPORT));
+  EXPECT_THAT(socket(AF_UNIX, 0, 0), SyscallFailsWithErrno(ESOCKTNOSUPPORT));
+  EXPECT_THAT(socket(AF_UNIX, 11, 0), SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(socket(AF_UNIX, SOCK_STREAM | 0x10, 0),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(socketpair(AF_UNIX, SOCK_RDM, 0, fds),
+              SyscallFailsWithErrno(ESOCKTNOSUPPORT));
+  EXPECT_THAT(socketpair(AF_UNIX, SOCK_STREAM, 2, fds),
+              SyscallFailsWithErrno(EPROTONOSUPPORT));
+}
+
+TEST(UnixOptsTest, NonblockAndCloexecTypeFlags) {
+  FileDescriptor plain(socket(AF_UNIX, SOCK_STREAM, 0));
+  ASSERT_TRUE(plain.valid());
+  EXPECT_THAT(fcntl(plain.get(), F_GETFL), SyscallSucceedsWithValue(O_RDWR));
+  EXPECT_THAT(fcntl(plain.get(), F_GETFD), SyscallSucceedsWithValue(0));
+  FileDescriptor both(
+      socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(both.valid());
+  EXPECT_THAT(fcntl(both.get(), F_GETFL),
+              SyscallSucceedsWithValue(O_RDWR | O_NONBLOCK));
+  EXPECT_THAT(fcntl(both.get(), F_GETFD), SyscallSucceedsWithValue(FD_CLOEXEC));
+  int fds[2];
+  ASSERT_THAT(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, fds),
+              SyscallSucceeds());
+  FileDescriptor a(fds[0]), b(fds[1]);
+  for (int fd : fds) {
+    EXPECT_THAT(fcntl(fd, F_GETFL),
+                SyscallSucceedsWithValue(O_RDWR | O_NONBLOCK));
+    EXPECT_THAT(fcntl(fd, F_GETFD), SyscallSucceedsWithValue(0));
+  }
+  char c;
+  EXPECT_THAT(recv(a.get(), &c, 1, 0), SyscallFailsWithErrno(EAGAIN));
+}
+
 }  // namespace
 }  // namespace sandbox::testutil

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -384,14 +385,34 @@ TEST(UnixScmTest, ExplicitCredentialsNeedPasscredToBeSeen) {
   EXPECT_THAT(sendmsg(p.a.get(), &m, 0), SyscallFailsWithErrno(EINVAL));
 }
 
+// Whether `uid` is mapped in this user namespace (/proc/self/uid_map;
+// no file: the initial namespace, all mapped).
+bool UidMapped(uid_t uid) {
+  std::string map = ReadFileOrEmpty("/proc/self/uid_map");
+  if (map.empty()) return true;
+  const char* p = map.c_str();
+  unsigned long inside, outside, count;
+  int used;
+  while (sscanf(p, "%lu %lu %lu%n", &inside, &outside, &count, &used) == 3) {
+    if (uid >= inside && uid - inside < count) return true;
+    p += used;
+  }
+  return false;
+}
+
 TEST(UnixScmTest, ForgedCredentialsAreEpermWithoutPrivilege) {
   SocketPair p(SOCK_DGRAM);
   ASSERT_TRUE(p.ok());
+  constexpr uid_t kOther = 12345;
+  // A uid with no mapping in the namespace is EINVAL before any check.
+  const int uid_errno = UidMapped(kOther) ? EPERM : EINVAL;
   int status = InForkedChild([&] {
     if (!DropCapabilities(false)) _exit(10);
-    ucred forged[2] = {{getpid(), 12345, getgid()},       // Another uid.
+    ucred forged[2] = {{getpid(), kOther, getgid()},      // Another uid.
                        {getppid(), getuid(), getgid()}};  // Another pid.
-    for (const ucred& cred : forged) {
+    const int want[2] = {uid_errno, EPERM};
+    for (int i = 0; i < 2; ++i) {
+      const ucred& cred = forged[i];
       char control[CMSG_SPACE(sizeof(ucred))] = {};
       char d = 'f';
       iovec iov = {&d, 1};
@@ -405,8 +426,8 @@ TEST(UnixScmTest, ForgedCredentialsAreEpermWithoutPrivilege) {
       c->cmsg_type = SCM_CREDENTIALS;
       c->cmsg_len = CMSG_LEN(sizeof(ucred));
       memcpy(CMSG_DATA(c), &cred, sizeof(cred));
-      if (sendmsg(p.a.get(), &m, 0) != -1) _exit(11);
-      if (errno != EPERM) _exit(12);
+      if (sendmsg(p.a.get(), &m, 0) != -1) _exit(11 + i);
+      if (errno != want[i]) _exit(20 + i);
     }
   });
   if (WIFEXITED(status) && WEXITSTATUS(status) == 10) {
@@ -562,6 +583,72 @@ TEST(UnixScmTest, IgnoredControlDataStillSends) {
     EXPECT_EQ(r.n, 1) << i;
     EXPECT_EQ(r.cmsgs, 0) << i;
   }
+}
+
+TEST(UnixScmTest, PassedListenerAccepts) {
+  UnixAddr addr = UnixAddr::Abstract(AbstractName("passlistener"));
+  FileDescriptor l = Listener(SOCK_STREAM, addr);
+  ASSERT_TRUE(l.valid());
+  SocketPair p(SOCK_STREAM);
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(SendFds(p.a.get(), {l.get()}), SyscallSucceedsWithValue(1));
+  l.reset();
+  Received r;
+  RecvFds(p.b.get(), CMSG_SPACE(sizeof(int)), 0, &r);
+  ASSERT_EQ(r.fds.size(), 1u);
+  FileDescriptor c = ConnectTo(SOCK_STREAM, addr);
+  ASSERT_TRUE(c.valid()) << strerror(errno);
+  FileDescriptor s(accept(r.fds[0], nullptr, nullptr));
+  EXPECT_TRUE(s.valid()) << strerror(errno);
+}
+
+TEST(UnixScmTest, DescriptorAndCredentialsFromAnotherProcess) {
+  SocketPair p(SOCK_SEQPACKET);
+  ASSERT_TRUE(p.ok());
+  int one = 1;
+  ASSERT_THAT(setsockopt(p.a.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)),
+              SyscallSucceeds());
+  pid_t child = fork();
+  ASSERT_THAT(child, SyscallSucceeds());
+  if (child == 0) {
+    // A pipe only the child has: the parent gets its read end.
+    int fds[2];
+    if (pipe(fds) != 0) _exit(2);
+    if (SendFds(p.b.get(), {fds[0]}, "pipe") != 4) _exit(3);
+    close(fds[0]);
+    if (write(fds[1], "from child", 10) != 10) _exit(4);
+    _exit(0);
+  }
+  char buf[16];
+  alignas(cmsghdr) char
+      control[CMSG_SPACE(sizeof(ucred)) + CMSG_SPACE(sizeof(int))] = {};
+  iovec iov = {buf, sizeof(buf)};
+  msghdr m = {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof(control);
+  ASSERT_THAT(recvmsg(p.a.get(), &m, 0), SyscallSucceedsWithValue(4));
+  EXPECT_EQ(m.msg_flags & MSG_CTRUNC, 0);
+  int got_fd = -1;
+  ucred cred = {};
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_type == SCM_RIGHTS) memcpy(&got_fd, CMSG_DATA(c), sizeof(int));
+    if (c->cmsg_type == SCM_CREDENTIALS) {
+      memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+    }
+  }
+  FileDescriptor fd(got_fd);
+  ASSERT_TRUE(fd.valid());
+  EXPECT_EQ(cred.pid, child);
+  EXPECT_EQ(cred.uid, getuid());
+  int status;
+  ASSERT_THAT(waitpid(child, &status, 0), SyscallSucceedsWithValue(child));
+  EXPECT_THAT(status, ExitedWithCode(0));
+  char data[16] = {};
+  EXPECT_THAT(read(fd.get(), data, sizeof(data)), SyscallSucceedsWithValue(10));
+  EXPECT_EQ(std::string(data, 10), "from child");
+  EXPECT_THAT(read(fd.get(), data, sizeof(data)), SyscallSucceedsWithValue(0));
 }
 
 }  // namespace

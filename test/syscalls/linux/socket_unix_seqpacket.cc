@@ -240,5 +240,18 @@ TEST(UnixSeqpacketTest, PendingConnectionOfAClosedListenerIsReset) {
   EXPECT_THAT(recv(c.get(), &ch, 1, 0), SyscallFailsWithErrno(ECONNRESET));
 }
 
+TEST(UnixSeqpacketTest, TruncatedPeekKeepsTheRecord) {
+  SocketPair p(SOCK_SEQPACKET);
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(send(p.a.get(), "abcdef", 6, 0), SyscallSucceedsWithValue(6));
+  char buf[8] = {};
+  EXPECT_THAT(recv(p.b.get(), buf, 2, MSG_PEEK), SyscallSucceedsWithValue(2));
+  EXPECT_THAT(recv(p.b.get(), buf, 2, MSG_PEEK | MSG_TRUNC),
+              SyscallSucceedsWithValue(6));
+  EXPECT_THAT(recv(p.b.get(), buf, sizeof(buf), 0),
+              SyscallSucceedsWithValue(6));
+  EXPECT_EQ(std::string(buf, 6), "abcdef");
+}
+
 }  // namespace
 }  // namespace sandbox::testutil

@@ -543,5 +543,42 @@ TEST(UnixStreamTest, BadBufferIsEfault) {
               SyscallFailsWithErrno(EFAULT));
 }
 
+TEST(UnixStreamTest, ListenAndConnectInTheWrongState) {
+  // An unbound socket cannot listen.
+  FileDescriptor unbound = UnixSocket(SOCK_STREAM);
+  EXPECT_THAT(listen(unbound.get(), 1), SyscallFailsWithErrno(EINVAL));
+  // A listener cannot connect.
+  UnixAddr addr = UnixAddr::Abstract(AbstractName("lconn"));
+  FileDescriptor l = Listener(SOCK_STREAM, addr);
+  ASSERT_TRUE(l.valid());
+  EXPECT_THAT(connect(l.get(), addr.sa(), addr.len),
+              SyscallFailsWithErrno(EINVAL));
+  // Listening again is allowed.
+  EXPECT_THAT(listen(l.get(), 4), SyscallSucceeds());
+}
+
+TEST(UnixStreamTest, ShutdownArguments) {
+  SocketPair p(SOCK_STREAM);
+  ASSERT_TRUE(p.ok());
+  EXPECT_THAT(shutdown(p.a.get(), 3), SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(shutdown(p.a.get(), -1), SyscallFailsWithErrno(EINVAL));
+  // AF_UNIX lets an unconnected socket shut down (nothing to tell).
+  FileDescriptor fd = UnixSocket(SOCK_STREAM);
+  EXPECT_THAT(shutdown(fd.get(), SHUT_RDWR), SyscallSucceeds());
+  // Shutting down twice is fine too.
+  EXPECT_THAT(shutdown(p.a.get(), SHUT_WR), SyscallSucceeds());
+  EXPECT_THAT(shutdown(p.a.get(), SHUT_WR), SyscallSucceeds());
+}
+
+TEST(UnixStreamTest, NonblockingLargeSendIsPartial) {
+  SocketPair p(SOCK_STREAM);
+  ASSERT_TRUE(p.ok());
+  std::string big(8 << 20, 'p');
+  ssize_t n = send(p.a.get(), big.data(), big.size(), MSG_DONTWAIT);
+  ASSERT_GT(n, 0) << strerror(errno);
+  EXPECT_LT(static_cast<size_t>(n), big.size());
+  EXPECT_EQ(DrainWithDontwait(p.b.get()), n);
+}
+
 }  // namespace
 }  // namespace sandbox::testutil
