@@ -79,7 +79,6 @@ constexpr uint16_t kIflaInfoKind = 1;
 constexpr uint16_t kIflaInet6Flags = 1;
 constexpr uint16_t kIflaInet6AddrGenMode = 8;
 constexpr uint32_t kIfReady = 0x80000000;  // IF_READY (inet6 flags)
-constexpr uint32_t kRtextFilterSkipStats = 1 << 3;
 
 enum : uint16_t {
   kIfaAddress = 1,
@@ -193,7 +192,10 @@ void PutLink(Builder& b, const Link& l, uint16_t type, uint16_t flags,
   b.AttrU8(kIflaProtoDown, 0);
   b.Attr(kIflaAddress, l.address.data(), l.address.size());
   b.Attr(kIflaBroadcast, l.broadcast.data(), l.broadcast.size());
-  if (!(ext_mask & kRtextFilterSkipStats)) {
+  // RTEXT_FILTER_SKIP_STATS leaves out only inet6's AF_SPEC statistics,
+  // which this does not report: the link counters are always there.
+  (void)ext_mask;
+  {
     const stack::LinkStats& s = l.stats;
     uint64_t s64[25] = {s.rx_packets, s.tx_packets, s.rx_bytes,
                         s.tx_bytes,   s.rx_errors,  s.tx_errors,
@@ -296,11 +298,21 @@ class Dump {
   }
   uint32_t seq() const { return seq_; }
   uint32_t pid() const { return pid_; }
+  // The dumpit returns 0 with its last messages (inet6_dump_addr,
+  // neighbour dumps): NLMSG_DONE then joins them if it fits.
+  void set_done_joins() { done_joins_ = true; }
   std::vector<std::string> Finish(uint16_t done_flags, Status st,
                                   bool ext_ack) {
+    std::string done = DoneMessage(seq_, pid_, kFMulti | done_flags, st.err,
+                                   ext_ack ? st.msg : nullptr);
+    if (done_joins_ && st.err == 0 && cur_.size() > 0 &&
+        cur_.size() + done.size() <= size_) {
+      cur_.data() += done;
+      out_.push_back(cur_.Take());
+      return std::move(out_);
+    }
     if (cur_.size() > 0) out_.push_back(cur_.Take());
-    out_.push_back(DoneMessage(seq_, pid_, kFMulti | done_flags, st.err,
-                               ext_ack ? st.msg : nullptr));
+    out_.push_back(std::move(done));
     return std::move(out_);
   }
 
@@ -309,6 +321,7 @@ class Dump {
   const size_t size_;
   Builder cur_;
   std::vector<std::string> out_;
+  bool done_joins_ = false;
 };
 
 // rtnl_dump_ifinfo (with rtnl_valid_dump_ifinfo_req in strict mode).
@@ -435,6 +448,7 @@ int RequestFamily(const Message& m) {
 Status DumpAddrs(const RouteRequest& rq, const Message& m, Dump& d,
                  uint16_t* done_flags) {
   int family = RequestFamily(m);
+  if (family == AF_INET6) d.set_done_joins();
   for (int f : {AF_INET, AF_INET6}) {
     if (family != AF_UNSPEC && family != f) continue;
     Status st = DumpAddrsOf(rq, m, f, d, done_flags);

@@ -136,8 +136,12 @@ TEST_F(RouteTest, AddrDump) {
   EXPECT_EQ(t->Get(2)->data[0], 127);
   EXPECT_EQ(m[1].payload[0], AF_INET6);
   EXPECT_EQ(m[1].payload[1], 128);
+  // An IPv6 dump's NLMSG_DONE joins its last datagram (inet6_dump_addr).
   r = Send(RtGen(22, kFRequest | kFDump, 9, AF_INET6, 8));
-  EXPECT_EQ(All(r.queued[0].bytes).size(), 1u);
+  m = All(r.queued[0].bytes);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[1].hdr.type, kNlmsgDone);
+  EXPECT_TRUE(r.dump_rest.empty());
 }
 
 TEST_F(RouteTest, RouteDumps) {
