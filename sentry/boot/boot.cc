@@ -366,8 +366,13 @@ int BootMain(int argc, char** argv) {
   // Stage 2, the last step before guest code: the seccomp allowlist, on
   // every thread (after the platform: its source stub must not inherit it).
   if (!spec.unconfined) {
+    bool host_sockets = false;
+    for (const GoferMount& m : spec.gofer_mounts) {
+      host_sockets |= m.host_sockets;
+    }
     absl::Status s = confine::InstallSentryFilter(
-        confine::SentryAllowlist({.self_pid = getpid()}),
+        confine::SentryAllowlist(
+            {.self_pid = getpid(), .host_sockets = host_sockets}),
         spec.debug_seccomp ? confine::SeccompMode::kTrace
                            : confine::SeccompMode::kKill);
     if (!s.ok()) {

@@ -13,6 +13,7 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/sockfs.h"
+#include "sentry/net/stack/ifioctl.h"
 
 namespace sandbox::net {
 
@@ -702,6 +703,13 @@ KResult<abi::Stat> Socket::Stat() { return location_.dentry->inode().Stat(); }
 KResult<uint64_t> Socket::Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                                 uint64_t arg) {
   Caller c = CurrentCaller(ctx);
+  // sock_do_ioctl -> dev_ioctl: the interface ioctls of every socket.
+  if (stack::IsInterfaceIoctl(cmd)) {
+    constexpr int kCapNetAdmin = 12;
+    bool admin = ctx.creds == nullptr || ctx.creds->HasCapability(kCapNetAdmin);
+    return stack::InterfaceIoctl(c.netns->Get<stack::Interfaces>(), ctx.user,
+                                 admin, cmd, arg);
+  }
   return SocketIoctl(c, cmd, arg);
 }
 
