@@ -59,9 +59,13 @@ void ThreadMask(int how, int sig) {
   ASSERT_EQ(pthread_sigmask(how, &s, nullptr), 0);
 }
 
+// Periodic, so that a write is interrupted even when a signal came before
+// it blocked (a loaded host): a one-shot timer would leave it blocked for
+// ever.
 void ArmRealTimer(long usec) {
   struct itimerval it = {};
   it.it_value.tv_usec = usec;
+  it.it_interval.tv_usec = usec;
   ASSERT_THAT(setitimer(ITIMER_REAL, &it, nullptr), SyscallSucceeds());
 }
 
@@ -81,9 +85,9 @@ enum class Other {
   kBlocksTheSignalAndSleeps,
 };
 
-// Rounds of: arm a 5 ms ITIMER_REAL, write 4 MiB + 2 to a pipe nobody
-// drains. The write fills the pipe, blocks, is interrupted by SIGALRM and
-// returns what it wrote; the handler must have run when it returns. (A
+// Rounds of: arm a 5 ms periodic ITIMER_REAL, write 4 MiB + 2 to a pipe
+// nobody drains. The write fills the pipe, blocks, is interrupted by SIGALRM
+// and returns what it wrote; the handler must have run when it returns. (A
 // race, not a certainty, when it is wrong: in the sandbox a task woken
 // just before the signal was marked pending ran guest code first, in about
 // one round in six.)
@@ -131,8 +135,9 @@ void CheckInterruptedPartialWrite(Other other) {
     if (t.joinable()) t.join();
     ASSERT_GT(n, 0) << "errno " << saved_errno << ", round " << round;
     ASSERT_LT(n, static_cast<ssize_t>(kSize)) << "round " << round;
-    ASSERT_EQ(handled.load(), before + 1) << "round " << round;
-    if (after != before + 1 && late++ == 0) first_late = round;
+    // (A signal before the write blocked makes the check weaker, never
+    // wrong: the one that interrupted it came later.)
+    if (after == before && late++ == 0) first_late = round;
   }
   EXPECT_EQ(late, 0) << "in " << late << " of " << kRounds
                      << " rounds (the first: " << first_late
@@ -178,7 +183,7 @@ TEST(SignalInterruptTest, BlockedPipeWriteFailsWithEintrAfterTheHandler) {
     DisarmRealTimer();
     ASSERT_EQ(n, -1) << "round " << round;
     EXPECT_EQ(saved_errno, EINTR) << "round " << round;
-    EXPECT_EQ(after, before + 1) << "round " << round;
+    EXPECT_GT(after, before) << "round " << round;
   }
 }
 
