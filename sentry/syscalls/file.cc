@@ -21,6 +21,7 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/guest_io.h"
 #include "sentry/net/socket.h"
+#include "sentry/syscalls/fasync.h"
 #include "sentry/syscalls/lock.h"
 #include "sentry/syscalls/pipe.h"
 #include "sentry/syscalls/socket_io.h"
@@ -488,7 +489,12 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
           !vfs::IsOwnerOrCapable(t.creds(), vf->inode().Attrs().uid)) {
         return kEPERM;
       }
+      const bool was_async = f->status_flags() & O_ASYNC;
       f->SetStatusFlags(v);
+      // setfl -> ->fasync when O_ASYNC changes (fasync.h).
+      if (was_async != static_cast<bool>(v & O_ASYNC)) {
+        SetAsync(t, *f, fd.fd, v & O_ASYNC);
+      }
       return uint64_t{0};
     }
     case F_ADD_SEALS: {
@@ -532,6 +538,7 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
     case F_OFD_SETLKW:
       return FcntlLock(t, *f, cmd, arg);
     default:
+      if (IsFcntlAsync(cmd)) return FcntlAsync(t, *f, cmd, arg);
       return kEINVAL;
   }
 }
@@ -605,7 +612,9 @@ void RegisterFileSyscalls(SyscallTable& t) {
                     "F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, "
                     "F_SETFL, F_ADD_SEALS, F_GET_SEALS, F_GETLK, F_SETLK, "
                     "F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, "
-                    "F_GETPIPE_SZ, F_SETPIPE_SZ; F_NOTIFY accepted on "
+                    "F_GETPIPE_SZ, F_SETPIPE_SZ, F_SETOWN, F_GETOWN, "
+                    "F_SETOWN_EX, F_GETOWN_EX, F_SETSIG, F_GETSIG (SIGIO "
+                    "for pollable files); F_NOTIFY accepted on "
                     "directories, no DN_* signal sent; other commands "
                     "EINVAL");
   t.Partial<&Ioctl>(nr::ioctl,

@@ -2,6 +2,16 @@
 
 namespace sandbox::vfs {
 
+void FileDescription::SetAsyncEntry(std::unique_ptr<WaitEntry> e) {
+  std::unique_ptr<WaitEntry> old;
+  {
+    absl::MutexLock l(&async_mu_);
+    old = std::move(async_entry_);
+    async_entry_ = std::move(e);
+  }
+  if (old != nullptr) EventUnregister(old.get());
+}
+
 void FileDescription::SetStatusFlags(uint32_t flags) {
   constexpr uint32_t kSettable =
       O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK;

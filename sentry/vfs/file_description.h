@@ -15,10 +15,13 @@
 #include <stdint.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
@@ -199,6 +202,35 @@ class FileDescription {
   // /proc/PID/fd/N shows "anon_inode:" and it. Empty for other files.
   virtual std::string_view AnonInodeName() const { return {}; }
 
+  // ---- O_ASYNC (Linux's f_owner and fasync list). ----
+  // fcntl F_SETOWN/F_SETOWN_EX/F_SETSIG: who gets the SIGIO (or the
+  // F_SETSIG signal) when the description becomes ready while O_ASYNC is
+  // set. type is F_OWNER_TID (0), F_OWNER_PID (1) or F_OWNER_PGRP (2); id 0
+  // is nobody.
+  struct AsyncOwner {
+    int type = 1;
+    int32_t id = 0;
+    int sig = 0;  // 0: SIGIO without details
+  };
+  AsyncOwner async_owner() const ABSL_LOCKS_EXCLUDED(async_mu_) {
+    absl::MutexLock l(&async_mu_);
+    return owner_;
+  }
+  void set_async_owner(const AsyncOwner& o) ABSL_LOCKS_EXCLUDED(async_mu_) {
+    absl::MutexLock l(&async_mu_);
+    owner_ = o;
+  }
+  // The registration on this file's wait queue that sends the signal
+  // (made by fcntl when O_ASYNC is turned on, dropped when it is turned
+  // off or the description goes). Replaces any earlier one (unregistered
+  // first); null removes it.
+  void SetAsyncEntry(std::unique_ptr<WaitEntry> e)
+      ABSL_LOCKS_EXCLUDED(async_mu_);
+  bool HasAsyncEntry() const ABSL_LOCKS_EXCLUDED(async_mu_) {
+    absl::MutexLock l(&async_mu_);
+    return async_entry_ != nullptr;
+  }
+
  private:
   // The kernel's O_LARGEFILE on x86-64 (glibc's O_LARGEFILE is 0 there):
   // open(2) sets it on 64-bit, and F_GETFL reports it.
@@ -207,6 +239,10 @@ class FileDescription {
       O_ACCMODE | O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK |
       O_DSYNC | O_SYNC | O_PATH | kOLargefile;
   std::atomic<uint32_t> flags_;
+  // Lock order: async_mu_ is a leaf (the entry is unregistered outside it).
+  mutable absl::Mutex async_mu_;
+  AsyncOwner owner_ ABSL_GUARDED_BY(async_mu_);
+  std::unique_ptr<WaitEntry> async_entry_ ABSL_GUARDED_BY(async_mu_);
 };
 
 }  // namespace sandbox::vfs
