@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
+#include <string>
 
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/sockfs.h"
 #include "sentry/net/stack/ifioctl.h"
+#include "sentry/net/stack/interfaces.h"
 
 namespace sandbox::net {
 
@@ -152,10 +155,20 @@ bool MayScmRecv(int family) {
   return family == AF_UNIX || family == AF_NETLINK || family == AF_BLUETOOTH;
 }
 
-// The interfaces SO_BINDTODEVICE knows: the sandbox's loopback.
-// TODO(#20 netlink): ask the namespace's interface table.
-int IfIndexByName(const char* name) { return strcmp(name, "lo") == 0 ? 1 : 0; }
-const char* IfNameByIndex(int index) { return index == 1 ? "lo" : nullptr; }
+// SO_BINDTODEVICE's view of the caller's interface table
+// (dev_get_by_name / netdev_get_name): 0 or "" when there is none.
+stack::Interfaces& InterfacesOf(const Caller& c) {
+  return (c.netns != nullptr ? *c.netns : NetNamespace::Root())
+      .Get<stack::Interfaces>();
+}
+int IfIndexByName(const Caller& c, const char* name) {
+  std::optional<stack::Link> l = InterfacesOf(c).LinkByName(name);
+  return l.has_value() ? l->index : 0;
+}
+std::string IfNameByIndex(const Caller& c, int index) {
+  std::optional<stack::Link> l = InterfacesOf(c).LinkByIndex(index);
+  return l.has_value() ? l->name : std::string();
+}
 
 // Copies `v` (lv bytes) into the option buffer, truncated to its size as
 // sk_getsockopt does (len = min(len, lv)).
@@ -278,10 +291,12 @@ KResult<void> Socket::SetSolSocket(Caller& c, int name,
                                    absl::Span<const uint8_t> val) {
   if (name == kSoBindtodevice) {  // sock_setbindtodevice: no int needed
     char dev[kIfNamSiz] = {};
-    memcpy(dev, val.data(), std::min(val.size(), kIfNamSiz - 1));
+    if (!val.empty()) {
+      memcpy(dev, val.data(), std::min(val.size(), kIfNamSiz - 1));
+    }
     int index = 0;
     if (dev[0] != '\0') {
-      index = IfIndexByName(dev);
+      index = IfIndexByName(c, dev);
       if (index == 0) return kENODEV;
     }
     absl::MutexLock l(&opt_mu_);
@@ -517,6 +532,19 @@ KResult<size_t> Socket::GetSolSocket(Caller& c, int name,
     int e = TakeSoError();
     return PutInt(out, e);
   }
+  if (name == kSoBindtodevice) {  // sock_getbindtodevice
+    int index;
+    {
+      absl::MutexLock l(&opt_mu_);
+      index = stored_->bound_dev_if;
+    }
+    if (index == 0) return size_t{0};
+    if (out.size() < kIfNamSiz) return kEINVAL;
+    // The table is looked at without opt_mu_ held.
+    const std::string dev = IfNameByIndex(c, index);
+    if (dev.empty()) return kENODEV;
+    return PutOpt(out, dev.c_str(), dev.size() + 1);
+  }
   absl::MutexLock l(&opt_mu_);
   const Stored& st = *stored_;
   switch (name) {
@@ -618,13 +646,6 @@ KResult<size_t> Socket::GetSolSocket(Caller& c, int name,
       return kEOPNOTSUPP;
     case kSoNofcs:
       return PutInt(out, st.nofcs);
-    case kSoBindtodevice: {
-      if (st.bound_dev_if == 0) return size_t{0};
-      if (out.size() < kIfNamSiz) return kEINVAL;
-      const char* dev = IfNameByIndex(st.bound_dev_if);
-      if (dev == nullptr) return kENODEV;
-      return PutOpt(out, dev, strlen(dev) + 1);
-    }
     case kSoGetFilter:
       return size_t{0};  // no filter attached
     case kSoLockFilter:
