@@ -77,11 +77,15 @@ class RightsBatch {
 void PeekBarrier();
 
 // unix_gc: collects unreachable cycles now (a no-op when nothing is in
-// flight). Called when a unix socket is released, before /proc/net/unix is
-// read, and by tests.
+// flight). Called when a unix socket is released, by the background
+// collector, before /proc/net/unix is read, and by tests.
 void CollectGarbage();
 // Runs CollectGarbage when any unix socket is in flight.
 void MaybeCollectGarbage();
+// The background collector (on by default): while unix sockets are in
+// flight, a host thread collects 20 ms after descriptors were sent, then at
+// doubling intervals up to a second. Tests that count turn it off.
+void SetBackgroundCollection(bool enabled);
 
 // Counters (for tests and leak checks).
 // Descriptions of any kind in flight.
