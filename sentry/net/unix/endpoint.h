@@ -113,8 +113,9 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
   // The bound address or null (for getsockname and msg_name).
   std::shared_ptr<const Address> address() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Un-charges `truesize` (a Message of this sender was consumed) and wakes
-  // writers (unix_write_space).
+  // Un-charges `truesize` (a Message of this sender was consumed) and, once
+  // the socket is writable again (a quarter of SO_SNDBUF or less in
+  // flight), wakes writers (unix_write_space).
   void WmemFree(int64_t truesize);
 
   // ---- For the socket operations (stream.cc, dgram.cc, socket.cc). ----
@@ -150,6 +151,9 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
 
   // sk_wmem_alloc: truesize of this socket's Messages still queued.
   std::atomic<int64_t> wmem_{0};
+  // The file's SO_SNDBUF, for WmemFree (which may run under another
+  // Endpoint's mu_, where the file's options are out of reach).
+  std::atomic<int64_t> sndbuf_{0};
 
   // sk_sleep: readers, writers waiting for wmem, poll and epoll.
   vfs::WaitQueue wq_;

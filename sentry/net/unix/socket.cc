@@ -100,6 +100,7 @@ std::shared_ptr<UnixSocket> UnixSocket::Make(EndpointRef ep, uint32_t flags,
                                              const Ucred& owner) {
   auto s = std::make_shared<UnixSocket>(ep, flags, owner);
   ep->file_ = s;
+  ep->sndbuf_.store(s->sndbuf(), std::memory_order_relaxed);
   absl::MutexLock l(&ep->mu_);
   ep->sock_ = s.get();
   return s;
@@ -250,6 +251,7 @@ KResult<void> UnixSocket::SetSockOpt(Caller& c, int level, int name,
   }
   TRY_VOID(Socket::SetSockOpt(c, level, name, val));
   if (name == SO_SNDBUF || name == SO_SNDBUFFORCE) {
+    ep_->sndbuf_.store(sndbuf(), std::memory_order_relaxed);
     ep_->wq_.Notify(kPollOutBits);  // sk_write_space
   }
   return OkResult();
