@@ -246,8 +246,8 @@ void ReleaseFiles(std::vector<vfs::FileRef> files) {
   }
 }
 
-KResult<void> AttachRights(const std::vector<vfs::FileRef>& files,
-                           uint32_t uid, uint64_t limit, bool privileged) {
+KResult<void> AttachRights(const std::vector<vfs::FileRef>& files, uint32_t uid,
+                           uint64_t limit, bool privileged) {
   if (files.empty()) return OkResult();
   GcState& g = Gc();
   absl::ReleasableMutexLock l(&g.mu);

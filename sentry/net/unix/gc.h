@@ -46,8 +46,8 @@ void ReleaseFiles(std::vector<vfs::FileRef> files);
 // real uid). ETOOMANYREFS (nothing counted) when that user already has more
 // than `limit` descriptors in flight and is not `privileged`
 // (CAP_SYS_RESOURCE or CAP_SYS_ADMIN).
-KResult<void> AttachRights(const std::vector<vfs::FileRef>& files,
-                           uint32_t uid, uint64_t limit, bool privileged);
+KResult<void> AttachRights(const std::vector<vfs::FileRef>& files, uint32_t uid,
+                           uint64_t limit, bool privileged);
 
 // References taken out of messages: un-counted and released when the batch
 // is destroyed (declare it before the locks it must outlive).

@@ -1,4 +1,6 @@
 // The collector of unreachable cycles of sockets in flight (unix_gc).
+#include "sentry/net/unix/gc.h"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -6,7 +8,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/net/unix/gc.h"
 #include "sentry/net/unix/testing.h"
 
 namespace sandbox::net::unix {

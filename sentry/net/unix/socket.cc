@@ -81,9 +81,7 @@ void AddRoomWaiterLocked(Endpoint& receiver, const EndpointRef& sender) {
   v.push_back(sender);
 }
 
-void Register() {
-  RegisterFamily({AF_UNIX, "unix", &Create, &Pair});
-}
+void Register() { RegisterFamily({AF_UNIX, "unix", &Create, &Pair}); }
 
 EndpointRef NewEndpoint(int type, NetNamespace& ns) {
   auto ep = std::make_shared<Endpoint>(type, ns);
@@ -369,8 +367,7 @@ uint32_t UnixSocket::DgramPoll(uint32_t requested) {
     mask |= vfs::kPollHup;
   }
   if (!(requested & kPollOutBits)) return mask;
-  bool writable =
-      state != State::kListen && ep.wmem_.load() * 4 <= sndbuf();
+  bool writable = state != State::kListen && ep.wmem_.load() * 4 <= sndbuf();
   if (writable && other != nullptr && other.get() != &ep) {
     absl::MutexLock l(&other->mu_);
     if (other->peer_.get() != &ep && other->QueueFullLocked()) {
