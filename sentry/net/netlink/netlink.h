@@ -57,9 +57,9 @@
 
 namespace sandbox::net::netlink {
 
-inline constexpr int kNetlinkRoute = 0;          // NETLINK_ROUTE
-inline constexpr int kNetlinkKobjectUevent = 15; // NETLINK_KOBJECT_UEVENT
-inline constexpr int kSolNetlink = 270;          // SOL_NETLINK
+inline constexpr int kNetlinkRoute = 0;           // NETLINK_ROUTE
+inline constexpr int kNetlinkKobjectUevent = 15;  // NETLINK_KOBJECT_UEVENT
+inline constexpr int kSolNetlink = 270;           // SOL_NETLINK
 
 class NetlinkSocket;
 

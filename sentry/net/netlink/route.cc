@@ -145,9 +145,10 @@ Status Err(int e, const char* msg = nullptr) { return {e, msg}; }
 void LogOnce(uint16_t type, const char* what) {
   static std::array<std::atomic<bool>, kRtmMax + 1> logged = {};
   if (type <= kRtmMax && !logged[type].exchange(true)) {
-    kernel::LogUnsupported("netlink route: message type %u (%s) is not "
-                           "supported (EOPNOTSUPP)",
-                           type, what);
+    kernel::LogUnsupported(
+        "netlink route: message type %u (%s) is not "
+        "supported (EOPNOTSUPP)",
+        type, what);
   }
 }
 
@@ -339,8 +340,7 @@ Status DumpLinks(const RouteRequest& rq, const Message& m, Dump& d,
       return Err(EINVAL, "Invalid values in header for link dump request");
     }
     if (ifm.index) {
-      return Err(EINVAL,
-                 "Filter by device index not supported for link dumps");
+      return Err(EINVAL, "Filter by device index not supported for link dumps");
     }
     KResult<AttrTable> t =
         ParseMessageAttrs(m, sizeof(IfInfoMsg), kIflaMax, true);
@@ -370,7 +370,8 @@ Status DumpLinks(const RouteRequest& rq, const Message& m, Dump& d,
       }
     }
   } else {
-    size_t hdrlen = m.payload.size() < sizeof(IfInfoMsg) ? 1 : sizeof(IfInfoMsg);
+    size_t hdrlen =
+        m.payload.size() < sizeof(IfInfoMsg) ? 1 : sizeof(IfInfoMsg);
     KResult<AttrTable> t = ParseMessageAttrs(m, hdrlen, kIflaMax, false);
     if (t.ok()) {
       if (const Attr* a = t->Get(kIflaExtMask)) ext_mask = a->U32().value_or(0);
@@ -512,7 +513,8 @@ Status DumpRoutes(const RouteRequest& rq, const Message& m, Dump& d,
   if (rflags & (kRtmFCloned | kRtmFPrefix)) return {};
   if (table != 0 && table != stack::kTableMain && table != stack::kTableLocal) {
     if (family == AF_INET) return Err(ENOENT, "ipv4: FIB table does not exist");
-    if (family == AF_INET6) return Err(ENOENT, "ipv6: FIB table does not exist");
+    if (family == AF_INET6)
+      return Err(ENOENT, "ipv6: FIB table does not exist");
     return {};
   }
   for (const Route& r : rq.ifs->Routes(family)) {
@@ -562,8 +564,8 @@ Status CheckLinkAttrs(const AttrTable& tb) {
       if (n > (s == kIflaIfname ? 15u : 127u)) return Err(ERANGE);
     }
   }
-  for (uint16_t u : {kIflaMtu, kIflaTxqlen, kIflaGroup, kIflaExtMask,
-                     kIflaMaster}) {
+  for (uint16_t u :
+       {kIflaMtu, kIflaTxqlen, kIflaGroup, kIflaExtMask, kIflaMaster}) {
     if (const Attr* a = tb.Get(u); a != nullptr && a->data.size() < 4) {
       return Err(ERANGE);
     }
@@ -656,9 +658,10 @@ Status SetLink(const RouteRequest& rq, const Message& m) {
       case kIflaAltIfname:
         break;
       default:
-        kernel::LogUnsupported("netlink route: link attribute %u is not "
-                               "supported (EOPNOTSUPP)",
-                               a.type);
+        kernel::LogUnsupported(
+            "netlink route: link attribute %u is not "
+            "supported (EOPNOTSUPP)",
+            a.type);
         return Err(EOPNOTSUPP);
     }
   }
@@ -747,8 +750,9 @@ RouteResult HandleRoute(const RouteRequest& rq,
             dumpit = DumpRoutes;
             break;
           case kRtmGetNeigh:
-            dumpit = [](const RouteRequest&, const Message&, Dump&,
-                        uint16_t*) { return Status{}; };
+            dumpit = [](const RouteRequest&, const Message&, Dump&, uint16_t*) {
+              return Status{};
+            };
             break;
           default:
             LogOnce(type, "dump");

@@ -36,11 +36,11 @@ inline constexpr size_t kDumpGoodSize = 3776;
 
 struct RouteRequest {
   stack::Interfaces* ifs = nullptr;
-  uint32_t portid = 0;      // the sender's port id (replies' nlmsg_pid)
-  bool strict = false;      // NETLINK_GET_STRICT_CHK
-  bool cap_ack = false;     // NETLINK_CAP_ACK
-  bool ext_ack = false;     // NETLINK_EXT_ACK
-  bool net_admin = false;   // the sender has CAP_NET_ADMIN
+  uint32_t portid = 0;        // the sender's port id (replies' nlmsg_pid)
+  bool strict = false;        // NETLINK_GET_STRICT_CHK
+  bool cap_ack = false;       // NETLINK_CAP_ACK
+  bool ext_ack = false;       // NETLINK_EXT_ACK
+  bool net_admin = false;     // the sender has CAP_NET_ADMIN
   bool dump_running = false;  // a dump of this socket is not finished
   size_t dump_size = kDumpGoodSize;  // bytes per dump datagram
 };

@@ -53,7 +53,9 @@ std::string RtGen(uint16_t type, uint16_t flags, uint32_t seq, uint8_t family,
   return r.Done();
 }
 
-std::vector<Message> All(const std::string& d) { return SplitMessages(Bytes(d)); }
+std::vector<Message> All(const std::string& d) {
+  return SplitMessages(Bytes(d));
+}
 
 int ErrorOf(const std::string& d) {
   std::vector<Message> m = All(d);
@@ -103,8 +105,8 @@ TEST_F(RouteTest, LinkDumpThenDoneAlone) {
 }
 
 TEST_F(RouteTest, SecondDumpIsBusy) {
-  std::string two = IfInfo(18, kFRequest | kFDump, 1) +
-                    IfInfo(18, kFRequest | kFDump, 2);
+  std::string two =
+      IfInfo(18, kFRequest | kFDump, 1) + IfInfo(18, kFRequest | kFDump, 2);
   RouteResult r = Send(two);
   ASSERT_EQ(r.queued.size(), 2u);
   EXPECT_EQ(ErrorOf(r.queued[1].bytes), EBUSY);

@@ -21,9 +21,9 @@ constexpr uint32_t kUserSettable = kIffDebug | kIffNotrailers | kIffNoarp |
                                    kIffDynamic | kIffMulticast | kIffPortsel |
                                    kIffAutomedia;
 // IFF_VOLATILE: bits the device (not the user) owns.
-constexpr uint32_t kVolatile = kIffLoopback | kIffPointopoint |
-                               kIffBroadcast | kIffMaster | kIffSlave |
-                               kIffRunning | kIffLowerUp | kIffDormant;
+constexpr uint32_t kVolatile = kIffLoopback | kIffPointopoint | kIffBroadcast |
+                               kIffMaster | kIffSlave | kIffRunning |
+                               kIffLowerUp | kIffDormant;
 
 std::array<uint8_t, 16> V4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
   return {a, b, c, d};
@@ -114,11 +114,10 @@ void Interfaces::DownLocked(Dev& d) {
   d.link.flags &= ~kIffUp;
   d.link.operstate = kOperDown;
   // addrconf_ifdown: IPv6 addresses go; IPv4 ones stay.
-  d.addrs.erase(std::remove_if(d.addrs.begin(), d.addrs.end(),
-                               [](const Addr& a) {
-                                 return a.family == AF_INET6;
-                               }),
-                d.addrs.end());
+  d.addrs.erase(
+      std::remove_if(d.addrs.begin(), d.addrs.end(),
+                     [](const Addr& a) { return a.family == AF_INET6; }),
+      d.addrs.end());
 }
 
 std::vector<Link> Interfaces::Links() const {
@@ -298,8 +297,8 @@ std::string FormatProcNetDev(const Interfaces& ifs) {
         "%6s:%8u %7u %4u %4u %4u %5u %10u %9u %8u %7u %4u %4u %4u %5u %7u "
         "%10u\n",
         l.name, s.rx_bytes, s.rx_packets, s.rx_errors, s.rx_dropped, 0, 0, 0,
-        s.multicast, s.tx_bytes, s.tx_packets, s.tx_errors, s.tx_dropped, 0,
-        0, 0, 0);
+        s.multicast, s.tx_bytes, s.tx_packets, s.tx_errors, s.tx_dropped, 0, 0,
+        0, 0);
   }
   return out;
 }

@@ -92,15 +92,15 @@ struct LinkStats {
 
 struct Link {
   int index = 0;
-  std::string name;     // at most 15 bytes
-  uint16_t type = 0;    // ARPHRD_*
-  uint32_t flags = 0;   // as dev_get_flags reports them (IFF_RUNNING and
-                        // IFF_LOWER_UP while up, IFF_PROMISC while
-                        // promiscuity > 0)
+  std::string name;    // at most 15 bytes
+  uint16_t type = 0;   // ARPHRD_*
+  uint32_t flags = 0;  // as dev_get_flags reports them (IFF_RUNNING and
+                       // IFF_LOWER_UP while up, IFF_PROMISC while
+                       // promiscuity > 0)
   uint32_t mtu = 0;
   uint32_t txqlen = 0;
   uint8_t operstate = kOperDown;
-  std::string qdisc;    // "noop" until first up, then "noqueue"
+  std::string qdisc;  // "noop" until first up, then "noqueue"
   uint32_t promiscuity = 0;
   uint32_t allmulti = 0;
   uint32_t group = 0;
@@ -111,14 +111,14 @@ struct Link {
 };
 
 struct Addr {
-  int family = 0;       // AF_INET or AF_INET6
-  int index = 0;        // the interface
+  int family = 0;  // AF_INET or AF_INET6
+  int index = 0;   // the interface
   uint8_t prefixlen = 0;
-  uint8_t scope = 0;    // RT_SCOPE_*
-  uint32_t flags = 0;   // IFA_F_*
+  uint8_t scope = 0;                  // RT_SCOPE_*
+  uint32_t flags = 0;                 // IFA_F_*
   std::array<uint8_t, 16> addr = {};  // 4 bytes for AF_INET
-  std::string label;    // AF_INET only ("lo")
-  uint8_t proto = 0;    // IFA_PROTO, 0: none
+  std::string label;                  // AF_INET only ("lo")
+  uint8_t proto = 0;                  // IFA_PROTO, 0: none
   // When the address was made and last changed, in hundredths of a second
   // since the namespace started (IFA_CACHEINFO's cstamp/tstamp).
   uint32_t cstamp = 0, tstamp = 0;
@@ -167,8 +167,7 @@ class Interfaces {
   // IFF_UP, IFF_PROMISC, IFF_ALLMULTI and the bits Linux lets a user set
   // (IFF_DEBUG, IFF_NOTRAILERS, IFF_NOARP, IFF_DYNAMIC, IFF_MULTICAST,
   // IFF_PORTSEL, IFF_AUTOMEDIA) change. ENODEV for an unknown index.
-  KResult<void> ChangeFlags(int index, uint32_t flags)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  KResult<void> ChangeFlags(int index, uint32_t flags) ABSL_LOCKS_EXCLUDED(mu_);
   // The flags word as dev->flags holds it (for netlink's ifi_change
   // combination): without IFF_RUNNING/IFF_LOWER_UP.
   KResult<uint32_t> DevFlags(int index) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -183,9 +182,9 @@ class Interfaces {
 
  private:
   struct Dev {
-    Link link;           // flags hold dev->flags (no RUNNING/LOWER_UP)
-    uint32_t gflags = 0; // user-requested IFF_PROMISC/IFF_ALLMULTI
-    bool was_up = false; // has been up once (IPv4 address, qdisc)
+    Link link;            // flags hold dev->flags (no RUNNING/LOWER_UP)
+    uint32_t gflags = 0;  // user-requested IFF_PROMISC/IFF_ALLMULTI
+    bool was_up = false;  // has been up once (IPv4 address, qdisc)
     std::vector<Addr> addrs;
   };
   Dev* FindLocked(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -238,8 +238,7 @@ TEST(NetlinkTest, OperationsTheFamilyLacks) {
   EXPECT_THAT(listen(fd.get(), 1), SyscallFailsWithErrno(EOPNOTSUPP));
   EXPECT_THAT(accept(fd.get(), nullptr, nullptr),
               SyscallFailsWithErrno(EOPNOTSUPP));
-  EXPECT_THAT(shutdown(fd.get(), SHUT_RDWR),
-              SyscallFailsWithErrno(EOPNOTSUPP));
+  EXPECT_THAT(shutdown(fd.get(), SHUT_RDWR), SyscallFailsWithErrno(EOPNOTSUPP));
   char c = 0;
   EXPECT_THAT(send(fd.get(), &c, 1, MSG_OOB),
               SyscallFailsWithErrno(EOPNOTSUPP));
@@ -274,14 +273,12 @@ TEST(NetlinkTest, AutobindUsesTheTgidThenNegativeIds) {
   // A bound socket keeps its id; a taken id is EADDRINUSE.
   sockaddr_nl other = z;
   other.nl_pid = 12345;
-  EXPECT_THAT(bind(a.get(), reinterpret_cast<sockaddr*>(&other),
-                   sizeof(other)),
+  EXPECT_THAT(bind(a.get(), reinterpret_cast<sockaddr*>(&other), sizeof(other)),
               SyscallFailsWithErrno(EINVAL));
   FileDescriptor c(socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
   sockaddr_nl taken = z;
   taken.nl_pid = getpid();
-  EXPECT_THAT(bind(c.get(), reinterpret_cast<sockaddr*>(&taken),
-                   sizeof(taken)),
+  EXPECT_THAT(bind(c.get(), reinterpret_cast<sockaddr*>(&taken), sizeof(taken)),
               SyscallFailsWithErrno(EADDRINUSE));
   // Short addresses and other families.
   EXPECT_THAT(bind(c.get(), reinterpret_cast<sockaddr*>(&z), sizeof(z) - 1),
@@ -292,13 +289,11 @@ TEST(NetlinkTest, AutobindUsesTheTgidThenNegativeIds) {
               SyscallFailsWithErrno(EINVAL));
   // The same id is free in another protocol.
   FileDescriptor u(socket(AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT));
-  EXPECT_THAT(bind(u.get(), reinterpret_cast<sockaddr*>(&taken),
-                   sizeof(taken)),
+  EXPECT_THAT(bind(u.get(), reinterpret_cast<sockaddr*>(&taken), sizeof(taken)),
               SyscallSucceeds());
   // Closing frees an id.
   a.reset();
-  EXPECT_THAT(bind(c.get(), reinterpret_cast<sockaddr*>(&taken),
-                   sizeof(taken)),
+  EXPECT_THAT(bind(c.get(), reinterpret_cast<sockaddr*>(&taken), sizeof(taken)),
               SyscallSucceeds());
 }
 
@@ -357,9 +352,9 @@ TEST(NetlinkTest, LinkDumpHasLoopback) {
 TEST(NetlinkTest, GetLinkByNameIsOneReply) {
   RouteSocket s;
   uint32_t mask = RTEXT_FILTER_SKIP_STATS;
-  s.Send(LinkRequest(NLM_F_REQUEST, 7, 0,
-                     AttrBytes(IFLA_IFNAME, "lo", 3) +
-                         AttrBytes(IFLA_EXT_MASK, &mask, 4)));
+  s.Send(LinkRequest(
+      NLM_F_REQUEST, 7, 0,
+      AttrBytes(IFLA_IFNAME, "lo", 3) + AttrBytes(IFLA_EXT_MASK, &mask, 4)));
   std::optional<std::string> d = s.Recv();
   ASSERT_TRUE(d);
   std::vector<Msg> ms = Split(*d);
@@ -405,8 +400,8 @@ TEST(NetlinkTest, GetLinkErrorsEchoTheRequest) {
 
 TEST(NetlinkTest, AckAndCapAck) {
   RouteSocket s;
-  nlmsghdr noop = {sizeof(nlmsghdr), NLMSG_NOOP, NLM_F_REQUEST | NLM_F_ACK,
-                   31, 0};
+  nlmsghdr noop = {sizeof(nlmsghdr), NLMSG_NOOP, NLM_F_REQUEST | NLM_F_ACK, 31,
+                   0};
   s.Send(std::string(reinterpret_cast<char*>(&noop), sizeof(noop)));
   std::optional<std::string> d = s.Recv();
   ASSERT_TRUE(d);
@@ -450,11 +445,9 @@ TEST(NetlinkTest, MalformedBuffersAreIgnored) {
   EXPECT_THAT(send(s.fd.get(), "\x01\x02\x03", 3, 0),
               SyscallSucceedsWithValue(3));
   nlmsghdr h = {15, RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK, 1, 0};
-  EXPECT_THAT(send(s.fd.get(), &h, sizeof(h), 0),
-              SyscallSucceedsWithValue(16));
+  EXPECT_THAT(send(s.fd.get(), &h, sizeof(h), 0), SyscallSucceedsWithValue(16));
   h.nlmsg_len = 100;
-  EXPECT_THAT(send(s.fd.get(), &h, sizeof(h), 0),
-              SyscallSucceedsWithValue(16));
+  EXPECT_THAT(send(s.fd.get(), &h, sizeof(h), 0), SyscallSucceedsWithValue(16));
   EXPECT_TRUE(s.Empty());
   // What follows a message with nlmsg_len 0 is not looked at: iproute2
   // sends its requests in a zeroed buffer.
@@ -473,8 +466,8 @@ TEST(NetlinkTest, MalformedBuffersAreIgnored) {
 TEST(NetlinkTest, AddrDumpHasLoopbackAddresses) {
   RouteSocket s;
   ifaddrmsg ifa = {};
-  s.Send(Request(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP, 77, &ifa,
-                 sizeof(ifa)));
+  s.Send(
+      Request(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP, 77, &ifa, sizeof(ifa)));
   bool v4 = false, v6 = false;
   int lo = if_nametoindex("lo");
   for (const Msg& m : s.Dump(77)) {
@@ -511,8 +504,8 @@ TEST(NetlinkTest, AddrDumpHasLoopbackAddresses) {
   EXPECT_TRUE(v6);
   // One family only.
   ifa.ifa_family = AF_INET6;
-  s.Send(Request(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP, 78, &ifa,
-                 sizeof(ifa)));
+  s.Send(
+      Request(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP, 78, &ifa, sizeof(ifa)));
   for (const Msg& m : s.Dump(78)) {
     if (m.hdr.nlmsg_type == RTM_NEWADDR) EXPECT_EQ(m.payload[0], AF_INET6);
   }
@@ -522,8 +515,8 @@ TEST(NetlinkTest, RouteDumpHasTheLocalRoutes) {
   RouteSocket s;
   rtmsg rtm = {};
   rtm.rtm_family = AF_INET;
-  s.Send(Request(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, 5, &rtm,
-                 sizeof(rtm)));
+  s.Send(
+      Request(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, 5, &rtm, sizeof(rtm)));
   bool local = false;
   int lo = if_nametoindex("lo");
   for (const Msg& m : s.Dump(5)) {
@@ -555,8 +548,8 @@ TEST(NetlinkTest, StrictDumpFiltersAndErrors) {
   rtmsg rtm = {};
   rtm.rtm_family = AF_INET;
   uint32_t table = 3917;
-  s.Send(Request(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, 6, &rtm,
-                 sizeof(rtm), AttrBytes(RTA_TABLE, &table, 4)));
+  s.Send(Request(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, 6, &rtm, sizeof(rtm),
+                 AttrBytes(RTA_TABLE, &table, 4)));
   std::vector<Msg> ms = s.Dump(6);
   ASSERT_EQ(ms.size(), 1u);
   EXPECT_EQ(ms[0].hdr.nlmsg_type, NLMSG_DONE);
@@ -570,8 +563,8 @@ TEST(NetlinkTest, StrictDumpFiltersAndErrors) {
   EXPECT_EQ(ErrorOf(ms[0]), EINVAL);
   // Filtering by table marks the dump.
   table = RT_TABLE_LOCAL;
-  s.Send(Request(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, 8, &rtm,
-                 sizeof(rtm), AttrBytes(RTA_TABLE, &table, 4)));
+  s.Send(Request(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, 8, &rtm, sizeof(rtm),
+                 AttrBytes(RTA_TABLE, &table, 4)));
   ms = s.Dump(8);
   ASSERT_GE(ms.size(), 2u);
   for (const Msg& m : ms) {
@@ -650,8 +643,8 @@ TEST(NetlinkTest, SecondDumpBeforeTheFirstEndsIsBusy) {
 
 TEST(NetlinkTest, ReadAndWrite) {
   RouteSocket s;
-  std::string req = LinkRequest(NLM_F_REQUEST, 40, 0,
-                                AttrBytes(IFLA_IFNAME, "lo", 3));
+  std::string req =
+      LinkRequest(NLM_F_REQUEST, 40, 0, AttrBytes(IFLA_IFNAME, "lo", 3));
   ASSERT_THAT(write(s.fd.get(), req.data(), req.size()),
               SyscallSucceedsWithValue(static_cast<ssize_t>(req.size())));
   pollfd p = {s.fd.get(), POLLIN | POLLOUT, 0};
@@ -676,9 +669,9 @@ TEST(NetlinkTest, NetlinkOptions) {
   ASSERT_TRUE(fd.valid());
   int v = -1;
   socklen_t len = sizeof(v);
-  for (int opt : {NETLINK_EXT_ACK, NETLINK_CAP_ACK, NETLINK_GET_STRICT_CHK,
-                  NETLINK_NO_ENOBUFS, NETLINK_BROADCAST_ERROR,
-                  NETLINK_PKTINFO}) {
+  for (int opt :
+       {NETLINK_EXT_ACK, NETLINK_CAP_ACK, NETLINK_GET_STRICT_CHK,
+        NETLINK_NO_ENOBUFS, NETLINK_BROADCAST_ERROR, NETLINK_PKTINFO}) {
     len = sizeof(v);
     ASSERT_THAT(getsockopt(fd.get(), kSolNetlink, opt, &v, &len),
                 SyscallSucceeds());
@@ -699,42 +692,42 @@ TEST(NetlinkTest, NetlinkOptions) {
               SyscallFailsWithErrno(ENOPROTOOPT));
   EXPECT_THAT(setsockopt(fd.get(), kSolNetlink, 99, &v, sizeof(v)),
               SyscallFailsWithErrno(ENOPROTOOPT));
-  EXPECT_THAT(getsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &v,
-                         &len),
-              SyscallFailsWithErrno(ENOPROTOOPT));
+  EXPECT_THAT(
+      getsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &v, &len),
+      SyscallFailsWithErrno(ENOPROTOOPT));
   // Groups: 0 and beyond the protocol's are EINVAL.
   int g = 0;
-  EXPECT_THAT(setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g,
-                         sizeof(g)),
-              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(
+      setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)),
+      SyscallFailsWithErrno(EINVAL));
   g = 1000;
-  EXPECT_THAT(setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g,
-                         sizeof(g)),
-              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(
+      setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)),
+      SyscallFailsWithErrno(EINVAL));
   g = RTNLGRP_IPV4_IFADDR;  // 5
-  ASSERT_THAT(setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g,
-                         sizeof(g)),
-              SyscallSucceeds());
+  ASSERT_THAT(
+      setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)),
+      SyscallSucceeds());
   g = 33;
-  ASSERT_THAT(setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g,
-                         sizeof(g)),
-              SyscallSucceeds());
+  ASSERT_THAT(
+      setsockopt(fd.get(), kSolNetlink, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)),
+      SyscallSucceeds());
   uint32_t groups[2] = {};
   len = sizeof(groups);
-  ASSERT_THAT(getsockopt(fd.get(), kSolNetlink, NETLINK_LIST_MEMBERSHIPS,
-                         groups, &len),
-              SyscallSucceeds());
+  ASSERT_THAT(
+      getsockopt(fd.get(), kSolNetlink, NETLINK_LIST_MEMBERSHIPS, groups, &len),
+      SyscallSucceeds());
   EXPECT_EQ(len, 8u);
   EXPECT_EQ(groups[0], 1u << 4);
   EXPECT_EQ(groups[1], 1u);
   g = 5;
-  ASSERT_THAT(setsockopt(fd.get(), kSolNetlink, NETLINK_DROP_MEMBERSHIP, &g,
-                         sizeof(g)),
-              SyscallSucceeds());
+  ASSERT_THAT(
+      setsockopt(fd.get(), kSolNetlink, NETLINK_DROP_MEMBERSHIP, &g, sizeof(g)),
+      SyscallSucceeds());
   len = sizeof(groups);
-  ASSERT_THAT(getsockopt(fd.get(), kSolNetlink, NETLINK_LIST_MEMBERSHIPS,
-                         groups, &len),
-              SyscallSucceeds());
+  ASSERT_THAT(
+      getsockopt(fd.get(), kSolNetlink, NETLINK_LIST_MEMBERSHIPS, groups, &len),
+      SyscallSucceeds());
   EXPECT_EQ(groups[0], 0u);
 }
 
@@ -750,8 +743,8 @@ TEST(NetlinkTest, BindGroups) {
   socklen_t len = sizeof(n);
   ASSERT_THAT(getsockname(fd.get(), reinterpret_cast<sockaddr*>(&n), &len),
               SyscallSucceeds());
-  EXPECT_EQ(n.nl_groups, static_cast<uint32_t>(RTMGRP_LINK |
-                                               RTMGRP_IPV4_IFADDR));
+  EXPECT_EQ(n.nl_groups,
+            static_cast<uint32_t>(RTMGRP_LINK | RTMGRP_IPV4_IFADDR));
   // Binding again with the same id changes the groups.
   a.nl_pid = n.nl_pid;
   a.nl_groups = RTMGRP_LINK;
@@ -789,13 +782,11 @@ TEST(NetlinkTest, UserPortsAndConnect) {
               SyscallFailsWithErrno(EINVAL));
   // connect names the default destination; AF_UNSPEC removes it.
   to.nl_pid = b.portid;
-  ASSERT_THAT(connect(a.fd.get(), reinterpret_cast<sockaddr*>(&to),
-                      sizeof(to)),
+  ASSERT_THAT(connect(a.fd.get(), reinterpret_cast<sockaddr*>(&to), sizeof(to)),
               SyscallSucceeds());
   sockaddr_nl peer = {};
   len = sizeof(peer);
-  ASSERT_THAT(getpeername(a.fd.get(), reinterpret_cast<sockaddr*>(&peer),
-                          &len),
+  ASSERT_THAT(getpeername(a.fd.get(), reinterpret_cast<sockaddr*>(&peer), &len),
               SyscallSucceeds());
   EXPECT_EQ(peer.nl_pid, b.portid);
   ASSERT_THAT(send(a.fd.get(), "again", 5, 0), SyscallSucceedsWithValue(5));
@@ -804,8 +795,7 @@ TEST(NetlinkTest, UserPortsAndConnect) {
   sockaddr unspec = {};
   unspec.sa_family = AF_UNSPEC;
   ASSERT_THAT(connect(a.fd.get(), &unspec, sizeof(unspec)), SyscallSucceeds());
-  ASSERT_THAT(getpeername(a.fd.get(), reinterpret_cast<sockaddr*>(&peer),
-                          &len),
+  ASSERT_THAT(getpeername(a.fd.get(), reinterpret_cast<sockaddr*>(&peer), &len),
               SyscallSucceeds());
   EXPECT_EQ(peer.nl_pid, 0u);
 }
@@ -867,13 +857,12 @@ bool InPrivateNetwork(const std::function<bool()>& fn, std::string* why) {
   return true;
 }
 
-#define CHILD_CHECK(c)                                              \
-  do {                                                              \
-    if (!(c)) {                                                     \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-              #c);                                                  \
-      ok = false;                                                   \
-    }                                                               \
+#define CHILD_CHECK(c)                                                      \
+  do {                                                                      \
+    if (!(c)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+      ok = false;                                                           \
+    }                                                                       \
   } while (0)
 
 // lo's flags and whether ::1 is there, through netlink.
