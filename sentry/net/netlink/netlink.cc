@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/strings/str_format.h"
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/log.h"
@@ -79,6 +80,32 @@ uint64_t FakeKernelPointer(uint64_t ino) {
   uint64_t x = ino * 0x9e3779b97f4a7c15ull;
   return (x ^ (x >> 29)) & 0x00000000ffffffffull;
 }
+
+// Multicasts the table's changes to the namespace's NETLINK_ROUTE
+// listeners (rtnl_notify): installed once per namespace, by its first
+// netlink socket.
+struct RouteNotifier {
+  absl::once_flag once;
+  void Attach(NetNamespace& ns) {
+    absl::call_once(once, [&ns] {
+      NetNamespace* nsp = &ns;
+      ns.Get<stack::Interfaces>().SetListener(
+          [nsp](const std::vector<stack::Change>& changes) {
+            std::vector<std::shared_ptr<NetlinkSocket>> socks =
+                nsp->Get<PortTable>().Bound(kNetlinkRoute);
+            for (const stack::Change& c : changes) {
+              uint32_t group = 0;
+              std::string msg = Notification(c, &group);
+              for (const auto& s : socks) {
+                if (s->InGroup(group)) {
+                  s->Deliver(msg, 0, uint32_t{1} << (group - 1), true);
+                }
+              }
+            }
+          });
+    });
+  }
+};
 
 void LogProtocolOnce(int protocol) {
   static std::array<std::atomic<bool>, kMaxLinks> logged = {};
@@ -166,6 +193,7 @@ KResult<SocketRef> NetlinkSocket::Create(Caller& c, int type, int protocol,
     return kEPROTONOSUPPORT;
   }
   NetNamespace& ns = c.netns != nullptr ? *c.netns : NetNamespace::Root();
+  if (protocol == kNetlinkRoute) ns.Get<RouteNotifier>().Attach(ns);
   auto s = std::make_shared<NetlinkSocket>(type, protocol, flags, c.ucred, ns);
   s->self_ = s;
   return SocketRef(s);

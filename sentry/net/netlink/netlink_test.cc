@@ -226,6 +226,41 @@ TEST_F(NetlinkTest, Options) {
   EXPECT_EQ(V(get(11)), 0);
 }
 
+TEST_F(NetlinkTest, LinkChangesAreMulticast) {
+  SocketRef listener = New(), admin = New();
+  // RTMGRP_LINK | RTMGRP_IPV6_IFADDR.
+  ASSERT_TRUE(listener->Bind(c, Nl(0, 0x1 | 0x100)).ok());
+  Builder b;
+  size_t at = b.Begin(16, kFRequest | kFAck, 5, 0);
+  struct {
+    uint8_t family, pad;
+    uint16_t type;
+    int32_t index;
+    uint32_t flags, change;
+  } ifi = {0, 0, 0, 1, 0, 1};  // lo down
+  b.AppendStruct(ifi);
+  b.End(at);
+  ASSERT_TRUE(Send(*admin, b.Take()).ok());
+  RecvRequest r;
+  KResult<std::string> link = Recv(*listener, 4096, 0, &r);
+  ASSERT_TRUE(link.ok());
+  EXPECT_EQ(Parse(r.from).groups, 1u);
+  std::vector<Message> m = SplitMessages(absl::MakeConstSpan(
+      reinterpret_cast<const uint8_t*>(link->data()), link->size()));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].hdr.type, 16);
+  EXPECT_EQ(m[0].hdr.seq, 0u);
+  EXPECT_EQ(m[0].payload[8] & 1, 0);  // ifi_flags without IFF_UP
+  KResult<std::string> addr = Recv(*listener, 4096, 0, &r);
+  ASSERT_TRUE(addr.ok());
+  EXPECT_EQ(Parse(r.from).groups, 0x100u);
+  m = SplitMessages(absl::MakeConstSpan(
+      reinterpret_cast<const uint8_t*>(addr->data()), addr->size()));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].hdr.type, 21);  // RTM_DELADDR
+  EXPECT_EQ(Recv(*listener, 4096).error(), kEAGAIN);
+}
+
 TEST_F(NetlinkTest, ProcNetNetlinkListsBoundSockets) {
   SocketRef s = New();
   ASSERT_TRUE(s->Bind(c, Nl(0, 1)).ok());

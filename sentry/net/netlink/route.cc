@@ -222,8 +222,8 @@ void PutLink(Builder& b, const Link& l, uint16_t type, uint16_t flags,
 }
 
 void PutAddr(Builder& b, const Addr& a, uint16_t flags, uint32_t seq,
-             uint32_t pid, uint32_t now_cs) {
-  size_t at = b.Begin(kRtmNewAddr, flags, seq, pid);
+             uint32_t pid, uint32_t now_cs, uint16_t type = kRtmNewAddr) {
+  size_t at = b.Begin(type, flags, seq, pid);
   IfAddrMsg ifa = {};
   ifa.family = static_cast<uint8_t>(a.family);
   ifa.prefixlen = a.prefixlen;
@@ -252,8 +252,8 @@ void PutAddr(Builder& b, const Addr& a, uint16_t flags, uint32_t seq,
 }
 
 void PutRoute(Builder& b, const Route& r, uint16_t flags, uint32_t seq,
-              uint32_t pid) {
-  size_t at = b.Begin(kRtmNewRoute, flags, seq, pid);
+              uint32_t pid, uint16_t type = kRtmNewRoute) {
+  size_t at = b.Begin(type, flags, seq, pid);
   RtMsg rtm = {};
   rtm.family = static_cast<uint8_t>(r.family);
   rtm.dst_len = r.dst_len;
@@ -714,6 +714,33 @@ Status GetAddr6(const RouteRequest& rq, const Message& m,
 }
 
 }  // namespace
+
+std::string Notification(const stack::Change& c, uint32_t* group) {
+  constexpr uint16_t kRtmDelAddr = 21, kRtmDelRoute = 25;
+  Builder b;
+  switch (c.kind) {
+    case stack::Change::kLink:
+      *group = 1;  // RTNLGRP_LINK
+      PutLink(b, c.link, kRtmNewLink, 0, 0, 0, 0);
+      break;
+    case stack::Change::kNewAddr:
+    case stack::Change::kDelAddr:
+      // RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR.
+      *group = c.addr.family == AF_INET ? 5 : 9;
+      PutAddr(b, c.addr, 0, 0, 0, 0,
+              c.kind == stack::Change::kNewAddr ? kRtmNewAddr : kRtmDelAddr);
+      break;
+    case stack::Change::kNewRoute:
+    case stack::Change::kDelRoute:
+      // RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE.
+      *group = c.route.family == AF_INET ? 7 : 11;
+      PutRoute(
+          b, c.route, 0, 0, 0,
+          c.kind == stack::Change::kNewRoute ? kRtmNewRoute : kRtmDelRoute);
+      break;
+  }
+  return b.Take();
+}
 
 RouteResult HandleRoute(const RouteRequest& rq,
                         absl::Span<const uint8_t> bytes) {

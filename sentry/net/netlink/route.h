@@ -13,7 +13,9 @@
 // attribute checks; errors come back as NLMSG_ERROR (with the request
 // echoed unless NETLINK_CAP_ACK, and Linux's message when NETLINK_EXT_ACK
 // is on), dump errors in NLMSG_DONE. Everything else rtnetlink has is
-// EOPNOTSUPP, logged once per message type.
+// EOPNOTSUPP, logged once per message type. Changes of the table are
+// announced to listeners of RTNLGRP_LINK, *_IFADDR and *_ROUTE
+// (Notification; netlink.cc multicasts them).
 #ifndef SENTRY_NET_NETLINK_ROUTE_H_
 #define SENTRY_NET_NETLINK_ROUTE_H_
 
@@ -64,6 +66,10 @@ struct RouteResult {
 // after one started by the same buffer) is EBUSY.
 RouteResult HandleRoute(const RouteRequest& req,
                         absl::Span<const uint8_t> bytes);
+
+// The message rtnetlink multicasts for change `c` (seq 0, port 0), and in
+// *group the RTNLGRP_* it goes to.
+std::string Notification(const stack::Change& c, uint32_t* group);
 
 }  // namespace sandbox::net::netlink
 

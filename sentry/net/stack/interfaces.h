@@ -20,13 +20,15 @@
 // operstate UNKNOWN when up (no carrier detection), DOWN when down.
 //
 // Thread-safety: every method locks mu_; the returned values are copies.
-// Lock order: Interfaces::mu_ is a leaf.
+// Lock order: Interfaces::mu_ is a leaf; the change listener runs after
+// it is released.
 #ifndef SENTRY_NET_STACK_INTERFACES_H_
 #define SENTRY_NET_STACK_INTERFACES_H_
 
 #include <stdint.h>
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -138,6 +140,20 @@ struct Route {
   std::optional<uint32_t> priority;  // RTA_PRIORITY (IPv6 always has one)
 };
 
+// A change of the table, as rtnetlink announces it to its multicast
+// listeners (RTM_NEWLINK, RTM_NEWADDR/RTM_DELADDR, RTM_NEWROUTE/
+// RTM_DELROUTE).
+struct Change {
+  enum Kind : uint8_t { kLink, kNewAddr, kDelAddr, kNewRoute, kDelRoute };
+  Kind kind = kLink;
+  Link link;    // kLink: the new state
+  Addr addr;    // k*Addr
+  Route route;  // k*Route
+};
+// Called with the changes of one operation, in Linux's order, after the
+// table's lock is released.
+using ChangeListener = std::function<void(const std::vector<Change>&)>;
+
 class Interfaces {
  public:
   static constexpr int kLoopbackIndex = 1;
@@ -177,6 +193,9 @@ class Interfaces {
   KResult<void> SetTxqlen(int index, uint32_t txqlen) ABSL_LOCKS_EXCLUDED(mu_);
   KResult<void> SetGroup(int index, uint32_t group) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Sets the one listener (netlink's notifier); replaces any before.
+  void SetListener(ChangeListener l) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Hundredths of a second since this table was made (cstamp/tstamp).
   uint32_t Centiseconds() const;
 
@@ -192,11 +211,18 @@ class Interfaces {
   static Link Report(const Dev& d);
   // NETDEV_UP / NETDEV_DOWN of a loopback device.
   void UpLocked(Dev& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ChangeFlagsLocked(Dev& d, uint32_t flags)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DownLocked(Dev& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<Route> RoutesLocked(int family) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::vector<Addr> AddrsLocked(int family) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const int64_t start_ns_;
   mutable absl::Mutex mu_;
   std::vector<Dev> devs_ ABSL_GUARDED_BY(mu_);  // by index
+  ChangeListener listener_ ABSL_GUARDED_BY(mu_);
 };
 
 // /proc/net/dev and /proc/net/if_inet6 of `ifs` (Linux's layouts:

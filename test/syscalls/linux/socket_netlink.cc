@@ -910,6 +910,14 @@ TEST(NetlinkTest, SetLinkDownAndUp) {
         CHILD_CHECK(up.flags & kIffLowerUp);
         CHILD_CHECK(up.v6);
         CHILD_CHECK(up.routes == 4);
+        // A listener of link and IPv6 address changes.
+        RouteSocket mon;
+        sockaddr_nl g = {};
+        g.nl_family = AF_NETLINK;
+        g.nl_pid = mon.portid;
+        g.nl_groups = RTMGRP_LINK | RTMGRP_IPV6_IFADDR;
+        CHILD_CHECK(bind(mon.fd.get(), reinterpret_cast<sockaddr*>(&g),
+                         sizeof(g)) == 0);
         // What `ip link set lo down` sends.
         ifinfomsg ifi = {};
         ifi.ifi_index = if_nametoindex("lo");
@@ -918,6 +926,20 @@ TEST(NetlinkTest, SetLinkDownAndUp) {
                        sizeof(ifi)));
         std::optional<std::string> d = s.Recv();
         CHILD_CHECK(d && ErrorOf(Split(*d)[0]) == 0);
+        // Announced: the link, then ::1's removal.
+        std::optional<std::string> ev = mon.Recv();
+        CHILD_CHECK(ev && Split(*ev).size() == 1 &&
+                    Split(*ev)[0].hdr.nlmsg_type == RTM_NEWLINK &&
+                    !(Split(*ev)[0].payload[8] & IFF_UP));
+        bool deladdr = false;
+        for (int i = 0; i < 5 && !deladdr; ++i) {
+          ev = mon.Recv();
+          if (!ev) break;
+          for (const Msg& m : Split(*ev)) {
+            if (m.hdr.nlmsg_type == RTM_DELADDR) deladdr = true;
+          }
+        }
+        CHILD_CHECK(deladdr);
         LoState down = ReadLo(s, 120);
         CHILD_CHECK(!(down.flags & IFF_UP));
         CHILD_CHECK(down.flags & IFF_LOOPBACK);
