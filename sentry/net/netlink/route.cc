@@ -391,6 +391,52 @@ Status DumpLinks(const RouteRequest& rq, const Message& m, Dump& d,
   return {};
 }
 
+// inet6_dump_ifinfo: AF_INET6's own link dump (`ip -6 addr` asks for it),
+// with inet6_fill_ifinfo's few attributes.
+Status DumpLinks6(const RouteRequest& rq, const Message& m, Dump& d,
+                  uint16_t*) {
+  if (rq.strict) {
+    if (m.payload.size() < sizeof(IfInfoMsg)) {
+      return Err(EINVAL, "Invalid header for link dump request");
+    }
+    if (m.payload.size() > Align(sizeof(IfInfoMsg))) {
+      return Err(EINVAL, "Invalid data after header");
+    }
+    IfInfoMsg ifm = FixedHeader<IfInfoMsg>(m.payload);
+    if (ifm.pad || ifm.type || ifm.flags || ifm.change || ifm.index) {
+      return Err(EINVAL, "Invalid values in header for link dump request");
+    }
+  }
+  constexpr uint16_t kIflaProtinfo = 12;
+  constexpr uint16_t kIflaInet6Cacheinfo = 5;
+  for (const Link& l : rq.ifs->Links()) {
+    size_t start = d.b().size();
+    Builder& b = d.b();
+    size_t at = b.Begin(kRtmNewLink, kFMulti, d.seq(), d.pid());
+    IfInfoMsg ifi = {};
+    ifi.family = AF_INET6;
+    ifi.type = l.type;
+    ifi.index = l.index;
+    ifi.flags = l.flags;
+    b.AppendStruct(ifi);
+    b.AttrString(kIflaIfname, l.name);
+    b.Attr(kIflaAddress, l.address.data(), l.address.size());
+    b.AttrU32(kIflaMtu, l.mtu);
+    b.AttrU8(kIflaOperstate, l.up() ? l.operstate : stack::kOperDown);
+    size_t pi = b.BeginNest(kIflaProtinfo, true);
+    b.AttrU32(kIflaInet6Flags, l.up() ? kIfReady : 0);
+    // struct ifla_cacheinfo: max_reasm_len, tstamp, reachable_time,
+    // retrans_time (Linux's defaults: 30 s +- random, 1 s).
+    uint32_t ci[4] = {65535, rq.ifs->Centiseconds(), 30000, 1000};
+    b.Attr(kIflaInet6Cacheinfo, ci, sizeof(ci));
+    b.AttrU8(kIflaInet6AddrGenMode, 0);
+    b.EndNest(pi);
+    b.End(at);
+    d.Next(start);
+  }
+  return {};
+}
+
 // inet_dump_ifaddr / inet6_dump_addr for one family.
 Status DumpAddrsOf(const RouteRequest& rq, const Message& m, int family,
                    Dump& d, uint16_t* done_flags) {
@@ -768,7 +814,16 @@ RouteResult HandleRoute(const RouteRequest& rq,
                          uint16_t*) = nullptr;
         switch (type) {
           case kRtmGetLink:
-            dumpit = DumpLinks;
+            // AF_INET6 has a link dump of its own; AF_BRIDGE's lists
+            // bridge ports (none); the others fall back to PF_UNSPEC's.
+            if (m.payload[0] == AF_INET6) {
+              dumpit = DumpLinks6;
+            } else if (m.payload[0] == AF_BRIDGE) {
+              dumpit = [](const RouteRequest&, const Message&, Dump&,
+                          uint16_t*) { return Status{}; };
+            } else {
+              dumpit = DumpLinks;
+            }
             break;
           case kRtmGetAddr:
             dumpit = DumpAddrs;

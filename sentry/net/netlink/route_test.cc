@@ -104,6 +104,26 @@ TEST_F(RouteTest, LinkDumpThenDoneAlone) {
   EXPECT_EQ(ErrorOf(r.dump_rest[0]), 0);
 }
 
+TEST_F(RouteTest, Inet6LinkDump) {
+  // `ip -6 addr`: AF_INET6's own link dump, with few attributes.
+  uint8_t ifi[16] = {AF_INET6};
+  Builder b;
+  size_t at = b.Begin(18, kFRequest | kFDump, 3, 0);
+  b.Append(ifi, sizeof(ifi));
+  b.End(at);
+  RouteResult r = Send(b.Take());
+  ASSERT_EQ(r.queued.size(), 1u);
+  std::vector<Message> m = All(r.queued[0].bytes);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].payload[0], AF_INET6);
+  KResult<AttrTable> t = ParseMessageAttrs(m[0], 16, 100, true);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->Has(3));    // IFLA_IFNAME
+  EXPECT_TRUE(t->Has(12));   // IFLA_PROTINFO
+  EXPECT_FALSE(t->Has(6));   // no IFLA_QDISC
+  EXPECT_FALSE(t->Has(13));  // no IFLA_TXQLEN
+}
+
 TEST_F(RouteTest, SecondDumpIsBusy) {
   std::string two =
       IfInfo(18, kFRequest | kFDump, 1) + IfInfo(18, kFRequest | kFDump, 2);
