@@ -62,6 +62,16 @@ TEST_F(Iproute2Test, LoDownAndUpAgain) {
       "ip route show table all && ip -br link && ip -br addr");
 }
 
+TEST_F(Iproute2Test, RouteGet) {
+  Compare(
+      "ip link set lo up; ip route get 127.0.0.1; ip route get 127.0.0.2; "
+      "ip route get 127.255.255.255; ip route get 8.8.8.8; echo $?; "
+      "ip -6 route get ::1; ip -6 route get 2001:db8::1; echo $?; "
+      "ip route get fibmatch 127.0.0.5; ip route get 0.0.0.0; "
+      "ip route get 127.0.0.1 from 127.0.0.1; ip link set lo down; "
+      "ip -6 route get ::1; echo $?; ip link set lo up");
+}
+
 TEST_F(Iproute2Test, Errors) {
   // What ip prints for a device or a table that does not exist.
   Compare(

@@ -353,6 +353,7 @@ void NetlinkSocket::KernelReceive(Caller& c, absl::Span<const uint8_t> bytes) {
   RouteRequest rq;
   rq.ifs = &ns_.Get<stack::Interfaces>();
   rq.net_admin = Capable(c, kCapNetAdmin);
+  rq.uid = c.io.creds != nullptr ? c.io.creds->ruid : c.ucred.uid;
   {
     absl::MutexLock l(&mu_);
     rq.portid = portid_;

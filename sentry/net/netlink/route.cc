@@ -736,6 +736,113 @@ Status SetLink(const RouteRequest& rq, const Message& m) {
   return {};
 }
 
+// inet_rtm_getroute / inet6_rtm_getroute for output routes: the route a
+// packet to RTA_DST takes, as the cloned route Linux reports (the local
+// and main tables are one trie while no rules were added: the table is
+// main), or with RTM_F_FIB_MATCH the table entry that matched.
+Status GetRoute(const RouteRequest& rq, const Message& m,
+                std::vector<RouteReply>& out) {
+  constexpr uint16_t kRtaSrc = 2, kRtaIif = 3, kRtaUid = 25;
+  constexpr uint32_t kRtmFLookupTable = 0x1000, kRtmFFibMatch = 0x2000,
+                     kRtmFNotify = 0x100;
+  constexpr uint32_t kRtcfLocal = 0x80000000, kRtcfBroadcast = 0x10000000;
+  int family = m.payload[0];
+  size_t alen = family == AF_INET ? 4 : 16;
+  if (m.payload.size() < sizeof(RtMsg)) return Err(EINVAL);
+  RtMsg rtm = FixedHeader<RtMsg>(m.payload);
+  if (rq.strict) {
+    if ((rtm.src_len && rtm.src_len != alen * 8) ||
+        (rtm.dst_len && rtm.dst_len != alen * 8) || rtm.tos || rtm.table ||
+        rtm.protocol || rtm.scope || rtm.type ||
+        (rtm.flags & ~(kRtmFNotify | kRtmFLookupTable | kRtmFFibMatch))) {
+      return Err(EINVAL, "Invalid values in header for route get request");
+    }
+  }
+  KResult<AttrTable> tr = ParseMessageAttrs(m, sizeof(RtMsg), kRtaMax, false);
+  if (!tr.ok()) return Err(tr.error().number());
+  const AttrTable& tb = *tr;
+  for (uint16_t a : {static_cast<uint16_t>(kRtaDst), kRtaSrc}) {
+    if (const Attr* x = tb.Get(a); x != nullptr && x->data.size() < alen) {
+      return Err(ERANGE);
+    }
+  }
+  if (const Attr* iif = tb.Get(kRtaIif); iif && iif->U32().value_or(0)) {
+    LogOnce(m.hdr.type, "input route lookup");
+    return Err(EOPNOTSUPP);
+  }
+  std::array<uint8_t, 16> dst = {}, src = {};
+  if (const Attr* x = tb.Get(kRtaDst)) memcpy(dst.data(), x->data.data(), alen);
+  const Attr* src_attr = tb.Get(kRtaSrc);
+  if (src_attr) memcpy(src.data(), src_attr->data.data(), alen);
+  uint32_t uid = rq.uid;
+  if (const Attr* x = tb.Get(kRtaUid)) uid = x->U32().value_or(uid);
+
+  // The longest matching prefix. IPv4's 0.0.0.0 is the loopback address.
+  std::array<uint8_t, 16> key = dst;
+  if (family == AF_INET && dst == std::array<uint8_t, 16>{}) key[0] = 127;
+  const Route* best = nullptr;
+  std::vector<Route> routes = rq.ifs->Routes(family);
+  for (const Route& r : routes) {
+    int bits = r.dst_len;
+    bool match = true;
+    for (int i = 0; i < bits; ++i) {
+      int byte = i / 8, bit = 7 - i % 8;
+      if (((key[byte] >> bit) & 1) != ((r.dst[byte] >> bit) & 1)) {
+        match = false;
+        break;
+      }
+    }
+    if (match && (best == nullptr || r.dst_len > best->dst_len)) best = &r;
+  }
+  if (best == nullptr) return Err(ENETUNREACH);
+  Builder b;
+  if (rtm.flags & kRtmFFibMatch) {
+    Route r = *best;
+    if (family == AF_INET) r.table = stack::kTableMain;
+    PutRoute(b, r, 0, m.hdr.seq, rq.portid);
+    out.push_back({b.Take()});
+    return {};
+  }
+  size_t at = b.Begin(kRtmNewRoute, 0, m.hdr.seq, rq.portid);
+  RtMsg rep = {};
+  rep.family = static_cast<uint8_t>(family);
+  rep.dst_len = static_cast<uint8_t>(alen * 8);
+  uint8_t cacheinfo[32] = {2};  // struct rta_cacheinfo: rta_clntref 2
+  if (family == AF_INET) {
+    rep.src_len = src_attr ? 32 : 0;
+    rep.table = stack::kTableMain;
+    rep.type = best->type;
+    rep.flags = kRtmFCloned | kRtcfLocal |
+                (best->type == stack::kRtnBroadcast ? kRtcfBroadcast : 0);
+    b.AppendStruct(rep);
+    b.AttrU32(kRtaTable, stack::kTableMain);
+    b.Attr(kRtaDst, dst.data(), 4);
+    if (src_attr) b.Attr(kRtaSrc, src.data(), 4);
+    b.AttrU32(kRtaOif, best->oif);
+    if (!src_attr && best->prefsrc)
+      b.Attr(kRtaPrefsrc, best->prefsrc->data(), 4);
+    b.AttrU32(kRtaUid, uid);
+    b.Attr(kRtaCacheinfo, cacheinfo, sizeof(cacheinfo));
+  } else {
+    rep.src_len = 128;
+    rep.table = static_cast<uint8_t>(best->table);
+    rep.protocol = best->protocol;
+    rep.type = best->type;
+    b.AppendStruct(rep);
+    b.AttrU32(kRtaTable, best->table);
+    b.Attr(kRtaDst, dst.data(), 16);
+    b.Attr(kRtaSrc, src.data(), 16);
+    b.Attr(kRtaPrefsrc, best->dst.data(), 16);
+    b.AttrU32(kRtaPriority, best->priority.value_or(0));
+    b.AttrU32(kRtaOif, best->oif);
+    b.Attr(kRtaCacheinfo, cacheinfo, sizeof(cacheinfo));
+    b.AttrU8(kRtaPref, 0);
+  }
+  b.End(at);
+  out.push_back({b.Take()});
+  return {};
+}
+
 // inet6_rtm_getaddr: one IPv6 address (IFA_ADDRESS or IFA_LOCAL), on the
 // interface ifa_index if given.
 Status GetAddr6(const RouteRequest& rq, const Message& m,
@@ -882,8 +989,7 @@ RouteResult HandleRoute(const RouteRequest& rq,
             if (RequestFamily(m) == AF_UNSPEC) {
               st = Err(EOPNOTSUPP);
             } else {
-              LogOnce(type, "route lookup");
-              st = Err(EOPNOTSUPP);
+              st = GetRoute(rq, m, res.queued);
             }
             break;
           default:

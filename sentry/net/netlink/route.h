@@ -5,6 +5,7 @@
 // alone.
 //
 // Handled: RTM_GETLINK (dump, or one link by index or name),
+// RTM_GETROUTE requests (`ip route get`: which route a destination takes),
 // RTM_NEWLINK/RTM_SETLINK of an existing link (flags: up/down, promisc;
 // IFLA_MTU, IFLA_TXQLEN, IFLA_GROUP; CAP_NET_ADMIN), RTM_GETADDR (dumps of
 // AF_INET, AF_INET6 or both; one IPv6 address), RTM_GETROUTE dumps, and
@@ -43,6 +44,7 @@ struct RouteRequest {
   bool cap_ack = false;       // NETLINK_CAP_ACK
   bool ext_ack = false;       // NETLINK_EXT_ACK
   bool net_admin = false;     // the sender has CAP_NET_ADMIN
+  uint32_t uid = 0;           // the sender's real uid (RTA_UID)
   bool dump_running = false;  // a dump of this socket is not finished
   size_t dump_size = kDumpGoodSize;  // bytes per dump datagram
 };

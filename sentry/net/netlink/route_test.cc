@@ -264,6 +264,32 @@ TEST_F(RouteTest, ControlMessagesAndUnknownTypes) {
   EXPECT_TRUE(Send(e.Take()).queued.empty());
 }
 
+TEST_F(RouteTest, RouteGet) {
+  uint8_t rtm[12] = {AF_INET, 32};
+  Builder b;
+  size_t at = b.Begin(26, kFRequest, 4, 0);
+  b.Append(rtm, sizeof(rtm));
+  uint8_t dst[4] = {127, 0, 0, 2};
+  b.Attr(1, dst, 4);
+  b.End(at);
+  std::string req = b.Take();
+  RouteResult r = Send(req);
+  ASSERT_EQ(r.queued.size(), 1u);
+  std::vector<Message> m = All(r.queued[0].bytes);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].hdr.type, 24);
+  EXPECT_EQ(m[0].payload[7], 2);    // RTN_LOCAL
+  EXPECT_EQ(m[0].payload[4], 254);  // the main table (merged with local)
+  KResult<AttrTable> t = ParseMessageAttrs(m[0], 12, 31, true);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->Get(4)->U32(), 1u);   // RTA_OIF lo
+  EXPECT_EQ(t->Get(7)->data[3], 1);  // RTA_PREFSRC 127.0.0.1
+  // Elsewhere: unreachable.
+  req[req.size() - 4] = 8;
+  r = Send(req);
+  EXPECT_EQ(ErrorOf(r.queued[0].bytes), ENETUNREACH);
+}
+
 TEST_F(RouteTest, LargeDumpIsSplit) {
   rq.dump_size = 100;  // every message in a datagram of its own
   RouteResult r = Send(RtGen(26, kFRequest | kFDump, 2, AF_UNSPEC, 12));
