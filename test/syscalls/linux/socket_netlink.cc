@@ -19,7 +19,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <functional>
@@ -801,6 +803,59 @@ TEST(NetlinkTest, UserPortsAndConnect) {
   ASSERT_THAT(getpeername(a.fd.get(), reinterpret_cast<sockaddr*>(&peer), &len),
               SyscallSucceeds());
   EXPECT_EQ(peer.nl_pid, 0u);
+}
+
+// Replies that find the receive queue full are dropped, and the next
+// recvmsg reports ENOBUFS once (netlink_overrun); the socket then works.
+TEST(NetlinkTest, FloodOfAcksOverrunsTheQueue) {
+  RouteSocket s;
+  int small = 4096;
+  ASSERT_THAT(
+      setsockopt(s.fd.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)),
+      SyscallSucceeds());
+  std::string batch;
+  constexpr int kCount = 2000;
+  for (int i = 0; i < kCount; ++i) {
+    nlmsghdr h = {sizeof(nlmsghdr), NLMSG_NOOP, NLM_F_REQUEST | NLM_F_ACK,
+                  static_cast<uint32_t>(i), 0};
+    batch.append(reinterpret_cast<char*>(&h), sizeof(h));
+  }
+  s.Send(batch);
+  char buf[256];
+  EXPECT_THAT(recv(s.fd.get(), buf, sizeof(buf), MSG_DONTWAIT),
+              SyscallFailsWithErrno(ENOBUFS));
+  int got = 0;
+  uint32_t last = 0;
+  while (recv(s.fd.get(), buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+    nlmsghdr h;
+    memcpy(&h, buf, sizeof(h));
+    EXPECT_EQ(h.nlmsg_type, NLMSG_ERROR);
+    if (got > 0) EXPECT_GT(h.nlmsg_seq, last);
+    last = h.nlmsg_seq;
+    ++got;
+  }
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_GT(got, 0);
+  EXPECT_LT(got, kCount);
+  // The error was reported once; requests work again.
+  s.Send(LinkRequest(NLM_F_REQUEST, 5000, 0, AttrBytes(IFLA_IFNAME, "lo", 3)));
+  std::optional<std::string> d = s.Recv();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(Split(*d)[0].hdr.nlmsg_seq, 5000u);
+}
+
+TEST(NetlinkTest, RecvTimeout) {
+  RouteSocket s;
+  timeval tv = {0, 100000};
+  ASSERT_THAT(setsockopt(s.fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
+              SyscallSucceeds());
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  char c;
+  EXPECT_THAT(recv(s.fd.get(), &c, 1, 0), SyscallFailsWithErrno(EAGAIN));
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  int64_t ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+  EXPECT_GE(ms, 90);
 }
 
 TEST(NetlinkTest, UeventOpensBindsAndReceivesNothing) {
