@@ -43,7 +43,10 @@ def main():
     # No history database or IPython directory of the host user's.
     os.environ['IPYTHONDIR'] = os.path.join(d, 'ipython')
 
-    km = KernelManager(kernel_name='probe', transport='ipc', ip='kernel-ipc')
+    # In DIR (the client's temporary file would be in the host's /tmp, which
+    # the sandbox does not see); "ip" relative, for sun_path's 108 bytes.
+    km = KernelManager(kernel_name='probe', transport='ipc', ip='kernel-ipc',
+                       connection_file=os.path.join(d, 'connection.json'))
     start = time.monotonic()
     km.start_kernel(cwd=d)
     kc = km.client()

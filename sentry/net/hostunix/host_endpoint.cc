@@ -60,6 +60,16 @@ bool DropControl(msghdr& mh) {
 
 std::atomic<bool> g_rights_logged{false};
 
+// send(2) through sendmsg (glibc's send is sendto, which the Sentry's
+// seccomp allowlist does not have).
+ssize_t SendBytes(int fd, const uint8_t* p, size_t n, int flags) {
+  iovec iov = {const_cast<uint8_t*>(p), n};
+  msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  return sendmsg(fd, &mh, flags);
+}
+
 }  // namespace
 
 SockAddr UnnamedAddr() {
@@ -177,7 +187,7 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
       if (got != total) return kEFAULT;
     }
     for (;;) {
-      ssize_t n = send(fd_.get(), buf.data(), buf.size(), host_flags);
+      ssize_t n = SendBytes(fd_.get(), buf.data(), buf.size(), host_flags);
       if (n >= 0) return static_cast<size_t>(n);
       const int err = errno;
       if (err != EAGAIN) return Errno(err);
@@ -197,7 +207,8 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
     }
     size_t off = 0;
     while (off < *got || total == 0) {
-      ssize_t n = send(fd_.get(), buf.data() + off, *got - off, host_flags);
+      ssize_t n =
+          SendBytes(fd_.get(), buf.data() + off, *got - off, host_flags);
       if (n >= 0) {
         off += static_cast<size_t>(n);
         if (total == 0) return size_t{0};
