@@ -72,8 +72,8 @@ class HostDir {
  public:
   explicit HostDir(const char* tag) {
     const char* base = getenv("TEST_TMPDIR");
-    std::string t = std::string(base ? base : "/var/tmp") + "/" + tag +
-                    "XXXXXX";
+    std::string t =
+        std::string(base ? base : "/var/tmp") + "/" + tag + "XXXXXX";
     path_ = mkdtemp(t.data());
     chmod(path_.c_str(), 0755);
     fd_ = open(path_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -174,8 +174,8 @@ TEST_F(HostUdsTest, GuestClientReachesHostServer) {
   HostServer server(dir_.Sock("s.sock"));
   ASSERT_TRUE(server.ok());
   server.Serve();
-  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--",
-                       kPython, "-c", kClient, "/h/s.sock"});
+  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--", kPython,
+                       "-c", kClient, "/h/s.sock"});
   server.Join();
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "echo:ping\npeer '/h/s.sock'\n") << r.err;
@@ -252,8 +252,8 @@ TEST_F(HostUdsTest, AbstractNamesNeverReachTheHost) {
   const std::string name = "hostuds-e2e-" + std::to_string(getpid());
   HostServer host(name, /*abstract=*/true);
   ASSERT_TRUE(host.ok());
-  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--",
-                       kPython, "-c", kClient, "@" + name});
+  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--", kPython,
+                       "-c", kClient, "@" + name});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "ConnectionRefusedError\n") << r.err;
   EXPECT_FALSE(host.Pending());

@@ -71,8 +71,7 @@ TEST(JupyterE2eTest, IpcKernelInTheSandboxRunsCellsAsNatively) {
   TempDir native_dir, sandbox_dir;
   Result native = RunNative({kPython, driver, native_dir.path()});
   ASSERT_EQ(native.status, 0) << native.out << native.err;
-  Result sandboxed =
-      RunNative({kPython, driver, sandbox_dir.path(), Runsc()});
+  Result sandboxed = RunNative({kPython, driver, sandbox_dir.path(), Runsc()});
   EXPECT_EQ(sandboxed.status, 0) << sandboxed.err;
   EXPECT_EQ(sandboxed.out, native.out) << sandboxed.err;
   // What the transcript must hold (so that equal failures do not pass).

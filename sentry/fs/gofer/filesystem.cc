@@ -121,8 +121,8 @@ KResult<vfs::OwnedFd> GoferFilesystem::ConnectSocket(vfs::Inode& node,
   wire::Empty e;
   wire::UniqueFd fd;
   KResult<void> r =
-      Call(wire::ConnectSocketReq{n->handle(), static_cast<uint32_t>(type)},
-           &e, &fd);
+      Call(wire::ConnectSocketReq{n->handle(), static_cast<uint32_t>(type)}, &e,
+           &fd);
   if (!r.ok()) return r.error() == kEOPNOTSUPP ? kECONNREFUSED : r.error();
   if (!fd.valid()) return kEIO;
   return vfs::OwnedFd(fd.release());

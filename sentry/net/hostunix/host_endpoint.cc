@@ -77,8 +77,8 @@ SockAddr UnnamedAddr() {
   return SockAddr::From(&fam, sizeof(fam));
 }
 
-HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold,
-                           int type, Kind kind, const SockAddr& local,
+HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold, int type,
+                           Kind kind, const SockAddr& local,
                            const SockAddr& peer)
     : fd_(std::move(fd)),
       hold_(std::move(hold)),
@@ -87,8 +87,8 @@ HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold,
       local_(local),
       peer_(peer) {}
 
-KResult<void> HostEndpoint::Wait(Caller& c, short events,
-                                 int64_t deadline_ns, bool timed) const {
+KResult<void> HostEndpoint::Wait(Caller& c, short events, int64_t deadline_ns,
+                                 bool timed) const {
   vfs::ThreadWaiter w;
   pollfd p = {fd_.get(), static_cast<short>(events | POLLERR | POLLHUP), 0};
   for (;;) {
@@ -128,9 +128,9 @@ KResult<vfs::FileRef> HostEndpoint::Accept(Socket& self, Caller& c,
   for (;;) {
     int a = accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (a >= 0) {
-      auto ep = std::make_shared<HostEndpoint>(
-          vfs::OwnedFd(a), std::move(hold), type_, Kind::kConnected, local_,
-          UnnamedAddr());
+      auto ep = std::make_shared<HostEndpoint>(vfs::OwnedFd(a), std::move(hold),
+                                               type_, Kind::kConnected, local_,
+                                               UnnamedAddr());
       if (peer != nullptr) *peer = UnnamedAddr();
       return vfs::FileRef(std::make_shared<HostUnixSocket>(
           std::move(ep), O_RDWR | (flags & O_NONBLOCK), c.ucred));
@@ -153,8 +153,8 @@ KResult<void> HostEndpoint::Shutdown(int how) {
   return OkResult();
 }
 
-KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
-                                      MessageIo& data, SendRequest& req) {
+KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c, MessageIo& data,
+                                      SendRequest& req) {
   if (req.flags & MSG_OOB) return kEOPNOTSUPP;
   if (req.to.has_value() && req.to->len > 0) {
     // unix_stream_sendmsg: an address on a stream socket.
@@ -198,9 +198,8 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
   std::vector<uint8_t> buf(std::min(total, kStreamChunk));
   size_t sent = 0;
   while (sent < total || total == 0) {
-    KResult<size_t> got =
-        data.CopyIn(sent, absl::MakeSpan(buf.data(),
-                                         std::min(buf.size(), total - sent)));
+    KResult<size_t> got = data.CopyIn(
+        sent, absl::MakeSpan(buf.data(), std::min(buf.size(), total - sent)));
     if (!got.ok() || (*got == 0 && total > 0)) {
       if (sent > 0) return sent;
       return got.ok() ? kEFAULT : got.error();
@@ -237,20 +236,19 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
   return sent;
 }
 
-KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c,
-                                      MessageIo& data, RecvRequest& req) {
+KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c, MessageIo& data,
+                                      RecvRequest& req) {
   if (req.flags & MSG_OOB) return kEOPNOTSUPP;
   const bool nonblock = self.nonblocking() || (req.flags & MSG_DONTWAIT);
   const int64_t own = self.RecvDeadline();
   const int64_t deadline = Earlier(own, c.deadline_ns);
   const bool stream = type_ == SOCK_STREAM;
-  const bool waitall = stream && (req.flags & MSG_WAITALL) &&
-                       !(req.flags & MSG_PEEK);
+  const bool waitall =
+      stream && (req.flags & MSG_WAITALL) && !(req.flags & MSG_PEEK);
   const int host_flags =
       MSG_DONTWAIT | MSG_CMSG_CLOEXEC | (req.flags & (MSG_PEEK | MSG_TRUNC));
   const size_t total = data.size();
-  std::vector<uint8_t> buf(
-      std::min(total, stream ? kStreamChunk : kMaxRecord));
+  std::vector<uint8_t> buf(std::min(total, stream ? kStreamChunk : kMaxRecord));
   alignas(cmsghdr) uint8_t control[kCmsgSpace];
   size_t done = 0;
   for (;;) {
@@ -344,9 +342,8 @@ KResult<HostBinding> BindHost(vfs::HostSockets& hs, vfs::Inode& dir,
 }
 
 KResult<std::shared_ptr<HostEndpoint>> ConnectHost(
-    vfs::HostSockets& hs, vfs::Inode& node, int type, Caller& c,
-    bool nonblock, int64_t deadline_ns, const SockAddr& local,
-    const SockAddr& peer_addr) {
+    vfs::HostSockets& hs, vfs::Inode& node, int type, Caller& c, bool nonblock,
+    int64_t deadline_ns, const SockAddr& local, const SockAddr& peer_addr) {
   platform::HostFdHold hold = platform::HostFdHold::Take(1);
   if (!hold.ok()) return kENFILE;
   // A full backlog: ask again every few milliseconds (the host socket is
