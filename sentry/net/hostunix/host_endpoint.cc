@@ -280,7 +280,11 @@ KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c, MessageIo& data,
       req.msg_flags |= MSG_CTRUNC;
     }
     req.msg_flags |= mh.msg_flags & (MSG_EOR | MSG_TRUNC);
-    if (req.want_from) req.from = kind_ == Kind::kConnected ? peer_ : local_;
+    // The sender: the peer connected to, else a host socket whose name
+    // (a host path, if any) is not shown.
+    if (req.want_from) {
+      req.from = kind_ == Kind::kConnected ? peer_ : UnnamedAddr();
+    }
     // A datagram's real length with MSG_TRUNC may exceed the buffer.
     const size_t have = std::min(static_cast<size_t>(n), iov.iov_len);
     size_t copied = 0;
@@ -299,16 +303,13 @@ KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c, MessageIo& data,
 KResult<size_t> HostEndpoint::GetSockOpt(Caller&, int level, int name,
                                          absl::Span<uint8_t> val) {
   if (level != SOL_SOCKET || name != SO_PEERCRED) return kENOPROTOOPT;
-  if (kind_ != Kind::kConnected) {
-    // Linux reports pid 0 and the overflow ids... for no peer: -1 ids.
-    Ucred none{0, ~0u, ~0u};
-    size_t n = std::min(val.size(), sizeof(none));
-    std::memcpy(val.data(), &none, n);
-    return n;
-  }
-  Ucred cred{0, kOverflowId, kOverflowId};
-  size_t n = std::min(val.size(), sizeof(cred));
-  std::memcpy(val.data(), &cred, n);
+  // No peer: pid 0 and ids -1, as Linux's SO_PEERCRED without peercred.
+  // A host peer: pid 0 (not in the sandbox's PID namespace) and the
+  // overflow ids.
+  const uint32_t id = kind_ == Kind::kConnected ? kOverflowId : ~0u;
+  const uint32_t raw[3] = {0, id, id};
+  const size_t n = std::min(val.size(), sizeof(raw));
+  std::memcpy(val.data(), raw, n);
   return n;
 }
 
