@@ -79,9 +79,14 @@ def main():
             out.append('input_request: %r' % msg['content']['prompt'])
             kc.input(stdin_reply)
 
+        # stop_on_error=False: an error does not abort the cells that
+        # follow (ipykernel aborts what arrives while it flushes its queue
+        # after an error, a race with the next request; each cell here
+        # stands alone).
         reply = kc.execute_interactive(
             code, timeout=TIMEOUT, output_hook=on_output,
-            stdin_hook=on_stdin, allow_stdin=stdin_reply is not None)
+            stdin_hook=on_stdin, allow_stdin=stdin_reply is not None,
+            stop_on_error=False)
         out.append('status: %s' % reply['content']['status'])
         print('--- %s' % code.splitlines()[0])
         for line in out:
