@@ -62,7 +62,12 @@ KResult<void> UnixSocket::DgramConnect(Caller& c, const SockAddr& addr) {
     TRY(Name name, ParseName(addr));
     if (passcred()) TRY_VOID(Autobind());
     for (;;) {
-      TRY(other, FindPeer(c, NsOf(c), name, self.type()));
+      HostPeer hp;
+      TRY(other, FindPeer(c, NsOf(c), name, self.type(), &hp));
+      if (other == nullptr) {
+        // A host datagram socket: connected on the host from now on.
+        return HostConnect(c, name, hp, /*nonblock=*/true, -1);
+      }
       LockPair l(self, *other);
       if (other->dead_) continue;  // released meanwhile: look again
       // unix_may_send: the target talks to nobody or to us.

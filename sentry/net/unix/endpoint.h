@@ -44,6 +44,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "sentry/base/result.h"
+#include "sentry/net/hostunix/host_endpoint.h"
 #include "sentry/net/message.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/socket.h"
@@ -55,6 +56,7 @@ namespace sandbox::net::unix {
 
 class Endpoint;
 class UnixSocket;
+struct HostPeer;
 using EndpointRef = std::shared_ptr<Endpoint>;
 
 // sk_state as af_unix uses it.
@@ -228,6 +230,17 @@ class UnixSocket final : public Socket {
   void EventRegister(vfs::WaitEntry* e, uint32_t mask) override {
     ep_->wq_.Register(e, mask);
   }
+  // A socket on the host (below): its host fd, whose readiness is the
+  // socket's; -1 otherwise.
+  int HostPollFd() const override;
+
+  // The host socket this socket became, or null: bind(2) made its node in a
+  // ":uds" mount, or connect(2) reached a host socket there
+  // (sentry/net/hostunix). From then on every socket operation is the host
+  // endpoint's. Set once (never cleared) and read without a lock.
+  hostunix::HostEndpoint* host() const {
+    return host_.load(std::memory_order_acquire);
+  }
 
   // Used by the type-specific halves.
   KResult<void> Autobind();
@@ -239,9 +252,18 @@ class UnixSocket final : public Socket {
   KResult<size_t> DgramRecv(Caller& c, MessageIo& data, RecvRequest& req);
   uint32_t StreamPoll();
   uint32_t DgramPoll(uint32_t mask);
+  // Makes this socket the host endpoint's (once: false if it already is
+  // one's).
+  bool SetHost(std::shared_ptr<hostunix::HostEndpoint> h);
+  // connect(2) to the host socket node `hp` found for `name`.
+  KResult<void> HostConnect(Caller& c, const Name& name, HostPeer& hp,
+                            bool nonblock, int64_t deadline);
 
  private:
   const EndpointRef ep_;
+  absl::Mutex host_mu_;  // leaf; serializes SetHost
+  std::shared_ptr<hostunix::HostEndpoint> host_owner_ ABSL_GUARDED_BY(host_mu_);
+  std::atomic<hostunix::HostEndpoint*> host_{nullptr};
 };
 
 // Adds `sender` (once) to the senders woken when `receiver`'s queue
