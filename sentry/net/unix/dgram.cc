@@ -105,6 +105,7 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
   std::optional<Name> to;
   EndpointRef other;
   bool bound;
+  bool use_peer;
   {
     absl::MutexLock l(&self.mu_);
     if (seqpacket) {
@@ -114,12 +115,12 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
       if (self.state_ != State::kEstablished) return kENOTCONN;
     }
     bound = self.addr_ != nullptr;
-    if (seqpacket || !req.to.has_value() || req.to->len == 0) {
-      other = self.peer_;
-      if (other == nullptr) return kENOTCONN;
-    }
+    use_peer = seqpacket || !req.to.has_value() || req.to->len == 0;
   }
-  if (other == nullptr) {
+  // Linux 6.x's order: the address, EMSGSIZE, the send buffer (EPIPE after
+  // SHUT_WR), the rights, the data; only then the peer (ENOTCONN) or the
+  // name's lookup.
+  if (!use_peer) {
     TRY(Name n, ParseName(*req.to));
     to = std::move(n);
   }
@@ -176,8 +177,12 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
   EndpointRef waited_on;
   std::optional<Waiter> waiter;
   for (;;) {
+    if (other == nullptr && !to.has_value()) {
+      absl::MutexLock l(&self.mu_);
+      other = self.peer_;
+      if (other == nullptr) return fail(kENOTCONN);
+    }
     if (other == nullptr) {
-      if (!to.has_value()) return fail(kECONNRESET);
       KResult<EndpointRef> found = FindPeer(c, NsOf(c), *to, self.type());
       if (!found.ok()) return fail(found.error());
       other = std::move(*found);

@@ -18,7 +18,8 @@
 //
 // Locking (see gc.h for the collector's):
 //   Endpoint::bind_mu_ (bind, autobind; Linux's bindlock)
-//     -> the file system's locks (creating a path node)
+//     -> the file system's locks (creating a path node: tree_mu, which
+//        bind holds while it checks the socket is unbound, -> mu_)
 //     -> the name tables' mutexes (registry.h; leaves)
 //   Endpoint::io_mu_ (one reader at a time; Linux's iolock; released while
 //   the reader sleeps)

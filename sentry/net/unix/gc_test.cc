@@ -157,3 +157,61 @@ TEST_F(GcTest, ReleaseOfAQueuedMessageUncounts) {
 
 }  // namespace
 }  // namespace sandbox::net::unix
+
+namespace sandbox::net::unix {
+namespace {
+
+using testing::UnixTest;
+
+class StressTest : public UnixTest {};
+
+TEST_F(StressTest, TenThousandConnectsToABacklogOfOneLeaveNothing) {
+  CollectGarbage();
+  const int64_t open = OpenEndpoints(), live = LiveEndpoints();
+  {
+    auto l = Make(SOCK_STREAM);
+    ASSERT_TRUE(l->Bind(c_, Abstract("stress")).ok());
+    ASSERT_TRUE(l->Listen(c_, 1).ok());
+    int ok = 0, again = 0;
+    for (int i = 0; i < 10000; ++i) {
+      auto s = Make(SOCK_STREAM, O_RDWR | O_NONBLOCK);
+      KResult<void> r = s->Connect(c_, Abstract("stress"));
+      if (r.ok()) {
+        ++ok;
+      } else {
+        EXPECT_EQ(r.error(), kEAGAIN);
+        ++again;
+      }
+    }
+    EXPECT_EQ(ok, 2);  // backlog + 1 pending connections
+    EXPECT_EQ(again, 9998);
+  }
+  EXPECT_EQ(OpenEndpoints(), open);
+  EXPECT_EQ(LiveEndpoints(), live);
+}
+
+TEST_F(StressTest, DatagramFloodIsBoundedAndFreed) {
+  const int64_t open = OpenEndpoints(), live = LiveEndpoints();
+  {
+    auto srv = Make(SOCK_DGRAM);
+    ASSERT_TRUE(srv->Bind(c_, Abstract("flood")).ok());
+    SockAddr to = Abstract("flood");
+    std::vector<std::shared_ptr<UnixSocket>> senders;
+    int sent = 0;
+    for (int i = 0; i < 100; ++i) {
+      senders.push_back(Make(SOCK_DGRAM, O_RDWR | O_NONBLOCK));
+      for (int j = 0; j < 50; ++j) {
+        if (Send(*senders.back(), std::string(1000, 'f'), 0, {}, &to).ok()) {
+          ++sent;
+        }
+      }
+    }
+    // The receiver's queue holds at most max_dgram_qlen + 1.
+    EXPECT_EQ(sent, ns_.sysctl().max_dgram_qlen.load() + 1);
+  }
+  EXPECT_EQ(OpenEndpoints(), open);
+  EXPECT_EQ(LiveEndpoints(), live);
+}
+
+}  // namespace
+}  // namespace sandbox::net::unix

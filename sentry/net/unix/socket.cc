@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "sentry/net/family.h"
+#include "sentry/net/proc_net.h"
 #include "sentry/net/unix/gc.h"
 #include "sentry/net/unix/registry.h"
 #include "sentry/net/unix/unix.h"
@@ -52,9 +53,7 @@ KResult<SocketPair> Pair(Caller& c, int type, int protocol, uint32_t flags) {
     ea.peer_ = eb.shared_from_this();
     eb.peer_ = ea.shared_from_this();
     ea.peercred_ = eb.peercred_ = c.ucred;
-    if (ea.type() != SOCK_DGRAM) {
-      ea.state_ = eb.state_ = State::kEstablished;
-    }
+    ea.state_ = eb.state_ = State::kEstablished;  // datagram pairs too
   }
   return SocketPair(std::move(a), std::move(b));
 }
@@ -81,7 +80,10 @@ void AddRoomWaiterLocked(Endpoint& receiver, const EndpointRef& sender) {
   v.push_back(sender);
 }
 
-void Register() { RegisterFamily({AF_UNIX, "unix", &Create, &Pair}); }
+void Register() {
+  RegisterFamily({AF_UNIX, "unix", &Create, &Pair});
+  RegisterProcNetFile("unix", &FormatProcNetUnix);
+}
 
 EndpointRef NewEndpoint(int type, NetNamespace& ns) {
   auto ep = std::make_shared<Endpoint>(type, ns);
@@ -464,7 +466,7 @@ std::vector<UnixSocketInfo> ListSockets(NetNamespace& ns) {
 }
 
 std::string FormatProcNetUnix(NetNamespace& ns) {
-  std::string out = "Num       RefCount Protocol Flags    Type St Inode Path\n";
+  std::string out(kProcNetUnixHeader);
   char buf[128];
   for (const UnixSocketInfo& i : ListSockets(ns)) {
     snprintf(buf, sizeof(buf), "%016x: %08X %08X %08X %04X %02X %5lu", 0,

@@ -516,3 +516,62 @@ TEST_F(UnixTest, ProcNetUnixLists) {
 
 }  // namespace
 }  // namespace sandbox::net::unix
+
+namespace sandbox::net::unix {
+namespace {
+
+using testing::Received;
+using testing::UnixTest;
+
+class CredsTest : public UnixTest {
+ protected:
+  void Passcred(Socket& s) {
+    int32_t one = 1;
+    ASSERT_TRUE(
+        s.SetSockOpt(c_, SOL_SOCKET, SO_PASSCRED,
+                     absl::MakeConstSpan(reinterpret_cast<uint8_t*>(&one), 4))
+            .ok());
+  }
+};
+
+TEST_F(CredsTest, PasscredAttachesTheSendersIds) {
+  for (int type : {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET}) {
+    auto [a, b] = MakePair(type);
+    ASSERT_TRUE(Send(*a, "before").ok());  // no credentials attached
+    Passcred(*b);
+    ASSERT_TRUE(Send(*a, "after").ok());
+    Received r = Recv(*b, 6);
+    ASSERT_TRUE(r.control.creds.has_value()) << type;
+    EXPECT_EQ(r.control.creds->pid, 0) << type;
+    EXPECT_EQ(r.control.creds->uid, kOverflowId) << type;
+    r = Recv(*b, 10);
+    EXPECT_EQ(r.data, "after") << type;  // never glued to the first
+    ASSERT_TRUE(r.control.creds.has_value()) << type;
+    EXPECT_EQ(*r.control.creds, (Ucred{42, 1000, 1000})) << type;
+  }
+}
+
+TEST_F(CredsTest, AcceptInheritsPasscredAndSendAutobinds) {
+  auto l = Make(SOCK_STREAM);
+  ASSERT_TRUE(l->Bind(c_, Abstract("creds")).ok());
+  Passcred(*l);
+  ASSERT_TRUE(l->Listen(c_, 1).ok());
+  auto cl = Make(SOCK_STREAM);
+  ASSERT_TRUE(cl->Connect(c_, Abstract("creds")).ok());
+  auto f = l->Accept(c_, 0, nullptr);
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(AsUnixSocket(f->get())->passcred());
+  // A datagram sender with SO_PASSCRED is autobound at send.
+  auto srv = Make(SOCK_DGRAM);
+  ASSERT_TRUE(srv->Bind(c_, Abstract("creds-dg")).ok());
+  auto s = Make(SOCK_DGRAM);
+  Passcred(*s);
+  SockAddr to = Abstract("creds-dg");
+  ASSERT_TRUE(Send(*s, "x", 0, {}, &to).ok());
+  EXPECT_EQ(V(s->GetSockName(c_)).len, 8u);
+  Received r = Recv(*srv, 1);
+  EXPECT_EQ(r.from.len, 8u);
+}
+
+}  // namespace
+}  // namespace sandbox::net::unix
