@@ -19,14 +19,18 @@ bool TakeRo(std::vector<std::string>* parts) {
   return false;
 }
 
-// Removes trailing "ro" and "suid" parts, in either order.
+// Removes trailing "ro", "suid" and "uds" parts, in any order.
 void TakeOptions(std::vector<std::string>* parts, ServedMount* m) {
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     if (!m->read_only && TakeRo(parts)) {
       m->read_only = true;
     } else if (!m->suid && parts->size() > 1 && parts->back() == "suid") {
       parts->pop_back();
       m->suid = true;
+    } else if (!m->host_sockets && parts->size() > 1 &&
+               parts->back() == "uds") {
+      parts->pop_back();
+      m->host_sockets = true;
     }
   }
 }

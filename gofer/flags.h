@@ -1,13 +1,13 @@
 // The Gofer's command line, shared by //gofer:gofer and `runsc gofer`.
 //
 //   --root=DIR                 host directory served (required)
-//   --serve=FD[:PATH][:ro][:suid]
+//   --serve=FD[:PATH][:ro][:suid][:uds]
 //                              one connection: an inherited connected
 //                              SOCK_STREAM Unix socket, the directory it
 //                              serves relative to the root (default the
 //                              root), ":ro" to refuse changes (repeatable,
 //                              at least one)
-//   --volume=FD:SRC[:ro][:suid]
+//   --volume=FD:SRC[:ro][:suid][:uds]
 //                              one connection serving the host directory SRC
 //                              (absolute), bound beside the root when
 //                              confined and unreachable from it
@@ -17,6 +17,10 @@
 //                              bits and any owner reach the host files:
 //                              UNSAFE, a host user who runs such a file
 //                              gets the owner's privileges.
+//                              ":uds" serves host Unix sockets there
+//                              (ServerOptions::host_sockets): the client
+//                              may bind and connect host sockets in the
+//                              tree.
 //   --bind=SRC:TARGET[:ro]     a host directory bound below the root when
 //                              confined (repeatable)
 //   --root-ro                  mount the root read-only when confined

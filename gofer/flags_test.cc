@@ -65,6 +65,23 @@ TEST(Flags, ParsesSuidInEitherOrder) {
   EXPECT_EQ(c->volumes[2].source, "/c");
 }
 
+TEST(Flags, ParsesUdsInAnyOrder) {
+  auto c = ParseGoferFlags({"--root=/", "--volume=5:/a:uds",
+                            "--volume=6:/b:ro:uds:suid", "--volume=7:/c",
+                            "--serve=8:d:uds"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->mounts.size(), 4u);
+  EXPECT_TRUE(c->mounts[0].host_sockets);
+  EXPECT_EQ(c->volumes[0].source, "/a");
+  EXPECT_TRUE(c->mounts[1].host_sockets);
+  EXPECT_TRUE(c->mounts[1].read_only);
+  EXPECT_TRUE(c->mounts[1].suid);
+  EXPECT_EQ(c->volumes[1].source, "/b");
+  EXPECT_FALSE(c->mounts[2].host_sockets);  // Only when asked.
+  EXPECT_TRUE(c->mounts[3].host_sockets);
+  EXPECT_EQ(c->mounts[3].path, "d");
+}
+
 TEST(Flags, RejectsBadInput) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{

@@ -123,7 +123,9 @@ absl::Status RunGofer(const GoferConfig& config) {
     // GetdentsPlus batch) never opens a file.
     mallopt(M_ARENA_MAX, 1);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    absl::Status s = InstallSeccomp();
+    bool host_sockets = false;
+    for (const ServedMount& m : config.mounts) host_sockets |= m.host_sockets;
+    absl::Status s = InstallSeccomp(host_sockets);
     if (!s.ok()) return s;
   }
   std::vector<int> results(config.mounts.size(), 0);
@@ -132,6 +134,7 @@ absl::Status RunGofer(const GoferConfig& config) {
     ServerOptions opts;
     opts.read_only = config.mounts[i].read_only;
     opts.suid = config.mounts[i].suid;
+    opts.host_sockets = config.mounts[i].host_sockets;
     opts.owner_uid = owner_uid;
     opts.owner_gid = owner_gid;
     opts.hidden = hidden;

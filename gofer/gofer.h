@@ -23,6 +23,8 @@ struct ServedMount {
   bool read_only = false;  // Enforced by the server (EROFS).
   // ServerOptions::suid: set-id bits and any owner reach the host. Unsafe.
   bool suid = false;
+  // ServerOptions::host_sockets: BindSocket and ConnectSocket served.
+  bool host_sockets = false;
   // If >= 0: serves GoferConfig::volumes[volume] (path must be empty)
   // instead of a directory below the root.
   int volume = -1;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <seccomp.h>
 
 #include <cerrno>
@@ -77,7 +78,7 @@ constexpr int kAllowed[] = {
 
 }  // namespace
 
-absl::Status InstallSeccomp() {
+absl::Status InstallSeccomp(bool host_sockets) {
   std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(
       seccomp_init(SCMP_ACT_KILL_PROCESS), seccomp_release);
   if (ctx == nullptr) return absl::InternalError("seccomp_init failed");
@@ -96,6 +97,20 @@ absl::Status InstallSeccomp() {
                        SCMP_A2(SCMP_CMP_MASKED_EQ, O_NOFOLLOW, O_NOFOLLOW)),
       "openat");
   if (!s.ok()) return s;
+  if (host_sockets) {
+    for (int nr : {SCMP_SYS(bind), SCMP_SYS(connect), SCMP_SYS(fchdir),
+                   SCMP_SYS(umask)}) {
+      s = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0),
+                "host sockets");
+      if (!s.ok()) return s;
+    }
+    // AF_UNIX only (the Gofer has no network namespace of the host's
+    // anyway: confine.h).
+    s = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+                               SCMP_A0(SCMP_CMP_EQ, AF_UNIX)),
+              "socket");
+    if (!s.ok()) return s;
+  }
   // Threads only (no new processes): clone with CLONE_THREAD; clone3's
   // flags are in memory, so it answers ENOSYS and glibc falls back to clone.
   s = check(

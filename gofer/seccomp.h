@@ -3,6 +3,11 @@
 // No socket, connect, execve, ptrace, mount or plain open by path: every
 // open is openat2 (or openat with O_NOFOLLOW) relative to a directory FD.
 //
+// With host_sockets (a connection serves host Unix sockets: ":uds"), also
+// what BindSocket and ConnectSocket need (gofer/server/handlers_socket.cc):
+// socket(AF_UNIX, ...) only, bind, connect, fchdir and umask; never listen
+// or accept (the Sentry listens on the sockets donated to it).
+//
 // Install it after the served directories are opened and before serving.
 // Threads created later inherit it; threads already running do not (call
 // it while single-threaded).
@@ -13,7 +18,7 @@
 
 namespace gofer {
 
-absl::Status InstallSeccomp();
+absl::Status InstallSeccomp(bool host_sockets = false);
 
 }  // namespace gofer
 

@@ -63,7 +63,7 @@ Flags:
   --root=tmpfs        an in-memory root holding only a copy of PROGRAM
                       (an absolute path, copied from the host) and an empty
                       working directory
-  --bind=HOST[:GUEST][:ro][:suid]
+  --bind=HOST[:GUEST][:ro][:suid][:uds]
                       mount the host directory HOST at GUEST (default: the
                       same path) over the root, served by the Gofer on its
                       own connection; writable (writes reach the host)
@@ -77,6 +77,13 @@ Flags:
                       id is EINVAL). ':suid' lets modes and owners through
                       as asked: UNSAFE, a setuid-root file planted by the
                       sandbox gives root to any host user who runs it.
+                      ':uds' lets the guest bind and connect Unix sockets
+                      in HOST: a socket bound there is a host socket that
+                      host programs can connect to, and a connect reaches
+                      the host socket there (the Gofer makes both; no
+                      other host socket is reachable, no symlink out of
+                      HOST is followed). Without it, the host's socket
+                      files in HOST refuse connections (ECONNREFUSED).
   --strace            log every syscall with its arguments and result, as
                       strace -tt -T does: entry time, then the time the
                       Sentry took in <seconds>
@@ -169,18 +176,22 @@ absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value) {
   std::vector<std::string> parts =
       absl::StrSplit(absl::string_view(value.data(), value.size()), ':');
   BindFlag b;
-  for (int k = 0; k < 2 && parts.size() > 1; ++k) {
+  for (int k = 0; k < 3 && parts.size() > 1; ++k) {
     if (!b.read_only && parts.back() == "ro") {
       b.read_only = true;
       parts.pop_back();
     } else if (!b.suid && parts.back() == "suid") {
       b.suid = true;
       parts.pop_back();
+    } else if (!b.uds && parts.back() == "uds") {
+      b.uds = true;
+      parts.pop_back();
     }
   }
   if (parts.size() > 2 || parts[0].empty()) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--bind=%s: expected HOST[:GUEST][:ro][:suid] (no ':' in paths)",
+        "--bind=%s: expected HOST[:GUEST][:ro][:suid][:uds] (no ':' in "
+        "paths)",
         value));
   }
   b.host = parts[0];
@@ -360,10 +371,10 @@ int DoCommand(int argc, char** argv) {
     } else {
       const BindFlag& b = binds[c - (host_root ? 1 : 0)];
       spec.gofer_mounts.push_back(
-          {b.guest, sentry_fd, b.read_only, true, b.suid});
-      gofer_args.push_back(absl::StrFormat("--volume=%d:%s%s%s", gofer_fd,
-                                           b.host, b.read_only ? ":ro" : "",
-                                           b.suid ? ":suid" : ""));
+          {b.guest, sentry_fd, b.read_only, true, b.suid, b.uds});
+      gofer_args.push_back(absl::StrFormat(
+          "--volume=%d:%s%s%s%s", gofer_fd, b.host, b.read_only ? ":ro" : "",
+          b.suid ? ":suid" : "", b.uds ? ":uds" : ""));
     }
   }
 

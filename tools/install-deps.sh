@@ -21,6 +21,10 @@ PACKAGES=(
   file
   busybox-static
   libpython3.11-testsuite
+  # test/e2e/jupyter_test: a Jupyter kernel on the ipc transport.
+  python3-ipykernel
+  python3-jupyter-client
+  python3-numpy
 )
 
 # --dev: also the tools of tools/fuzz.sh, tools/thread-safety.sh and

@@ -65,6 +65,10 @@ const char* MessageTypeName(MessageType t) {
       return "RemoveXattr";
     case MessageType::kClose:
       return "Close";
+    case MessageType::kBindSocket:
+      return "BindSocket";
+    case MessageType::kConnectSocket:
+      return "ConnectSocket";
   }
   return "Unknown";
 }

@@ -60,6 +60,8 @@ GOFER_CODEC(ListXattrReq)
 GOFER_CODEC(ListXattrResp)
 GOFER_CODEC(RemoveXattrReq)
 GOFER_CODEC(CloseReq)
+GOFER_CODEC(BindSocketReq)
+GOFER_CODEC(ConnectSocketReq)
 #undef GOFER_CODEC
 
 // An empty payload (replies of Open, Unlink, Rename, SetAttr, ...).
@@ -100,6 +102,8 @@ GOFER_RPC(SetXattrReq, kSetXattr, Empty, 0)
 GOFER_RPC(ListXattrReq, kListXattr, ListXattrResp, 0)
 GOFER_RPC(RemoveXattrReq, kRemoveXattr, Empty, 0)
 GOFER_RPC(CloseReq, kClose, Empty, 0)
+GOFER_RPC(BindSocketReq, kBindSocket, InodeResp, 1)
+GOFER_RPC(ConnectSocketReq, kConnectSocket, Empty, 1)
 #undef GOFER_RPC
 
 template <typename T>

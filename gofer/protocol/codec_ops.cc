@@ -331,4 +331,34 @@ bool Decode(std::string_view in, CloseReq* m) {
   return r.Done();
 }
 
+// ---- Host Unix sockets ----
+void Encode(Writer& w, const BindSocketReq& m) {
+  w.U64(m.dir);
+  w.Str(m.name);
+  w.U32(m.type);
+  w.U32(m.mode);
+  w.U32(m.uid);
+  w.U32(m.gid);
+}
+bool Decode(std::string_view in, BindSocketReq* m) {
+  Reader r(in);
+  m->dir = r.U64();
+  m->name = r.Str(kMaxNameLen + 1);
+  m->type = r.U32();
+  m->mode = r.U32();
+  m->uid = r.U32();
+  m->gid = r.U32();
+  return r.Done();
+}
+void Encode(Writer& w, const ConnectSocketReq& m) {
+  w.U64(m.handle);
+  w.U32(m.type);
+}
+bool Decode(std::string_view in, ConnectSocketReq* m) {
+  Reader r(in);
+  m->handle = r.U64();
+  m->type = r.U32();
+  return r.Done();
+}
+
 }  // namespace gofer

@@ -19,7 +19,7 @@ inline constexpr uint16_t kVersion = 1;
 inline constexpr size_t kHeaderSize = 32;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // 1 MiB.
 inline constexpr uint32_t kMaxFdsPerMessage =
-    1;  // Only Open and Create donate.
+    1;  // Only Open, Create, BindSocket and ConnectSocket donate.
 
 // Bounds enforced by the decoder (both sides).
 inline constexpr size_t kMaxNameLen = 255;          // NAME_MAX.
@@ -62,8 +62,10 @@ enum class MessageType : uint16_t {
   kRemoveXattr = 21,
   kClose = 22,
   kGetdentsPlus = 23,  // Revision 1 of version 1 (see the protocol doc).
+  kBindSocket = 24,    // Revision 2: host Unix sockets (":uds" only).
+  kConnectSocket = 25,
 };
-inline constexpr uint16_t kMaxMessageType = 23;
+inline constexpr uint16_t kMaxMessageType = 25;
 
 const char* MessageTypeName(MessageType t);
 
@@ -337,6 +339,38 @@ struct RemoveXattrReq {
 
 struct CloseReq {
   std::vector<Handle> handles;
+};
+
+// ---- Host Unix sockets (revision 2). Served only on connections that
+// serve host sockets (gofer --volume=...:uds, runsc do --bind=...:uds);
+// any other connection answers EOPNOTSUPP. ----
+
+// The socket types a host Unix socket may have.
+inline bool ValidSocketType(uint32_t type) {
+  return type == 1 /* SOCK_STREAM */ || type == 2 /* SOCK_DGRAM */ ||
+         type == 5 /* SOCK_SEQPACKET */;
+}
+// The longest name BindSocket binds: sun_path (108 bytes) less its NUL.
+inline constexpr size_t kMaxSocketNameLen = 107;
+
+// BindSocket: a new host AF_UNIX socket of `type`, bound at `name` in
+// `dir` (the node gets permission bits `mode & 0777`, then the owner as
+// Mknod), not listening. Replies with the node's Inode and donates the
+// socket (O_NONBLOCK: the client implements blocking).
+struct BindSocketReq {
+  Handle dir = 0;
+  std::string name;
+  uint32_t type = 0;
+  uint32_t mode = 0;
+  uint32_t uid = kNoId;
+  uint32_t gid = kNoId;
+};
+
+// ConnectSocket: a new host AF_UNIX socket of `type` connected to the
+// socket node `handle` (never through a symlink); donates it (O_NONBLOCK).
+struct ConnectSocketReq {
+  Handle handle = 0;
+  uint32_t type = 0;
 };
 
 }  // namespace gofer

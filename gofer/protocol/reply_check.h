@@ -62,6 +62,11 @@ requires(std::is_same_v<typename Rpc<Req>::Reply, InodeResp>) bool ReplyFits(
   return NewInodeFits(r.inode);
 }
 
+// BindSocket: the node made is a socket.
+inline bool ReplyFits(const BindSocketReq&, const InodeResp& r) {
+  return NewInodeFits(r.inode) && S_ISSOCK(r.inode.stat.mode);
+}
+
 inline bool ReplyFits(const GetdentsReq& req, const GetdentsResp& r) {
   return r.dirents.size() <= req.max_count;
 }

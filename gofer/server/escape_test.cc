@@ -488,6 +488,14 @@ TEST_F(EscapeTest, HostileClientSendsEveryMessageWithRandomFields) {
           payload = EncodeToString(c);
           break;
         }
+        case MessageType::kBindSocket:
+          payload = EncodeToString(BindSocketReq{
+              handle(), name(), pick(2) ? 1u : u32(), u32(), kNoId, kNoId});
+          break;
+        case MessageType::kConnectSocket:
+          payload = EncodeToString(
+              ConnectSocketReq{handle(), pick(2) ? 1u : u32()});
+          break;
       }
       // Mutate some: flip bytes, truncate, extend, or replace the type.
       switch (pick(6)) {

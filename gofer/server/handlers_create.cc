@@ -132,6 +132,7 @@ int Session::Mknod(const MknodReq& req, InodeResp* resp) {
 }
 
 int Session::Symlink(const SymlinkReq& req, InodeResp* resp) {
+  absl::ReaderMutexLock names(&SocketNameMutex());
   std::shared_ptr<Node> dir;
   int err = CheckCreate(FindDir(req.dir, &dir), req.name);
   if (err != 0) return err;
@@ -151,6 +152,7 @@ int Session::Symlink(const SymlinkReq& req, InodeResp* resp) {
 // host link is made from the node itself when the Gofer may (AT_EMPTY_PATH),
 // else from (parent, name) and verified to be the same file.
 int Session::Link(const LinkReq& req, InodeResp* resp) {
+  absl::ReaderMutexLock names(&SocketNameMutex());
   std::shared_ptr<Node> dir;
   int err = CheckCreate(FindDir(req.dir, &dir), req.name);
   if (err != 0) return err;

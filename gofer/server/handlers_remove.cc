@@ -32,6 +32,7 @@ int Session::Unlink(const UnlinkReq& req, Empty*) {
 // Nodes of a replaced file keep their stale name; their re-opens see
 // another (dev, ino) and fail with ESTALE.
 int Session::Rename(const RenameReq& req, Empty*) {
+  absl::ReaderMutexLock names(&SocketNameMutex());
   std::shared_ptr<Node> old_dir, new_dir;
   int err = FindDir(req.old_dir, &old_dir);
   if (err == 0) err = FindDir(req.new_dir, &new_dir);

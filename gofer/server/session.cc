@@ -68,6 +68,8 @@ Reply Session::Dispatch(uint16_t type, std::string_view payload) {
     CASE(kListXattr, ListXattrReq, ListXattr)
     CASE(kRemoveXattr, RemoveXattrReq, RemoveXattr)
     CASE(kClose, CloseReq, Close)
+    CASE(kBindSocket, BindSocketReq, BindSocket)
+    CASE(kConnectSocket, ConnectSocketReq, ConnectSocket)
   }
 #undef CASE
   Reply reply;

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "gofer/protocol/codec.h"
 #include "gofer/protocol/messages.h"
 #include "gofer/protocol/unique_fd.h"
@@ -57,7 +58,18 @@ struct ServerOptions {
   size_t max_handles = 16384;
   // Entries served as empty stand-ins (hidden.h); null: none.
   std::shared_ptr<const Hidden> hidden;
+  // Serves BindSocket and ConnectSocket (runsc do --bind=...:uds): the
+  // client may make host Unix sockets in this tree and connect to the host
+  // sockets in it. false: both are EOPNOTSUPP.
+  bool host_sockets = false;
 };
+
+// Held shared by every handler that can make a name a symlink (Symlink,
+// Link, Rename) and exclusively by the socket handlers, which bind and
+// connect through the working directory (handlers_socket.cc): a socket
+// node checked not to be a symlink stays so until connect(2) has used it.
+// Process-wide: connections to overlapping trees race otherwise.
+absl::Mutex& SocketNameMutex();
 
 // A reply to send: errno (0 = success), payload and at most one FD.
 struct Reply {
@@ -110,6 +122,9 @@ class Session {
   int SetXattr(const SetXattrReq& req, Empty* resp);
   int ListXattr(const ListXattrReq& req, ListXattrResp* resp);
   int RemoveXattr(const RemoveXattrReq& req, Empty* resp);
+  // handlers_socket.cc.
+  int BindSocket(const BindSocketReq& req, InodeResp* resp, UniqueFd* fd);
+  int ConnectSocket(const ConnectSocketReq& req, Empty* resp, UniqueFd* fd);
 
  private:
   // Returns the node of handle h or null (EBADF for the caller).

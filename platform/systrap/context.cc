@@ -187,6 +187,25 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
 
   StubThread* t = thread_;
   stub_slot* s = t->slot;
+  // Published before interrupt_ is checked again: Interrupt stores
+  // interrupt_ and then loads running_, this side stores running_ and then
+  // loads interrupt_ (all sequentially consistent), so either Interrupt
+  // sees running_ and kicks the stub thread, or the check here sees the
+  // interrupt. (An Interrupt between the check at the top and this store
+  // read running_ as 0; without this check the guest would run on, with
+  // the interrupt pending, until its next trap.) A kick that finds the stub
+  // still waiting for the handoff is reported when it resumes the guest
+  // (STUB_EV_INTERRUPT), or is a stale one after an early return here.
+  running_word_.store(&s->state);
+  running_.store((static_cast<uint64_t>(stub_->pid()) << 32) |
+                 static_cast<uint32_t>(t->tid));
+  if (interrupt_.exchange(false)) {
+    running_.store(0);
+    running_word_.store(nullptr);
+    SwitchResult r;
+    r.reason = SwitchReason::kInterrupted;
+    return r;
+  }
   const size_t xsize = plat_->FpStateSize();
   const uint64_t xfeatures = plat_->features().xfeatures;
 
@@ -208,9 +227,6 @@ SwitchResult SystrapContext::Switch(AddressSpace& as, CpuState& state) {
   s->fp_load = load_fp ? STUB_FP_LOAD : STUB_FP_KEEP;
 
   plat_->active_switches.fetch_add(1);
-  running_word_.store(&s->state);
-  running_.store((static_cast<uint64_t>(stub_->pid()) << 32) |
-                 static_cast<uint32_t>(t->tid));
   SwitchResult result;
   for (;;) {
     memcpy(&s->regs, &state.regs, sizeof(stub_regs));

@@ -37,6 +37,7 @@
 #include "sentry/loader/vfs_reader.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/stats.h"
+#include "sentry/net/families.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/vfs/fs_context.h"
 #include "sentry/vfs/operations.h"
@@ -260,6 +261,9 @@ int BootMain(int argc, char** argv) {
   std::unique_ptr<platform::Platform> plat = std::move(plat_or).value();
   Phase(start, "platform created");
 
+  // The socket families, before the first task (the registry is read
+  // without a lock afterwards: sentry/net/family.h).
+  net::RegisterBuiltinFamilies();
   std::unique_ptr<syscalls::SyscallTable> table =
       syscalls::SyscallTable::CreateLinux64();
   table->SetStraceOptions(
@@ -362,8 +366,13 @@ int BootMain(int argc, char** argv) {
   // Stage 2, the last step before guest code: the seccomp allowlist, on
   // every thread (after the platform: its source stub must not inherit it).
   if (!spec.unconfined) {
+    bool host_sockets = false;
+    for (const GoferMount& m : spec.gofer_mounts) {
+      host_sockets |= m.host_sockets;
+    }
     absl::Status s = confine::InstallSentryFilter(
-        confine::SentryAllowlist({.self_pid = getpid()}),
+        confine::SentryAllowlist(
+            {.self_pid = getpid(), .host_sockets = host_sockets}),
         spec.debug_seccomp ? confine::SeccompMode::kTrace
                            : confine::SeccompMode::kKill);
     if (!s.ok()) {

@@ -21,6 +21,7 @@ constexpr char kVersion3 = '3';
 constexpr uint32_t kGoferMountReadOnly = 1;
 constexpr uint32_t kGoferMountShared = 2;
 constexpr uint32_t kGoferMountSuid = 4;
+constexpr uint32_t kGoferMountUds = 8;
 constexpr size_t kMaxSize = 256 << 20;
 constexpr uint32_t kMaxStrings = 1 << 20;
 constexpr uint32_t kFlagStrace = 1;
@@ -116,12 +117,14 @@ class Reader {
       m.fd = static_cast<int32_t>(mfd);
       if (m.fd < 0 || m.path.empty() || m.path[0] != '/' ||
           (flags &
-           ~(kGoferMountReadOnly | kGoferMountShared | kGoferMountSuid)) != 0) {
+           ~(kGoferMountReadOnly | kGoferMountShared | kGoferMountSuid |
+             kGoferMountUds)) != 0) {
         return false;
       }
       m.read_only = flags & kGoferMountReadOnly;
       m.shared = flags & kGoferMountShared;
       m.suid = flags & kGoferMountSuid;
+      m.host_sockets = flags & kGoferMountUds;
       spec->gofer_mounts.push_back(std::move(m));
     }
     return true;
@@ -170,7 +173,8 @@ std::string SerializeBootSpec(const BootSpec& spec) {
     PutU32(&out, static_cast<uint32_t>(m.fd));
     PutU32(&out, (m.read_only ? kGoferMountReadOnly : 0) |
                      (m.shared ? kGoferMountShared : 0) |
-                     (m.suid ? kGoferMountSuid : 0));
+                     (m.suid ? kGoferMountSuid : 0) |
+                     (m.host_sockets ? kGoferMountUds : 0));
   }
   PutU64(&out, spec.memory_limit);
   PutU32(&out, spec.pids_limit);

@@ -8,7 +8,8 @@
 // envc + envp strings, then u32 seed count + seed entries (u32 kind, string
 // path, u32 mode, u32 uid, u32 gid, i32 host_fd). Version 2 adds, at the
 // end: u32 root kind, i32 root_gofer_fd, u32 gofer mount count + mounts
-// (string path, i32 fd, u32 flags: 1 read-only, 2 shared). Version 1 (no
+// (string path, i32 fd, u32 flags: 1 read-only, 2 shared, 4 suid, 8 host
+// Unix sockets). Version 1 (no
 // such fields) means a seeded tmpfs root; the writer always writes 2.
 #ifndef SENTRY_BOOT_BOOT_SPEC_H_
 #define SENTRY_BOOT_BOOT_SPEC_H_
@@ -62,6 +63,10 @@ struct GoferMount {
   bool shared = true;
   // Mounted without MS_NOSUID (runsc do --bind=...:suid); else nosuid.
   bool suid = false;
+  // The guest may bind and connect host Unix sockets here (runsc do
+  // --bind=...:uds; the Gofer serves BindSocket/ConnectSocket on this
+  // connection only).
+  bool host_sockets = false;
 };
 
 // At most this many Gofer mounts.

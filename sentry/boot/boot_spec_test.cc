@@ -71,12 +71,13 @@ TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
   s.root_gofer_fd = 6;
   s.gofer_mounts = {{"/data", 7, false, true},
                     {"/ro", 8, true, false},
-                    {"/suid", 9, false, true, true}};
+                    {"/suid", 9, false, true, true},
+                    {"/uds", 10, false, true, false, true}};
   auto got = ParseBootSpec(SerializeBootSpec(s));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->root, RootKind::kGofer);
   EXPECT_EQ(got->root_gofer_fd, 6);
-  ASSERT_EQ(got->gofer_mounts.size(), 3u);
+  ASSERT_EQ(got->gofer_mounts.size(), 4u);
   EXPECT_EQ(got->gofer_mounts[0].path, "/data");
   EXPECT_EQ(got->gofer_mounts[0].fd, 7);
   EXPECT_FALSE(got->gofer_mounts[0].read_only);
@@ -86,6 +87,9 @@ TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
   EXPECT_FALSE(got->gofer_mounts[0].suid);
   EXPECT_FALSE(got->gofer_mounts[1].suid);
   EXPECT_TRUE(got->gofer_mounts[2].suid);
+  EXPECT_FALSE(got->gofer_mounts[2].host_sockets);
+  EXPECT_TRUE(got->gofer_mounts[3].host_sockets);
+  EXPECT_FALSE(got->gofer_mounts[3].suid);
 }
 
 // Versions 1 (no root fields) and 2 (no limits) still parse, as a tmpfs
@@ -139,7 +143,7 @@ TEST(BootSpecTest, RejectsBadGoferFields) {
   EXPECT_FALSE(ParseBootSpec(patched(8, 0x7fffffff)).ok());  // Huge count.
   EXPECT_FALSE(ParseBootSpec(patched(8, 257)).ok());
   EXPECT_FALSE(ParseBootSpec(patched(12 + 9, 0xffffffff)).ok());  // fd -1.
-  EXPECT_FALSE(ParseBootSpec(patched(12 + 9 + 4, 8)).ok());       // Bad flags.
+  EXPECT_FALSE(ParseBootSpec(patched(12 + 9 + 4, 16)).ok());      // Bad flags.
   BootSpec rel = s;
   rel.gofer_mounts[0].path = "data";
   EXPECT_FALSE(ParseBootSpec(SerializeBootSpec(rel)).ok());

@@ -156,6 +156,7 @@ KResult<std::shared_ptr<vfs::MountNamespace>> MakeRootNamespace(
     fs::gofer::Options opts;
     opts.exclusive = !m.shared;
     opts.read_only = m.read_only;
+    opts.host_sockets = m.host_sockets;
     opts.memory_file = &mf;
     opts.max_host_fds = FileCacheShare(spec);
     KResult<std::shared_ptr<fs::gofer::GoferFilesystem>> gfs =

@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <ucontext.h>
@@ -156,6 +157,19 @@ std::vector<Rule> SentryAllowlist(const AllowlistOptions& options) {
                       "a new task's interrupt eventfd"));
   r.push_back(Allow(SYS_recvmsg, "Gofer replies with FDs"));
   r.push_back(Allow(SYS_sendmsg, "Gofer requests"));
+  if (options.host_sockets) {
+    // Host Unix sockets the Gofer made and donated (sentry/net/hostunix):
+    // only calls on a socket already held.
+    r.push_back(Allow(SYS_listen, "host Unix sockets: listen on a donated one"));
+    r.push_back(AllowIf(SYS_accept4,
+                        {{3, kInt, uint64_t(SOCK_NONBLOCK | SOCK_CLOEXEC)}},
+                        "host Unix sockets: accept on a donated listener"));
+    r.push_back(Allow(SYS_shutdown, "host Unix sockets"));
+    for (unsigned long req : {FIONREAD, TIOCOUTQ}) {
+      r.push_back(AllowIf(SYS_ioctl, {{1, kInt, req}},
+                          "host Unix sockets: SIOCINQ, SIOCOUTQ"));
+    }
+  }
 
   // --- Facts about the host the guest asks for.
   r.push_back(Allow(SYS_getrandom, "guest getrandom, /dev/urandom, ASLR"));

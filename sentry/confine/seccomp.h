@@ -49,6 +49,10 @@ struct Rule {
 struct AllowlistOptions {
   // The Sentry's host pid: signals it queues go to itself only.
   pid_t self_pid = 0;
+  // A Gofer mount serves host Unix sockets (runsc do --bind=...:uds): the
+  // Sentry listens, accepts and shuts down on the sockets the Gofer
+  // donates (sentry/net/hostunix). Never socket, bind or connect.
+  bool host_sockets = false;
 };
 
 // The rules, in a fixed order (documentation order; see seccomp.cc).

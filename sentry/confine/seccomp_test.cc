@@ -127,6 +127,26 @@ TEST(SentryAllowlistTest, DangerousCallsHaveNoRule) {
   }
 }
 
+// With host Unix sockets: calls on donated sockets only; still no socket,
+// bind or connect (the Gofer makes those).
+TEST(SentryAllowlistTest, HostSocketsAllowOnlyCallsOnHeldSockets) {
+  auto rules = SentryAllowlist({.self_pid = 1234, .host_sockets = true});
+  ASSERT_TRUE(CheckRules(rules).ok());
+  EXPECT_EQ(Evaluate(rules, SYS_listen, {5, 16}), Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_accept4,
+                     {5, 0, 0, uint64_t(SOCK_NONBLOCK | SOCK_CLOEXEC)}),
+            Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_accept4, {5, 0, 0, 0}), Verdict::kDenied);
+  EXPECT_EQ(Evaluate(rules, SYS_shutdown, {5, SHUT_WR}), Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_ioctl, {5, FIONREAD}), Verdict::kAllow);
+  for (int nr : {SYS_socket, SYS_socketpair, SYS_bind, SYS_connect,
+                 SYS_accept, SYS_sendto, SYS_chdir, SYS_fchdir}) {
+    for (const Rule& r : rules) {
+      EXPECT_NE(r.nr, nr) << SyscallName(nr) << " has a rule: " << r.why;
+    }
+  }
+}
+
 TEST(SentryAllowlistTest, OpeningFailsWithEacces) {
   for (int nr : {SYS_open, SYS_openat, SYS_openat2}) {
     int err = 0;

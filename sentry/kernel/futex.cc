@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "platform/sleep_state.h"
 #include "sentry/kernel/task.h"
 #include "sentry/mm/memory_manager.h"
 
@@ -84,6 +85,7 @@ KResult<void> FutexManager::Wait(Task& t, uint64_t addr, bool shared,
   t.SetBlocker(&w);
   bool woken = false, interrupted = false, timed_out = false;
   {
+    platform::ScopedSleep sleeping;  // /proc: S
     absl::MutexLock l(&w.mu);
     auto done = [&w]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(w.mu) {
       return w.woken || w.interrupted;

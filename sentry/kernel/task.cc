@@ -1,5 +1,6 @@
 #include "sentry/kernel/task.h"
 
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -58,13 +59,17 @@ KResult<void> Task::CopyOutFull(uint64_t addr, const void* src, size_t n) {
 void Task::Interrupt() {
   // The FD is written before the flag is set, so a DrainInterrupts that
   // misses the flag leaves the FD for the next one: the FD is never left
-  // readable with no pending flag to drain it.
+  // readable with no pending flag to drain it. The task may wake from the
+  // FD before the flag is set: interrupts_in_flight_ lets its run loop wait
+  // for the flag (AwaitInterruptsInFlight).
+  interrupts_in_flight_.fetch_add(1, std::memory_order_seq_cst);
   if (interrupt_fd_ >= 0) {
     uint64_t one = 1;
     // A full counter (never in practice) still leaves the FD readable.
     (void)!write(interrupt_fd_, &one, sizeof(one));
   }
-  interrupt_pending_.store(true, std::memory_order_release);
+  interrupt_pending_.store(true, std::memory_order_seq_cst);
+  interrupts_in_flight_.fetch_sub(1, std::memory_order_seq_cst);
   absl::MutexLock l(&mu_);
   if (context_ != nullptr) context_->Interrupt();
   if (blocker_ != nullptr) blocker_->Notify();
@@ -133,6 +138,24 @@ void Task::CommitCreds(Credentials next) {
     creds_.swap(c);
   }
   // `c` now holds the old object: freed here unless a reader still has it.
+}
+
+void Task::AwaitInterruptsInFlight() {
+  // An Interrupt between its FD write and its flag store: a few
+  // instructions, unless its thread is preempted there (then yield to it).
+  // Done as soon as the flag is set (whatever else is in flight, the run
+  // loop then takes every pending signal) or nothing is in flight (every
+  // Interrupt that wrote the FD has set the flag).
+  for (int spins = 0;
+       interrupts_in_flight_.load(std::memory_order_seq_cst) != 0 &&
+       !interrupt_pending_.load(std::memory_order_seq_cst);
+       ++spins) {
+    if (spins < 64) {
+      __builtin_ia32_pause();
+    } else {
+      sched_yield();
+    }
+  }
 }
 
 void Task::DrainInterrupts() {

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "platform/host_fds.h"
 #include "platform/platform.h"
+#include "platform/sleep_state.h"
 #include "sentry/base/result.h"
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/cpu_clock.h"
@@ -242,6 +243,11 @@ class Task final : public vfs::UserMemory,
   // the blocker. Set and cleared by the task thread around the wait; if an
   // interrupt is already pending, SetBlocker notifies at once.
   void SetBlocker(Blocker* b);
+  // Whether the task sleeps in a blocking wait (platform/sleep_state.h:
+  // every blocking wait marks it), else runs. Any thread; a snapshot.
+  platform::SleepState sleep_state() const {
+    return sleep_state_.load(std::memory_order_relaxed);
+  }
   // Whether an interrupt arrived since the run loop last drained them.
   bool InterruptPending() const {
     return interrupt_pending_.load(std::memory_order_acquire);
@@ -257,6 +263,10 @@ class Task final : public vfs::UserMemory,
   Step HandleSyscall();
   Step HandleFault(const platform::SwitchResult& r);
   void DrainInterrupts();
+  // Waits until no Interrupt() is between its FD write and its flag store
+  // (or the flag is set), so that a task woken through the FD sees the
+  // flag. Task thread.
+  void AwaitInterruptsInFlight();
   // Replace a shared resource under mu_ (task thread); the old one is
   // released after mu_.
   void SwapFdTable(std::shared_ptr<vfs::FdTable> fds);
@@ -303,6 +313,11 @@ class Task final : public vfs::UserMemory,
   int interrupt_fd_ = -1;
   platform::HostFdHold host_fds_;
   std::atomic<bool> interrupt_pending_{false};
+  // Written by the task thread's waits (ScopedSleep), read by any.
+  std::atomic<platform::SleepState> sleep_state_{
+      platform::SleepState::kRunning};
+  // Interrupt() calls between their FD write and their flag store.
+  std::atomic<int> interrupts_in_flight_{0};
 
   mutable absl::Mutex mu_;
   // Set while the run loop has a context (Interrupt kicks it).

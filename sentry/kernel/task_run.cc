@@ -3,6 +3,7 @@
 
 #include "platform/long_work.h"
 #include "platform/memory_file.h"
+#include "platform/sleep_state.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/kernel/signal.h"
@@ -23,6 +24,8 @@ void Task::Run() {
   // Long loops in mm and fs stop when this task is interrupted
   // (platform/long_work.h).
   platform::ScopedInterruptFlag interruptible(&interrupt_pending_);
+  // Blocking waits mark the task as sleeping (/proc's State).
+  platform::ScopedSleepWord sleep_word(&sleep_state_);
   cpu_clock_.Start();  // cpu_clock.h: system time from here
   std::unique_ptr<platform::Context> context = std::move(prepared_context_);
   if (context != nullptr) {
@@ -47,7 +50,12 @@ void Task::Run() {
   while (context != nullptr) {
     // Order: clear the platform's pending interrupt, then check for exit.
     // An Interrupt() after the check makes the next Switch return at once.
+    // One that woke the syscall just served (through the FD) has set the
+    // flag once AwaitInterruptsInFlight returns: a signal that interrupted
+    // a syscall is delivered on its return, before any guest code runs, as
+    // Linux sets TIF_SIGPENDING before the wake-up (signal_wake_up).
     context->ClearInterrupt();
+    AwaitInterruptsInFlight();
     const bool interrupted = InterruptPending();
     DrainInterrupts();
     if (exit_requested_ || tg_->exiting() || tg_->KilledByExec(this)) break;

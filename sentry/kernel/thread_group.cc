@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "platform/sleep_state.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/log.h"
 #include "sentry/kernel/signal.h"
@@ -149,7 +150,11 @@ bool ThreadGroup::DeThread(Task& self) {
       auto alone = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return tasks_.size() == 1 || exiting();
       };
-      mu_.Await(absl::Condition(&alone));
+      {
+        // de_thread waits TASK_KILLABLE: /proc shows D.
+        platform::ScopedSleep sleeping(platform::SleepState::kUninterruptible);
+        mu_.Await(absl::Condition(&alone));
+      }
       exec_survivor_.store(nullptr, std::memory_order_release);
       if (tasks_.size() != 1) return false;
     }
@@ -377,6 +382,7 @@ KResult<ThreadGroup::Reaped> ThreadGroup::WaitChild(Task& waiter,
     // the scan notifies us.
     waiter.SetBlocker(&w);
     {
+      platform::ScopedSleep sleeping;  // /proc: S
       absl::MutexLock l(&w.mu);
       w.mu.Await(absl::Condition(&w.event));
     }

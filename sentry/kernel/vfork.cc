@@ -1,5 +1,6 @@
 #include "sentry/kernel/vfork.h"
 
+#include "platform/sleep_state.h"
 #include "sentry/kernel/futex.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
@@ -28,6 +29,8 @@ bool VforkCompletion::Wait(Task& waiter) {
   waiter.SetBlocker(&wake);  // notifies at once if an interrupt is pending
   bool done;
   {
+    // wait_for_vfork_done sleeps TASK_KILLABLE: /proc shows D.
+    platform::ScopedSleep sleeping(platform::SleepState::kUninterruptible);
     absl::MutexLock l(&mu_);
     for (;;) {
       auto ready = [this, &wake]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -30,7 +30,7 @@ struct NetSysctls {
   std::atomic<int64_t> wmem_max{212992};       // net.core.wmem_max
   std::atomic<int64_t> rmem_default{212992};   // net.core.rmem_default
   std::atomic<int64_t> wmem_default{212992};   // net.core.wmem_default
-  std::atomic<int64_t> max_dgram_qlen{512};    // net.unix.max_dgram_qlen
+  std::atomic<int64_t> max_dgram_qlen{10};     // net.unix.max_dgram_qlen
 };
 
 class NetNamespace {

@@ -38,6 +38,7 @@
 #include "sentry/net/message.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/mount.h"
 
 namespace sandbox::kernel {
 class Task;
@@ -108,7 +109,12 @@ class Socket : public vfs::FileDescription {
   // setsockopt(2)/getsockopt(2). The value is copied in by the syscall
   // layer (at most a page); GetSockOpt writes at most val.size() bytes and
   // returns how many it wrote (the new optlen). The base handles
-  // SOL_SOCKET; other levels are ENOPROTOOPT unless a family handles them.
+  // SOL_SOCKET as sk_setsockopt/sk_getsockopt do (SO_PEEK_OFF is
+  // EOPNOTSUPP there: a family with set_peek_off handles it before calling
+  // the base; SO_PEERCRED gives the "no peer" ids {0, 65534, 65534}: a
+  // connected family answers it). Other levels are EOPNOTSUPP, as for a
+  // family without ops->setsockopt (AF_UNIX); families with options of
+  // their own handle their levels.
   virtual KResult<void> SetSockOpt(Caller& c, int level, int name,
                                    absl::Span<const uint8_t> val);
   virtual KResult<size_t> GetSockOpt(Caller& c, int level, int name,
@@ -127,6 +133,7 @@ class Socket : public vfs::FileDescription {
                         absl::Span<const uint8_t> src) override;
   KResult<int64_t> Seek(int64_t, int) override { return kESPIPE; }
   KResult<abi::Stat> Stat() override;
+  const vfs::VirtualDentry* location() const override { return &location_; }
   KResult<uint64_t> Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                           uint64_t arg) override;
   bool MayBlock() const override { return true; }
@@ -141,6 +148,12 @@ class Socket : public vfs::FileDescription {
   // SO_RCVTIMEO / SO_SNDTIMEO.
   int64_t RecvDeadline() const ABSL_LOCKS_EXCLUDED(opt_mu_);
   int64_t SendDeadline() const ABSL_LOCKS_EXCLUDED(opt_mu_);
+  // sock_intr_errno(timeo): what a wait of this socket interrupted by a
+  // signal returns: EINTR when a timeout is set (SO_SNDTIMEO for send and
+  // connect, SO_RCVTIMEO for recv and accept), else ERESTARTSYS. Families
+  // return ERESTARTSYS from interrupted waits; the syscall layer and
+  // Read/Write map it through this.
+  Errno IntrErrno(bool send) const ABSL_LOCKS_EXCLUDED(opt_mu_);
   // Sets SO_ERROR (a pending asynchronous error) / takes it (getsockopt
   // SO_ERROR and the next call clear it).
   void SetSoError(int err) ABSL_LOCKS_EXCLUDED(opt_mu_);
@@ -160,21 +173,29 @@ class Socket : public vfs::FileDescription {
   const int protocol_;
   const uint64_t ino_;
   const Ucred owner_;
-  const abi::Timespec ctime_;
+  // The sockfs inode (ino_, owner_): what fstat and /proc/PID/fd show.
+  const vfs::VirtualDentry location_;
 
   mutable absl::Mutex opt_mu_;
   int64_t sndbuf_ ABSL_GUARDED_BY(opt_mu_);
   int64_t rcvbuf_ ABSL_GUARDED_BY(opt_mu_);
-  int64_t rcvtimeo_ns_ ABSL_GUARDED_BY(opt_mu_) = 0;  // 0: none
-  int64_t sndtimeo_ns_ ABSL_GUARDED_BY(opt_mu_) = 0;
+  // SO_RCVTIMEO/SO_SNDTIMEO in jiffies (Linux's sk_rcvtimeo), kNoTimeout
+  // (MAX_SCHEDULE_TIMEOUT) for none; 0 (a negative tv_sec) never waits.
+  int64_t rcvtimeo_ ABSL_GUARDED_BY(opt_mu_);
+  int64_t sndtimeo_ ABSL_GUARDED_BY(opt_mu_);
   bool passcred_ ABSL_GUARDED_BY(opt_mu_) = false;
   bool listening_ ABSL_GUARDED_BY(opt_mu_) = false;
   int so_error_ ABSL_GUARDED_BY(opt_mu_) = 0;
   // Options stored for getsockopt without effect on a socket that never
-  // leaves the Sentry (SO_KEEPALIVE, SO_REUSEADDR, SO_REUSEPORT,
-  // SO_BROADCAST, SO_OOBINLINE, SO_DONTROUTE, SO_PRIORITY, SO_LINGER,
-  // SO_RCVLOWAT, SO_SNDLOWAT, SO_MARK, ...): name -> value.
+  // leaves the Sentry (SO_KEEPALIVE, SO_REUSEADDR, SO_BROADCAST,
+  // SO_OOBINLINE, SO_DONTROUTE, SO_PRIORITY, SO_LINGER, SO_RCVLOWAT,
+  // SO_MARK, the timestamp flags, ...): socket.cc.
   struct Stored;
+  KResult<void> SetSolSocket(Caller& c, int name,
+                             absl::Span<const uint8_t> val)
+      ABSL_LOCKS_EXCLUDED(opt_mu_);
+  KResult<size_t> GetSolSocket(Caller& c, int name, absl::Span<uint8_t> val)
+      ABSL_LOCKS_EXCLUDED(opt_mu_);
   std::unique_ptr<Stored> stored_ ABSL_GUARDED_BY(opt_mu_);
 };
 

@@ -1,5 +1,11 @@
 #include "sentry/syscalls/args.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <algorithm>
 
 #include "absl/strings/escaping.h"
@@ -62,6 +68,111 @@ std::string ArgTraits<UserInBuf>::Format(Task& t, const SyscallArgs& a, int i) {
   if (!got.ok()) return absl::StrFormat("%#x (%s)", a.v[i], got.error().name());
   buf.resize(got.value());
   return Quote(buf, len > buf.size());
+}
+
+std::string FormatSockAddr(const uint8_t* p, size_t len) {
+  if (len < sizeof(sa_family_t)) return absl::StrFormat("{len=%u}", len);
+  sa_family_t fam;
+  memcpy(&fam, p, sizeof(fam));
+  const uint8_t* d = p + sizeof(fam);
+  const size_t n = len - sizeof(fam);
+  switch (fam) {
+    case AF_UNSPEC:
+      return "{sa_family=AF_UNSPEC}";
+    case AF_UNIX: {
+      if (n == 0) return "{sa_family=AF_UNIX}";
+      const char* c = reinterpret_cast<const char*>(d);
+      if (c[0] == '\0') {
+        std::string name(c + 1, n - 1);
+        bool trunc = name.size() > kStraceMaxBytes;
+        if (trunc) name.resize(kStraceMaxBytes);
+        return absl::StrFormat("{sa_family=AF_UNIX, sun_path=@%s}",
+                               Quote(name, trunc));
+      }
+      std::string path(c, strnlen(c, n));
+      return absl::StrFormat("{sa_family=AF_UNIX, sun_path=%s}",
+                             Quote(path, false));
+    }
+    case AF_INET: {
+      sockaddr_in in = {};
+      memcpy(&in, p, std::min(len, sizeof(in)));
+      char buf[INET_ADDRSTRLEN];
+      inet_ntop(AF_INET, &in.sin_addr, buf, sizeof(buf));
+      return absl::StrFormat(
+          "{sa_family=AF_INET, sin_port=htons(%u), "
+          "sin_addr=inet_addr(\"%s\")}",
+          ntohs(in.sin_port), buf);
+    }
+    case AF_INET6: {
+      sockaddr_in6 in6 = {};
+      memcpy(&in6, p, std::min(len, sizeof(in6)));
+      char buf[INET6_ADDRSTRLEN];
+      inet_ntop(AF_INET6, &in6.sin6_addr, buf, sizeof(buf));
+      return absl::StrFormat(
+          "{sa_family=AF_INET6, sin6_port=htons(%u), "
+          "sin6_addr=\"%s\"}",
+          ntohs(in6.sin6_port), buf);
+    }
+    case AF_NETLINK: {
+      struct {
+        uint16_t family, pad;
+        uint32_t pid, groups;
+      } nl = {};
+      memcpy(&nl, p, std::min(len, sizeof(nl)));
+      return absl::StrFormat(
+          "{sa_family=AF_NETLINK, nl_pid=%u, "
+          "nl_groups=%#x}",
+          nl.pid, nl.groups);
+    }
+    default:
+      return absl::StrFormat("{sa_family=%u}", fam);
+  }
+}
+
+std::string ArgTraits<UserSockAddr>::Format(Task& t, const SyscallArgs& a,
+                                            int i) {
+  if (a.v[i] == 0) return "NULL";
+  const int32_t len = i + 1 < 6 ? static_cast<int32_t>(a.v[i + 1]) : 0;
+  if (len < 0 || len > static_cast<int32_t>(sizeof(sockaddr_storage))) {
+    return absl::StrFormat("%#x", a.v[i]);
+  }
+  uint8_t buf[sizeof(sockaddr_storage)];
+  if (!t.CopyInFull(a.v[i], buf, len).ok()) {
+    return absl::StrFormat("%#x (EFAULT)", a.v[i]);
+  }
+  return FormatSockAddr(buf, len);
+}
+
+std::string ArgTraits<UserMsghdr>::Format(Task& t, const SyscallArgs& a,
+                                          int i) {
+  if (a.v[i] == 0) return "NULL";
+  struct {
+    uint64_t name;
+    int32_t namelen, pad;
+    uint64_t iov;
+    uint64_t iovlen;
+    uint64_t control;
+    uint64_t controllen;
+    int32_t flags;
+  } m;
+  static_assert(sizeof(m) == sizeof(msghdr));
+  if (!t.CopyInFull(a.v[i], &m, sizeof(m)).ok()) {
+    return absl::StrFormat("%#x (EFAULT)", a.v[i]);
+  }
+  std::string name = "NULL";
+  if (m.name != 0 && m.namelen > 0 &&
+      m.namelen <= static_cast<int32_t>(sizeof(sockaddr_storage))) {
+    uint8_t buf[sizeof(sockaddr_storage)];
+    name = t.CopyInFull(m.name, buf, m.namelen).ok()
+               ? FormatSockAddr(buf, m.namelen)
+               : absl::StrFormat("%#x", m.name);
+  } else if (m.name != 0) {
+    name = absl::StrFormat("%#x", m.name);
+  }
+  return absl::StrFormat(
+      "{msg_name=%s, msg_namelen=%d, msg_iovlen=%u, msg_controllen=%u, "
+      "msg_flags=%#x}",
+      name, m.namelen, m.iovlen, m.controllen, m.flags);
 }
 
 }  // namespace sandbox::syscalls

@@ -67,6 +67,19 @@ struct UserInBuf {
   uint64_t addr;
 };
 
+// A socket address whose length is the next argument (bind, connect,
+// sendto): strace shows its family and address.
+struct UserSockAddr {
+  uint64_t addr;
+  bool null() const { return addr == 0; }
+};
+
+// A struct msghdr (sendmsg, recvmsg): strace shows its name, iovlen,
+// controllen and flags.
+struct UserMsghdr {
+  uint64_t addr;
+};
+
 // Flag words: strace shows them in hex.
 struct Flags {
   uint64_t v;
@@ -112,6 +125,22 @@ struct ArgTraits<UserInBuf> {
   static UserInBuf Decode(uint64_t v) { return UserInBuf{v}; }
   static std::string Format(Task& t, const SyscallArgs& a, int i);
 };
+
+template <>
+struct ArgTraits<UserSockAddr> {
+  static UserSockAddr Decode(uint64_t v) { return UserSockAddr{v}; }
+  static std::string Format(Task& t, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<UserMsghdr> {
+  static UserMsghdr Decode(uint64_t v) { return UserMsghdr{v}; }
+  static std::string Format(Task& t, const SyscallArgs& a, int i);
+};
+
+// A socket address as strace shows it ({sa_family=AF_UNIX,
+// sun_path="/x"}, abstract names with a leading '@').
+std::string FormatSockAddr(const uint8_t* p, size_t len);
 
 template <>
 struct ArgTraits<Flags> {

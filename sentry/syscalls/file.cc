@@ -6,6 +6,7 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -19,8 +20,10 @@
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/guest_io.h"
+#include "sentry/net/socket.h"
 #include "sentry/syscalls/lock.h"
 #include "sentry/syscalls/pipe.h"
+#include "sentry/syscalls/socket_io.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/permissions.h"
@@ -93,16 +96,33 @@ KResult<size_t> DoWrite(Task& t, FileDescription& f, uint64_t buf,
 SyscallResult Read(Task& t, Fd fd, UserAddr buf, uint64_t count) {
   TRY(FileRef f, GetFile(t, fd));
   if (!f->readable()) return kEBADF;
+  if (net::Socket* s = net::AsSocket(*f)) {  // sock_read_iter
+    if (!RangeOk(buf.addr, count)) return kEFAULT;
+    TRY(size_t n, SocketReadv(t, *s, {abi::Iovec{buf.addr, count}}));
+    return n;
+  }
   TRY(size_t n, DoRead(t, *f, buf, count, -1));
   return n;
 }
 
-// write(2).
+// write(2). On a socket a write of nothing is still a send (a datagram of
+// no bytes), as Linux's vfs_write does.
 SyscallResult Write(Task& t, Fd fd, UserInBuf buf, uint64_t count) {
   TRY(FileRef f, GetFile(t, fd));
   if (!f->writable()) return kEBADF;
+  if (net::Socket* s = net::AsSocket(*f)) {  // sock_write_iter
+    if (!RangeOk(buf.addr, count)) return kEFAULT;
+    TRY(size_t n, SocketWritev(t, *s, {abi::Iovec{buf.addr, count}}));
+    return n;
+  }
   TRY(size_t n, DoWrite(t, *f, buf.addr, count, -1));
   return n;
+}
+
+uint64_t IovTotal(const std::vector<abi::Iovec>& v) {
+  uint64_t total = 0;
+  for (const abi::Iovec& e : v) total += e.iov_len;
+  return total;
 }
 
 // pread64(2).
@@ -186,8 +206,11 @@ KResult<uint64_t> DoReadv(Task& t, FileDescription& f,
 // pipe_write blocks until the whole count went in, so a write to a pipe or
 // FIFO, or to the host stdio (a pipe, terminal or file of the caller's)
 // goes on past the bounce buffer: chunk after chunk while each went in
-// whole. Other files get one chunk (a short count), as before.
+// whole; so does a stream socket's (when reached through the bounce path:
+// write(2) and writev(2) on sockets take socket_io.h's direct path). Other
+// files get one chunk (a short count), as before.
 bool WritesWholeCount(FileDescription& f) {
+  if (net::Socket* s = net::AsSocket(f)) return s->type() == SOCK_STREAM;
   return fs::pipe::PipeOf(f) != nullptr ||
          dynamic_cast<fs::host::HostFile*>(&f) != nullptr;
 }
@@ -259,6 +282,10 @@ SyscallResult Readv(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
   TRY(FileRef f, GetFile(t, fd));
   if (!f->readable()) return kEBADF;
   TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
+  if (net::Socket* s = net::AsSocket(*f)) {
+    TRY(size_t n, SocketReadv(t, *s, std::move(v)));
+    return n;
+  }
   vfs::IoContext ctx = t.io_context();
   return DoReadv(t, *f, v, -1, ctx);
 }
@@ -268,6 +295,12 @@ SyscallResult Writev(Task& t, Fd fd, UserAddr iov, int32_t iovcnt) {
   TRY(FileRef f, GetFile(t, fd));
   if (!f->writable()) return kEBADF;
   TRY(std::vector<abi::Iovec> v, CopyInIovecs(t, iov, iovcnt));
+  if (net::Socket* s = net::AsSocket(*f)) {
+    // vfs_writev: nothing to write is 0, no empty datagram.
+    if (IovTotal(v) == 0) return uint64_t{0};
+    TRY(size_t n, SocketWritev(t, *s, std::move(v)));
+    return n;
+  }
   vfs::IoContext ctx = t.io_context();
   return DoWritev(t, *f, v, -1, ctx);
 }

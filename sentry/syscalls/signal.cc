@@ -8,6 +8,7 @@
 
 #include <climits>
 
+#include "platform/sleep_state.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signal_frame.h"
@@ -29,6 +30,7 @@ bool WaitInterrupted(Task& t, int64_t timeout_ns) {
   timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   const int64_t begin = start.tv_sec * 1000000000LL + start.tv_nsec;
+  platform::ScopedSleep sleeping;  // /proc: S
   for (;;) {
     timespec to, *top = nullptr;
     if (timeout_ns >= 0) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "platform/sleep_state.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/cpu_clock.h"
 #include "sentry/kernel/kernel.h"
@@ -125,6 +126,7 @@ KResult<void> SleepInterruptible(Task& t, int64_t ns, int64_t* left_ns) {
   clock_gettime(CLOCK_MONOTONIC, &start);
   int64_t deadline = start.tv_sec * 1000000000LL + start.tv_nsec + ns;
   vfs::IoContext ctx = t.io_context();
+  platform::ScopedSleep sleeping;  // /proc: S
   for (;;) {
     timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);

@@ -27,6 +27,7 @@ namespace sandbox::vfs {
 
 class Dentry;
 class DentryCache;
+class HostSockets;
 
 // statfs(2) as a file system reports it (struct statfs, x86-64 layout is
 // produced by the syscall layer).
@@ -57,6 +58,9 @@ class Filesystem {
   // implementation that has one must Clear() it in its destructor, before
   // its own members that inodes use go away.
   virtual DentryCache* dentry_cache() { return nullptr; }
+  // Host Unix sockets in this file system (host_socket.h), or null: the
+  // Sentry's own sockets only (the default).
+  virtual HostSockets* host_sockets() { return nullptr; }
 
   // st_dev of every inode here (an anonymous device, major 0).
   uint64_t dev() const { return dev_; }

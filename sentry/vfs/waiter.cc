@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "absl/container/inlined_vector.h"
+#include "platform/sleep_state.h"
 
 namespace sandbox::vfs {
 
@@ -113,6 +114,7 @@ WakeReason ThreadWaiter::Sleep(int interrupt_fd, int64_t deadline_ns,
   fds.push_back({interrupt_fd, POLLIN, 0});  // fd -1: ignored by ppoll
   fds.push_back({efd_, POLLIN, 0});
   fds.insert(fds.end(), host_fds.begin(), host_fds.end());
+  platform::ScopedSleep sleeping;  // /proc: S
   for (;;) {
     timespec to, *top = nullptr;
     if (deadline_ns >= 0) {

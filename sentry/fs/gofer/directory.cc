@@ -227,6 +227,26 @@ KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::CreateChild(
   return std::shared_ptr<vfs::Inode>(std::move(inode));
 }
 
+KResult<std::shared_ptr<vfs::Inode>> GoferDirectory::BindSocketChild(
+    std::string_view name, const vfs::NewInodeAttrs& attrs, int type,
+    wire::UniqueFd* fd) {
+  if (gfs().read_only()) return kEROFS;
+  wire::InodeResp resp;
+  TRY_VOID(gfs().Call(
+      wire::BindSocketReq{handle(), std::string(name),
+                          static_cast<uint32_t>(type), attrs.mode & 0777,
+                          OwnerId(attrs.uid), OwnerId(attrs.gid)},
+      &resp, fd));
+  MarkStale();  // mtime, ctime
+  ForgetEnd();
+  // ReplyFits checked S_IFSOCK; the inode must be one too (a live inode of
+  // another type for that (dev, ino) is EIO in InodeFor).
+  TRY(std::shared_ptr<GoferInode> inode, gfs().InodeFor(resp.inode));
+  if (inode->type() != S_IFSOCK) return kEIO;
+  Put(name, inode);
+  return std::shared_ptr<vfs::Inode>(std::move(inode));
+}
+
 KResult<void> GoferDirectory::LinkChild(
     std::string_view name, const std::shared_ptr<vfs::Inode>& target) {
   if (gfs().read_only()) return kEROFS;

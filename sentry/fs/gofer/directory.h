@@ -102,6 +102,13 @@ class GoferDirectory final : public GoferInode {
   // here).
   bool IsEmptyDir() override { return true; }
 
+  // bind(2) of a host socket at `name` (GoferFilesystem::BindSocket): the
+  // Gofer's BindSocket, then the new node cached as CreateChild's. Called
+  // with tree_mu held exclusively.
+  KResult<std::shared_ptr<vfs::Inode>> BindSocketChild(
+      std::string_view name, const vfs::NewInodeAttrs& attrs, int type,
+      wire::UniqueFd* fd);
+
   // Drops the entry `name` if nothing but this cache uses its inode (or it
   // is negative). Returns whether the entry is gone (or was not there).
   bool EvictIfUnused(const std::string& name) ABSL_LOCKS_EXCLUDED(children_mu_);

@@ -91,6 +91,43 @@ KResult<std::shared_ptr<GoferFilesystem>> NewGoferFilesystem(
       std::make_unique<wire::GoferClient>(std::move(sock)), opts);
 }
 
+KResult<vfs::HostSocketBinding> GoferFilesystem::BindSocket(
+    vfs::Inode& dir, std::string_view name, const vfs::NewInodeAttrs& attrs,
+    int type) {
+  if (!opts_.host_sockets) return kEOPNOTSUPP;
+  // A mount-point placeholder (no Gofer handle): nothing of the host here.
+  auto* d = dynamic_cast<GoferDirectory*>(&dir);
+  if (d == nullptr || &dir.fs() != this) return kEROFS;
+  wire::UniqueFd fd;
+  KResult<std::shared_ptr<vfs::Inode>> node =
+      d->BindSocketChild(name, attrs, type, &fd);
+  if (!node.ok()) {
+    // A Gofer that does not serve host sockets here (it answers
+    // EOPNOTSUPP): the guest may not bind there.
+    return node.error() == kEOPNOTSUPP ? kEACCES : node.error();
+  }
+  if (!fd.valid()) return kEIO;
+  return vfs::HostSocketBinding{std::move(node).value(),
+                                vfs::OwnedFd(fd.release())};
+}
+
+KResult<vfs::OwnedFd> GoferFilesystem::ConnectSocket(vfs::Inode& node,
+                                                     int type) {
+  if (!opts_.host_sockets) return kECONNREFUSED;
+  auto* n = dynamic_cast<GoferInode*>(&node);
+  if (n == nullptr || &node.fs() != this || node.type() != S_IFSOCK) {
+    return kECONNREFUSED;
+  }
+  wire::Empty e;
+  wire::UniqueFd fd;
+  KResult<void> r =
+      Call(wire::ConnectSocketReq{n->handle(), static_cast<uint32_t>(type)},
+           &e, &fd);
+  if (!r.ok()) return r.error() == kEOPNOTSUPP ? kECONNREFUSED : r.error();
+  if (!fd.valid()) return kEIO;
+  return vfs::OwnedFd(fd.release());
+}
+
 GoferFilesystem::~GoferFilesystem() {
   // Inodes call back into this object as they die: drop them first.
   dcache_.Clear();

@@ -57,6 +57,7 @@
 #include "sentry/fs/gofer/fd_cache.h"
 #include "sentry/vfs/dentry.h"
 #include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/host_socket.h"
 
 namespace sandbox::fs::gofer {
 
@@ -131,6 +132,11 @@ struct Options {
   // The total of those contents; past it, files are read from the host.
   size_t max_cached_file_bytes = 64 << 20;
   ListingMode listing = ListingMode::kAdaptive;
+  // Host Unix sockets (runsc do --bind=...:uds): bind(2) in this tree makes
+  // a host socket through the Gofer's BindSocket, connect(2) to a host
+  // socket node here asks its ConnectSocket (host_sockets() is this file
+  // system). The Gofer refuses both on connections not served so.
+  bool host_sockets = false;
 };
 
 class GoferDirectory;
@@ -148,7 +154,8 @@ inline constexpr bool kRetriedUnderFdPressure =
     std::is_same_v<Req, wire::GetdentsPlusReq> ||
     std::is_same_v<Req, wire::ReadlinkReq>;
 
-class GoferFilesystem final : public vfs::Filesystem {
+class GoferFilesystem final : public vfs::Filesystem,
+                              public vfs::HostSockets {
  public:
   // Attaches to the Gofer on `client`'s connection. EIO if the Gofer's
   // reply is unusable.
@@ -167,6 +174,16 @@ class GoferFilesystem final : public vfs::Filesystem {
   }
   // The host's statfs of the served tree (one Gofer call), f_type V9FS.
   vfs::FsStats StatFs() override;
+  // This file system when Options::host_sockets, else null.
+  vfs::HostSockets* host_sockets() override {
+    return opts_.host_sockets ? this : nullptr;
+  }
+  // vfs::HostSockets: BindSocket and ConnectSocket of the Gofer.
+  KResult<vfs::HostSocketBinding> BindSocket(vfs::Inode& dir,
+                                             std::string_view name,
+                                             const vfs::NewInodeAttrs& attrs,
+                                             int type) override;
+  KResult<vfs::OwnedFd> ConnectSocket(vfs::Inode& node, int type) override;
 
   const Options& options() const { return opts_; }
   bool exclusive() const { return opts_.exclusive; }

@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "platform/sleep_state.h"
+
 namespace sandbox::fs::host {
 namespace {
 
@@ -39,6 +41,7 @@ KResult<void> HostFile::WaitReady(vfs::IoContext& ctx, short events) {
   pollfd fds[2] = {{fd_, events, 0}, {ctx.interrupt_fd, POLLIN, 0}};
   int nfds = ctx.interrupt_fd >= 0 ? 2 : 1;
   int timeout = nonblocking() ? 0 : -1;
+  platform::ScopedSleep sleeping;  // /proc: S
   for (;;) {
     int n = poll(fds, nfds, timeout);
     if (n < 0) {

@@ -14,6 +14,7 @@
 #include "sentry/fs/kernfs/kernfs.h"
 #include "sentry/fs/pipe/pipe.h"
 #include "sentry/fs/proc/format.h"
+#include "sentry/fs/proc/net.h"
 #include "sentry/fs/proc/task_dir.h"
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/task.h"
@@ -133,6 +134,7 @@ std::shared_ptr<kernfs::Dir> SysDir(kernfs::Filesystem& fs, Kernel& k,
   sys->Add("kernel", kern);
   sys->Add("vm", vm);
   sys->Add("fs", fsdir);
+  sys->Add("net", NewSysNetDir(fs));
   return sys;
 }
 
@@ -190,6 +192,7 @@ std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
   }
   root->Add("filesystems", Fixed(*fs, filesystems));
   root->Add("mounts", std::make_shared<kernfs::Symlink>(*fs, "self/mounts"));
+  root->Add("net", std::make_shared<kernfs::Symlink>(*fs, "self/net"));
   root->Add("sys", SysDir(*fs, k, NewUuid()));
   root->SetDynamic(
       [kp] {

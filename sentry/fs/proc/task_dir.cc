@@ -20,8 +20,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "platform/sleep_state.h"
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/proc/format.h"
+#include "sentry/fs/proc/net.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signal.h"
@@ -127,7 +129,17 @@ char StateChar(Task* t) {
   // still leaving after exit_group is not yet waitable.
   if (!Running(t)) return 'Z';
   if (kernel::TaskStopped(*t)) return 'T';  // a group stop
-  return t == Task::Current() ? 'R' : 'S';
+  // R while it runs guest code or the non-blocking part of a syscall (the
+  // reader itself), S or D while a blocking wait marks it.
+  switch (t->sleep_state()) {
+    case platform::SleepState::kInterruptible:
+      return 'S';
+    case platform::SleepState::kUninterruptible:
+      return 'D';
+    case platform::SleepState::kRunning:
+      break;
+  }
+  return 'R';
 }
 
 const char* StateName(char c) {
@@ -138,6 +150,8 @@ const char* StateName(char c) {
       return "Z (zombie)";
     case 'T':
       return "T (stopped)";
+    case 'D':
+      return "D (disk sleep)";
     default:
       return "S (sleeping)";
   }
@@ -553,12 +567,9 @@ std::string FdinfoText(const vfs::FileRef& f, bool cloexec) {
   KResult<int64_t> pos = f->Seek(0, SEEK_CUR);
   uint32_t flags = f->status_flags() | (cloexec ? O_CLOEXEC : 0);
   uint64_t mnt_id = 0, ino = 0;
-  if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
-    mnt_id = vf->vd().mount->id();
-    ino = vf->inode().ino();
-  } else if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get()); pf != nullptr) {
-    mnt_id = pf->location().mount->id();  // pipefs's internal mount
-    ino = pf->location().dentry->inode().ino();
+  if (const vfs::VirtualDentry* where = f->location(); where != nullptr) {
+    mnt_id = where->mount->id();  // pipefs's and sockfs's internal mounts too
+    ino = where->dentry->inode().ino();
   } else if (KResult<abi::Stat> st = f->Stat(); st.ok()) {
     ino = st->st_ino;
   }
@@ -621,11 +632,9 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs,
           TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
           bool cloexec = false;
           TRY(vfs::FileRef f, FileOf(t.get(), n, &cloexec));
-          if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get())) return vf->vd();
-          if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get())) {
-            return pf->location();
-          }
-          return kENOENT;
+          const vfs::VirtualDentry* where = f->location();
+          if (where == nullptr) return kENOENT;
+          return *where;
         });
         return std::shared_ptr<vfs::Inode>(std::move(link));
       });
@@ -866,6 +875,7 @@ std::shared_ptr<vfs::Inode> NewTaskDir(kernfs::Filesystem& fs,
   dir->Add("root", std::move(root));
   dir->Add("fd", NewFdDir(fs, w, false, uid, gid));
   dir->Add("fdinfo", NewFdDir(fs, w, true, uid, gid));
+  dir->Add("net", NewNetDir(fs));
   if (!thread_dir) {
     auto tasks = std::make_shared<kernfs::Dir>(fs, 0555, uid, gid);
     kernfs::Filesystem* fsp = &fs;

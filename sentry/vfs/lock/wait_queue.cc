@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "platform/sleep_state.h"
 #include "sentry/vfs/waiter.h"
 
 namespace sandbox::vfs::lock {
@@ -28,6 +29,7 @@ bool WaitQueue::Wait(absl::Mutex& mu, int interrupt_fd) {
   mu.Unlock();
   pollfd fds[2] = {{efd, POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
   bool interrupted = false;
+  platform::ScopedSleep sleeping;  // /proc: S
   for (;;) {
     int n = poll(fds, 2, timeout_ms);
     if (n == 0 && efd < 0) break;
