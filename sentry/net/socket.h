@@ -38,6 +38,7 @@
 #include "sentry/net/message.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/mount.h"
 
 namespace sandbox::kernel {
 class Task;
@@ -132,6 +133,7 @@ class Socket : public vfs::FileDescription {
                         absl::Span<const uint8_t> src) override;
   KResult<int64_t> Seek(int64_t, int) override { return kESPIPE; }
   KResult<abi::Stat> Stat() override;
+  const vfs::VirtualDentry* location() const override { return &location_; }
   KResult<uint64_t> Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                           uint64_t arg) override;
   bool MayBlock() const override { return true; }
@@ -171,7 +173,8 @@ class Socket : public vfs::FileDescription {
   const int protocol_;
   const uint64_t ino_;
   const Ucred owner_;
-  const abi::Timespec ctime_;
+  // The sockfs inode (ino_, owner_): what fstat and /proc/PID/fd show.
+  const vfs::VirtualDentry location_;
 
   mutable absl::Mutex opt_mu_;
   int64_t sndbuf_ ABSL_GUARDED_BY(opt_mu_);

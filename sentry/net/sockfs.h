@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/mount.h"
 
 namespace sandbox::net {
 
@@ -17,6 +18,11 @@ inline constexpr uint64_t kSockfsMagic = 0x534F434B;  // SOCKFS_MAGIC
 vfs::Filesystem& Sockfs();
 // A new inode number (never reused while the Sentry runs).
 uint64_t NextSockfsIno();
+// A socket's place (its f_path): a new anonymous S_IFSOCK 0777 inode
+// numbered `ino`, owned by uid:gid, on sockfs's internal mount (never
+// attached to a mount tree). /proc/PID/fd/N jumps there; opening it is
+// ENXIO, as for every socket inode.
+vfs::VirtualDentry NewSockfsLocation(uint64_t ino, uint32_t uid, uint32_t gid);
 
 }  // namespace sandbox::net
 
