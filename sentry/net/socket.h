@@ -80,6 +80,9 @@ class Socket : public vfs::FileDescription {
   int type() const { return type_; }  // SOCK_STREAM, ... without flags
   int protocol() const { return protocol_; }
   uint64_t ino() const { return ino_; }  // the sockfs inode number
+  // The socket's sockfs inode and its anonymous dentry (sockfs.h): where
+  // /proc/PID/fd/N jumps; fstat reads this inode.
+  const vfs::VirtualDentry* location() const override { return &location_; }
 
   // ---- The socket calls. ----
   // bind(2): `addr` is what the guest passed (its length checked against
@@ -133,7 +136,6 @@ class Socket : public vfs::FileDescription {
                         absl::Span<const uint8_t> src) override;
   KResult<int64_t> Seek(int64_t, int) override { return kESPIPE; }
   KResult<abi::Stat> Stat() override;
-  const vfs::VirtualDentry* location() const override { return &location_; }
   KResult<uint64_t> Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                           uint64_t arg) override;
   bool MayBlock() const override { return true; }
@@ -171,10 +173,8 @@ class Socket : public vfs::FileDescription {
   const int family_;
   const int type_;
   const int protocol_;
-  const uint64_t ino_;
-  const Ucred owner_;
-  // The sockfs inode (ino_, owner_): what fstat and /proc/PID/fd show.
   const vfs::VirtualDentry location_;
+  const uint64_t ino_;
 
   mutable absl::Mutex opt_mu_;
   int64_t sndbuf_ ABSL_GUARDED_BY(opt_mu_);

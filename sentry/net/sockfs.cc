@@ -12,6 +12,8 @@
 namespace sandbox::net {
 namespace {
 
+// sockfs: one instance with one internal mount, never attached (Linux's
+// sock_mnt), created on first use and never destroyed.
 class SockFs final : public vfs::Filesystem {
  public:
   SockFs() {
@@ -32,18 +34,6 @@ class SockFs final : public vfs::Filesystem {
   std::shared_ptr<vfs::Dentry> root_;
 };
 
-// A socket's inode (sock_alloc): st_blksize a page.
-class SockInode final : public vfs::Inode {
- public:
-  SockInode(SockFs& fs, uint64_t ino, uint32_t uid, uint32_t gid)
-      : vfs::Inode(fs, ino, vfs::NewInodeAttrs{S_IFSOCK | 0777, uid, gid, 0}) {}
-  abi::Stat Stat() const override {
-    abi::Stat st = vfs::Inode::Stat();
-    st.st_blksize = 4096;
-    return st;
-  }
-};
-
 struct SockMount {
   std::shared_ptr<SockFs> fs;
   std::shared_ptr<vfs::Mount> mount;
@@ -62,19 +52,20 @@ const SockMount& Instance() {
 
 vfs::Filesystem& Sockfs() { return *Instance().fs; }
 
-vfs::VirtualDentry NewSockfsLocation(uint64_t ino, uint32_t uid,
-                                     uint32_t gid) {
-  const SockMount& m = Instance();
-  return {m.mount, vfs::Dentry::NewAnonymous(
-                       m.fs->root(),
-                       std::make_shared<SockInode>(*m.fs, ino, uid, gid))};
-}
-
 uint64_t NextSockfsIno() {
   // Linux's get_next_ino starts past the low numbers other pseudo file
   // systems use; any unique number will do.
   static std::atomic<uint64_t> next{10000};
   return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+vfs::VirtualDentry NewSocketInode(uint32_t uid, uint32_t gid) {
+  const SockMount& m = Instance();
+  // The default Inode::Open is ENXIO: sock_no_open.
+  auto inode = std::make_shared<vfs::Inode>(
+      *m.fs, NextSockfsIno(), vfs::NewInodeAttrs{S_IFSOCK | 0777, uid, gid, 0});
+  return vfs::VirtualDentry{
+      m.mount, vfs::Dentry::NewAnonymous(m.fs->root(), std::move(inode))};
 }
 
 }  // namespace sandbox::net

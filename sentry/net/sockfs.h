@@ -18,11 +18,11 @@ inline constexpr uint64_t kSockfsMagic = 0x534F434B;  // SOCKFS_MAGIC
 vfs::Filesystem& Sockfs();
 // A new inode number (never reused while the Sentry runs).
 uint64_t NextSockfsIno();
-// A socket's place (its f_path): a new anonymous S_IFSOCK 0777 inode
-// numbered `ino`, owned by uid:gid, on sockfs's internal mount (never
-// attached to a mount tree). /proc/PID/fd/N jumps there; opening it is
-// ENXIO, as for every socket inode.
-vfs::VirtualDentry NewSockfsLocation(uint64_t ino, uint32_t uid, uint32_t gid);
+// A new socket inode (S_IFSOCK 0777 owned by uid/gid, a new number) at an
+// anonymous dentry of sockfs's internal mount: a socket's location, where
+// /proc/PID/fd/N jumps (stat through the link is the socket's inode, chmod
+// changes it, open is ENXIO as sock_no_open).
+vfs::VirtualDentry NewSocketInode(uint32_t uid, uint32_t gid);
 
 }  // namespace sandbox::net
 

@@ -303,8 +303,7 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
     }
     // __skb_wait_for_more_packets.
     if (shut) break;  // EOF
-    if (seqpacket && state != State::kEstablished &&
-        state != State::kListen) {
+    if (seqpacket && state != State::kEstablished && state != State::kListen) {
       err = ENOTCONN;
       break;
     }
@@ -354,8 +353,7 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
     }
   }
   if (pass) {
-    req.control.creds =
-        m->creds.value_or(Ucred{0, kOverflowId, kOverflowId});
+    req.control.creds = m->creds.value_or(Ucred{0, kOverflowId, kOverflowId});
   }
   std::vector<vfs::FileRef> peeked;
   {
@@ -364,8 +362,8 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
       batch.Add(std::move(m->rights), m->rights_uid, /*keep=*/true);
       m->rights.clear();
       if (self.peek_off_ >= 0) {
-        self.peek_off_ = std::max<int32_t>(
-            0, self.peek_off_ - static_cast<int32_t>(m->len));
+        self.peek_off_ =
+            std::max<int32_t>(0, self.peek_off_ - static_cast<int32_t>(m->len));
       }
     } else {
       peeked = m->rights;

@@ -81,9 +81,7 @@ void AddRoomWaiterLocked(Endpoint& receiver, const EndpointRef& sender) {
   v.push_back(sender);
 }
 
-void Register() {
-  RegisterFamily({AF_UNIX, "unix", &Create, &Pair});
-}
+void Register() { RegisterFamily({AF_UNIX, "unix", &Create, &Pair}); }
 
 EndpointRef NewEndpoint(int type, NetNamespace& ns) {
   auto ep = std::make_shared<Endpoint>(type, ns);
@@ -100,6 +98,7 @@ std::shared_ptr<UnixSocket> UnixSocket::Make(EndpointRef ep, uint32_t flags,
                                              const Ucred& owner) {
   auto s = std::make_shared<UnixSocket>(ep, flags, owner);
   ep->file_ = s;
+  ep->sndbuf_.store(s->sndbuf(), std::memory_order_relaxed);
   absl::MutexLock l(&ep->mu_);
   ep->sock_ = s.get();
   return s;
@@ -302,6 +301,7 @@ KResult<void> UnixSocket::SetSockOpt(Caller& c, int level, int name,
   }
   TRY_VOID(Socket::SetSockOpt(c, level, name, val));
   if (name == SO_SNDBUF || name == SO_SNDBUFFORCE) {
+    ep_->sndbuf_.store(sndbuf(), std::memory_order_relaxed);
     ep_->wq_.Notify(kPollOutBits);  // sk_write_space
   }
   return OkResult();
@@ -427,8 +427,7 @@ uint32_t UnixSocket::DgramPoll(uint32_t requested) {
     mask |= vfs::kPollHup;
   }
   if (!(requested & kPollOutBits)) return mask;
-  bool writable =
-      state != State::kListen && ep.wmem_.load() * 4 <= sndbuf();
+  bool writable = state != State::kListen && ep.wmem_.load() * 4 <= sndbuf();
   if (writable && other != nullptr && other.get() != &ep) {
     absl::MutexLock l(&other->mu_);
     if (other->peer_.get() != &ep && other->QueueFullLocked()) {

@@ -423,9 +423,8 @@ KResult<size_t> UnixSocket::StreamRecv(Caller& c, MessageIo& data,
     // scm_recv: a message without credentials shows the overflow ids; no
     // data at all shows zeros.
     req.control.creds =
-        check_creds
-            ? scm_creds.value_or(Ucred{0, kOverflowId, kOverflowId})
-            : Ucred{0, 0, 0};
+        check_creds ? scm_creds.value_or(Ucred{0, kOverflowId, kOverflowId})
+                    : Ucred{0, 0, 0};
   }
   if (copied != 0) return copied;
   if (err != 0) return Errno(err);
