@@ -247,6 +247,49 @@ TEST_F(HostUdsTest, HostClientReachesGuestServer) {
       << r.err;
 }
 
+// Datagrams both ways: the guest binds /h/guestd.sock and sends to the
+// host's /h/hostd.sock from a connected socket; the host answers to the
+// guest's socket.
+constexpr char kDgramGuest[] = R"(
+import socket
+g = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+g.bind('/h/guestd.sock')
+g.settimeout(30)
+c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+c.connect('/h/hostd.sock')
+c.send(b'dgram from guest')
+print(g.recv(100).decode())
+)";
+
+TEST_F(HostUdsTest, DatagramsBothWays) {
+  int h = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  socklen_t len;
+  sockaddr_un sa = Addr(dir_.Sock("hostd.sock"), &len, false);
+  ASSERT_EQ(bind(h, reinterpret_cast<sockaddr*>(&sa), len), 0);
+  std::string got;
+  std::thread host([&] {
+    pollfd p = {h, POLLIN, 0};
+    if (poll(&p, 1, 30000) != 1) return;
+    char buf[100];
+    ssize_t n = read(h, buf, sizeof(buf));
+    if (n > 0) got.assign(buf, n);
+    int c = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    socklen_t glen;
+    sockaddr_un ga = Addr(dir_.Sock("guestd.sock"), &glen, false);
+    if (connect(c, reinterpret_cast<sockaddr*>(&ga), glen) == 0) {
+      (void)!write(c, "to guest", 8);
+    }
+    close(c);
+  });
+  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--", kPython,
+                       "-c", kDgramGuest});
+  host.join();
+  close(h);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(got, "dgram from guest");
+  EXPECT_EQ(r.out, "to guest\n") << r.err;
+}
+
 TEST_F(HostUdsTest, BothEndsInTheSandboxThroughTheHost) {
   Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--", kPython,
                        "-c", kBothInside});
