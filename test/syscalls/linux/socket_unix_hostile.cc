@@ -1494,14 +1494,20 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
   LeakCheck leaks;
   Pipe pipe;
   const char* trace_path = getenv("UNIX_HOSTILE_FUZZ_TRACE");
-  FILE* trace = trace_path ? fopen(trace_path, "w") : nullptr;
+  // UNIX_HOSTILE_FUZZ_TRACE=FILE (or "-": stdout) records every call's
+  // result, to compare a native run with a sandboxed one.
+  FILE* trace = trace_path == nullptr ? nullptr
+                : strcmp(trace_path, "-") == 0 ? stdout
+                                               : fopen(trace_path, "w");
   std::mt19937_64 rng(0x5eed2026);
   auto pick = [&](uint64_t n) { return rng() % n; };
   EdgeBuffer edge;
   // Guest memory: a data buffer, iovec and control arrays.
   std::vector<char> data(4096, 'z');
   alignas(cmsghdr) static char control[1024];
-  iovec iovs[8];
+  // As many iovecs as the largest count that gets past UIO_MAXIOV, so
+  // that every one read is the test's (not whatever lies beyond).
+  static iovec iovs[1025];
   sockaddr_storage name = {};
   const int kIters = 3000;
   int ok = 0, failed = 0;
@@ -1567,7 +1573,12 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
       const size_t iovlens[] = {0, 1, 2, 3, 8, 1024, 1025, SIZE_MAX,
                                 static_cast<size_t>(rng())};
       if (pick(5) == 0) iovlen = iovlens[pick(9)];
-      for (auto& v : iovs) {
+      for (size_t k = 0; k < 1025; ++k) {
+        iovec& v = iovs[k];
+        if (k >= 8) {
+          v = iovs[k % 8];
+          continue;
+        }
         switch (pick(8)) {
           case 0:
             v = {nullptr, pick(16)};
@@ -1585,7 +1596,7 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
             v = {data.data() + pick(2048), pick(2048)};
         }
       }
-      if (iov == iovs && iovlen > 8) iovlen = pick(2) ? 8 : iovlen;
+      if (iov == iovs && iovlen > 1025 && pick(2)) iovlen = 8;
       // Control.
       void* ctl = control;
       const size_t ctlens[] = {0,
@@ -1658,7 +1669,28 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
       m.msg_flags = static_cast<int>(rng());
       ssize_t r = sendmsg(p.a.get(), &m, flags);
       int e = r < 0 ? errno : 0;
-      if (trace) fprintf(trace, "s %d %d %zd %d\n", type, it, r, e);
+      if (trace) {
+        fprintf(trace, "s %d %d %zd %d  # name=%s/%d iov=%s/%zu ctl=%s/%zu "
+                "flags=%#x\n", type, it, r, e,
+                nm == nullptr ? "null" : nm == NoAccess() ? "bad" : "ok",
+                namelen,
+                iov == iovs ? "ok" : iov == nullptr ? "null" : "bad", iovlen,
+                ctl == control ? "ok" : ctl == nullptr ? "null" : "bad",
+                controllen, flags);
+        if (getenv("UNIX_HOSTILE_FUZZ_CMSGS") != nullptr) {
+          for (size_t off = 0; off + sizeof(cmsghdr) <= sizeof(control);) {
+            cmsghdr* h = reinterpret_cast<cmsghdr*>(control + off);
+            if (h->cmsg_len == 0 && h->cmsg_level == 0) break;
+            int v[3];
+            memcpy(v, CMSG_DATA(h), sizeof(v));
+            fprintf(trace, "   cmsg@%zu len=%zu level=%d type=%d %d %d %d\n",
+                    off, static_cast<size_t>(h->cmsg_len), h->cmsg_level,
+                    h->cmsg_type, v[0], v[1], v[2]);
+            if (h->cmsg_len < sizeof(cmsghdr) || h->cmsg_len > 1024) break;
+            off += CMSG_ALIGN(h->cmsg_len);
+          }
+        }
+      }
       if (r < 0) {
         ++failed;
         EXPECT_TRUE(PlausibleErrnos().count(e))
@@ -1710,7 +1742,7 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
     }
     // Whatever is still queued goes with the pair.
   }
-  if (trace) fclose(trace);
+  if (trace != nullptr && trace != stdout) fclose(trace);
   EXPECT_GT(ok, 0);
   EXPECT_GT(failed, 0);
   pipe.w.reset();
