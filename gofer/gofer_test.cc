@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -649,6 +650,45 @@ TEST(Seccomp, KillsForbiddenCallsAndAllowsServing) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGSYS);
+}
+
+// Host sockets (":uds"): socket(AF_UNIX) with bind/connect/fchdir/umask;
+// still no other family, and nothing of it without a ":uds" connection.
+TEST(Seccomp, HostSocketsAllowOnlyUnixSockets) {
+  struct Case {
+    bool host_sockets;
+    int family;
+    bool killed;
+  };
+  for (const Case& k :
+       {Case{false, AF_UNIX, true}, Case{true, AF_INET, true},
+        Case{true, AF_NETLINK, true}, Case{true, AF_UNIX, false}}) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (!InstallSeccomp(k.host_sockets).ok()) _exit(1);
+      int s = socket(k.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (s < 0) _exit(3);
+      // What BindSocket does: fchdir, umask, bind (fails here: "/" is
+      // read-only or not ours, whatever the errno), connect.
+      if (fchdir(dir) != 0) _exit(4);
+      umask(0);
+      sockaddr_un sa = {};
+      sa.sun_family = AF_UNIX;
+      (void)bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa_family_t));
+      (void)connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+      _exit(0);
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (k.killed) {
+      ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+      EXPECT_EQ(WTERMSIG(status), SIGSYS);
+    } else {
+      ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+      EXPECT_EQ(WEXITSTATUS(status), 0);
+    }
+  }
 }
 
 TEST(Capabilities, DropKeepsOnlyFileServing) {

@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/socket.h>
 #include <seccomp.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <memory>

@@ -493,8 +493,8 @@ TEST_F(EscapeTest, HostileClientSendsEveryMessageWithRandomFields) {
               handle(), name(), pick(2) ? 1u : u32(), u32(), kNoId, kNoId});
           break;
         case MessageType::kConnectSocket:
-          payload = EncodeToString(
-              ConnectSocketReq{handle(), pick(2) ? 1u : u32()});
+          payload =
+              EncodeToString(ConnectSocketReq{handle(), pick(2) ? 1u : u32()});
           break;
       }
       // Mutate some: flip bytes, truncate, extend, or replace the type.

@@ -42,8 +42,8 @@ socklen_t RelativeAddr(const std::string& name, sockaddr_un* sa) {
   std::memset(sa, 0, sizeof(*sa));
   sa->sun_family = AF_UNIX;
   std::memcpy(sa->sun_path, name.data(), name.size());
-  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
-                                name.size() + 1);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size() +
+                                1);
 }
 
 // Runs fn() with the working directory at `dir`, then moves it to
@@ -59,8 +59,8 @@ int InDirectory(int dir, int home, Fn&& fn)
 
 // A new non-blocking host AF_UNIX socket of `type` (validated).
 int NewSocket(uint32_t type, UniqueFd* out) {
-  int s = socket(AF_UNIX, static_cast<int>(type) | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                 0);
+  int s =
+      socket(AF_UNIX, static_cast<int>(type) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s < 0) return errno;
   out->reset(s);
   return 0;

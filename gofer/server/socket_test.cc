@@ -30,8 +30,8 @@ sockaddr_un Addr(const std::string& path, socklen_t* len) {
   sa.sun_family = AF_UNIX;
   EXPECT_LT(path.size(), sizeof(sa.sun_path)) << path;
   std::memcpy(sa.sun_path, path.data(), path.size());
-  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
-                                path.size() + 1);
+  *len =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
   return sa;
 }
 
@@ -102,19 +102,18 @@ TEST_F(SocketTest, RefusedWithoutHostSockets) {
   // And a read-only connection with host sockets binds nothing.
   Harness ro(tree_.root(),
              ServerOptions{.read_only = true, .host_sockets = true});
-  EXPECT_EQ(ro.client().Call(
-                BindSocketReq{ro.root(), "s", kStream, 0755, kNoId, kNoId}, &r,
-                &fd),
-            EROFS);
+  EXPECT_EQ(
+      ro.client().Call(
+          BindSocketReq{ro.root(), "s", kStream, 0755, kNoId, kNoId}, &r, &fd),
+      EROFS);
 }
 
 TEST_F(SocketTest, BoundSocketIsReachedFromTheHost) {
   InodeResp r;
   UniqueFd fd;
-  ASSERT_EQ(h_.client().Call(
-                BindSocketReq{h_.root(), "srv.sock", kStream, 0640, kNoId,
-                              kNoId},
-                &r, &fd),
+  ASSERT_EQ(h_.client().Call(BindSocketReq{h_.root(), "srv.sock", kStream, 0640,
+                                           kNoId, kNoId},
+                             &r, &fd),
             0);
   ASSERT_TRUE(fd.valid());
   EXPECT_NE(r.inode.handle, 0u);
@@ -140,8 +139,8 @@ TEST_F(SocketTest, BoundSocketIsReachedFromTheHost) {
   close(c);
   // An existing name, a symlink included (never followed), is EADDRINUSE.
   UniqueFd fd2;
-  EXPECT_EQ(h_.client().Call(BindSocketReq{h_.root(), "srv.sock", kStream,
-                                           0640, kNoId, kNoId},
+  EXPECT_EQ(h_.client().Call(BindSocketReq{h_.root(), "srv.sock", kStream, 0640,
+                                           kNoId, kNoId},
                              &r, &fd2),
             EADDRINUSE);
   ASSERT_EQ(symlink(Outside("made.sock").c_str(), Root("link").c_str()), 0);
@@ -156,19 +155,18 @@ TEST_F(SocketTest, BoundSocketIsReachedFromTheHost) {
 TEST_F(SocketTest, BadRequests) {
   InodeResp r;
   UniqueFd fd;
-  EXPECT_EQ(h_.client().Call(
-                BindSocketReq{h_.root(), "s", 3 /* SOCK_RAW */, 0755, kNoId,
-                              kNoId},
-                &r, &fd),
+  EXPECT_EQ(h_.client().Call(BindSocketReq{h_.root(), "s", 3 /* SOCK_RAW */,
+                                           0755, kNoId, kNoId},
+                             &r, &fd),
             ESOCKTNOSUPPORT);
   EXPECT_EQ(h_.client().Call(BindSocketReq{h_.root(), std::string(108, 'n'),
                                            kStream, 0755, kNoId, kNoId},
                              &r, &fd),
             ENAMETOOLONG);
-  EXPECT_EQ(h_.client().Call(
-                BindSocketReq{h_.root(), "..", kStream, 0755, kNoId, kNoId},
-                &r, &fd),
-            EINVAL);
+  EXPECT_EQ(
+      h_.client().Call(
+          BindSocketReq{h_.root(), "..", kStream, 0755, kNoId, kNoId}, &r, &fd),
+      EINVAL);
   EXPECT_EQ(h_.client().Call(
                 BindSocketReq{h_.root(), "a/b", kStream, 0755, kNoId, kNoId},
                 &r, &fd),
@@ -226,9 +224,9 @@ TEST_F(SocketTest, SymlinksOutOfTheTreeAreNeverFollowed) {
   ASSERT_EQ(w.status, WalkStatus::kSymlink);
   Empty e;
   UniqueFd fd;
-  EXPECT_EQ(h_.client().Call(ConnectSocketReq{w.inodes[0].handle, kStream}, &e,
-                             &fd),
-            ECONNREFUSED);
+  EXPECT_EQ(
+      h_.client().Call(ConnectSocketReq{w.inodes[0].handle, kStream}, &e, &fd),
+      ECONNREFUSED);
   EXPECT_FALSE(Pending(victim));
   // A socket node walked, then swapped for a symlink on the host: the
   // name is no longer the node, so nothing is connected.

@@ -116,9 +116,8 @@ class Reader {
       if (!String(&m.path) || !U32(&mfd) || !U32(&flags)) return false;
       m.fd = static_cast<int32_t>(mfd);
       if (m.fd < 0 || m.path.empty() || m.path[0] != '/' ||
-          (flags &
-           ~(kGoferMountReadOnly | kGoferMountShared | kGoferMountSuid |
-             kGoferMountUds)) != 0) {
+          (flags & ~(kGoferMountReadOnly | kGoferMountShared | kGoferMountSuid |
+                     kGoferMountUds)) != 0) {
         return false;
       }
       m.read_only = flags & kGoferMountReadOnly;

@@ -160,7 +160,8 @@ std::vector<Rule> SentryAllowlist(const AllowlistOptions& options) {
   if (options.host_sockets) {
     // Host Unix sockets the Gofer made and donated (sentry/net/hostunix):
     // only calls on a socket already held.
-    r.push_back(Allow(SYS_listen, "host Unix sockets: listen on a donated one"));
+    r.push_back(
+        Allow(SYS_listen, "host Unix sockets: listen on a donated one"));
     r.push_back(AllowIf(SYS_accept4,
                         {{3, kInt, uint64_t(SOCK_NONBLOCK | SOCK_CLOEXEC)}},
                         "host Unix sockets: accept on a donated listener"));

@@ -139,8 +139,8 @@ TEST(SentryAllowlistTest, HostSocketsAllowOnlyCallsOnHeldSockets) {
   EXPECT_EQ(Evaluate(rules, SYS_accept4, {5, 0, 0, 0}), Verdict::kDenied);
   EXPECT_EQ(Evaluate(rules, SYS_shutdown, {5, SHUT_WR}), Verdict::kAllow);
   EXPECT_EQ(Evaluate(rules, SYS_ioctl, {5, FIONREAD}), Verdict::kAllow);
-  for (int nr : {SYS_socket, SYS_socketpair, SYS_bind, SYS_connect,
-                 SYS_accept, SYS_sendto, SYS_chdir, SYS_fchdir}) {
+  for (int nr : {SYS_socket, SYS_socketpair, SYS_bind, SYS_connect, SYS_accept,
+                 SYS_sendto, SYS_chdir, SYS_fchdir}) {
     for (const Rule& r : rules) {
       EXPECT_NE(r.nr, nr) << SyscallName(nr) << " has a rule: " << r.why;
     }

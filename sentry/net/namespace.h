@@ -25,12 +25,12 @@ namespace sandbox::net {
 
 // /proc/sys/net values of one namespace (Linux's defaults).
 struct NetSysctls {
-  std::atomic<int64_t> somaxconn{4096};        // net.core.somaxconn
-  std::atomic<int64_t> rmem_max{212992};       // net.core.rmem_max
-  std::atomic<int64_t> wmem_max{212992};       // net.core.wmem_max
-  std::atomic<int64_t> rmem_default{212992};   // net.core.rmem_default
-  std::atomic<int64_t> wmem_default{212992};   // net.core.wmem_default
-  std::atomic<int64_t> max_dgram_qlen{10};     // net.unix.max_dgram_qlen
+  std::atomic<int64_t> somaxconn{4096};       // net.core.somaxconn
+  std::atomic<int64_t> rmem_max{212992};      // net.core.rmem_max
+  std::atomic<int64_t> wmem_max{212992};      // net.core.wmem_max
+  std::atomic<int64_t> rmem_default{212992};  // net.core.rmem_default
+  std::atomic<int64_t> wmem_default{212992};  // net.core.wmem_default
+  std::atomic<int64_t> max_dgram_qlen{10};    // net.unix.max_dgram_qlen
 };
 
 class NetNamespace {

@@ -137,12 +137,6 @@ struct Socket::Stored {
 
 namespace {
 
-abi::Timespec Now() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return {ts.tv_sec, ts.tv_nsec};
-}
-
 // sockopt_ns_capable: a caller without credentials (tests) has them all.
 bool Capable(const Caller& c, int cap) {
   return c.io.creds == nullptr || c.io.creds->HasCapability(cap);
@@ -238,9 +232,8 @@ Socket::Socket(int family, int type, int protocol, uint32_t flags,
       family_(family),
       type_(type),
       protocol_(protocol),
-      ino_(NextSockfsIno()),
-      owner_(owner),
-      ctime_(Now()),
+      location_(NewSocketInode(owner.uid, owner.gid)),
+      ino_(location_.dentry->inode().ino()),
       rcvtimeo_(kMaxScheduleTimeout),
       sndtimeo_(kMaxScheduleTimeout),
       stored_(std::make_unique<Stored>()) {
@@ -705,18 +698,7 @@ KResult<size_t> Socket::Write(vfs::IoContext& ctx,
   return r;
 }
 
-KResult<abi::Stat> Socket::Stat() {
-  abi::Stat st = {};
-  st.st_dev = Sockfs().dev();
-  st.st_ino = ino_;
-  st.st_nlink = 1;
-  st.st_mode = S_IFSOCK | 0777;
-  st.st_uid = owner_.uid;
-  st.st_gid = owner_.gid;
-  st.st_blksize = 4096;
-  st.st_atim = st.st_mtim = st.st_ctim = ctime_;
-  return st;
-}
+KResult<abi::Stat> Socket::Stat() { return location_.dentry->inode().Stat(); }
 
 KResult<uint64_t> Socket::Ioctl(vfs::IoContext& ctx, uint32_t cmd,
                                 uint64_t arg) {

@@ -38,6 +38,7 @@
 #include "sentry/net/message.h"
 #include "sentry/vfs/file_description.h"
 #include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/mount.h"
 
 namespace sandbox::kernel {
 class Task;
@@ -79,6 +80,9 @@ class Socket : public vfs::FileDescription {
   int type() const { return type_; }  // SOCK_STREAM, ... without flags
   int protocol() const { return protocol_; }
   uint64_t ino() const { return ino_; }  // the sockfs inode number
+  // The socket's sockfs inode and its anonymous dentry (sockfs.h): where
+  // /proc/PID/fd/N jumps; fstat reads this inode.
+  const vfs::VirtualDentry* location() const override { return &location_; }
 
   // ---- The socket calls. ----
   // bind(2): `addr` is what the guest passed (its length checked against
@@ -169,9 +173,8 @@ class Socket : public vfs::FileDescription {
   const int family_;
   const int type_;
   const int protocol_;
+  const vfs::VirtualDentry location_;
   const uint64_t ino_;
-  const Ucred owner_;
-  const abi::Timespec ctime_;
 
   mutable absl::Mutex opt_mu_;
   int64_t sndbuf_ ABSL_GUARDED_BY(opt_mu_);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/mount.h"
 
 namespace sandbox::net {
 
@@ -17,6 +18,11 @@ inline constexpr uint64_t kSockfsMagic = 0x534F434B;  // SOCKFS_MAGIC
 vfs::Filesystem& Sockfs();
 // A new inode number (never reused while the Sentry runs).
 uint64_t NextSockfsIno();
+// A new socket inode (S_IFSOCK 0777 owned by uid/gid, a new number) at an
+// anonymous dentry of sockfs's internal mount: a socket's location, where
+// /proc/PID/fd/N jumps (stat through the link is the socket's inode, chmod
+// changes it, open is ENXIO as sock_no_open).
+vfs::VirtualDentry NewSocketInode(uint32_t uid, uint32_t gid);
 
 }  // namespace sandbox::net
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace sandbox::syscalls {
@@ -169,10 +170,88 @@ std::string ArgTraits<UserMsghdr>::Format(Task& t, const SyscallArgs& a,
   } else if (m.name != 0) {
     name = absl::StrFormat("%#x", m.name);
   }
+  // The control messages' headers (the first few), as strace lists them.
+  std::string cmsgs;
+  if (m.control != 0 && m.controllen >= 16) {
+    uint8_t ctl[256];
+    const size_t n = std::min<uint64_t>(m.controllen, sizeof(ctl));
+    if (t.CopyInFull(m.control, ctl, n).ok()) {
+      cmsgs = ", msg_control=[";
+      size_t off = 0;
+      for (int i = 0; i < 4 && off + 16 <= n; ++i) {
+        uint64_t len;
+        int32_t level, type;
+        memcpy(&len, ctl + off, 8);
+        memcpy(&level, ctl + off + 8, 4);
+        memcpy(&type, ctl + off + 12, 4);
+        const char* tn =
+            level == SOL_SOCKET && type == SCM_RIGHTS        ? "SCM_RIGHTS"
+            : level == SOL_SOCKET && type == SCM_CREDENTIALS ? "SCM_CREDENTIALS"
+                                                             : nullptr;
+        absl::StrAppend(
+            &cmsgs, i ? ", " : "", "{cmsg_len=", len, ", cmsg_level=", level,
+            ", cmsg_type=", tn != nullptr ? tn : absl::StrCat(type), "}");
+        if (len < 16 || len > m.controllen - off) break;
+        off += (len + 7) & ~uint64_t{7};
+      }
+      cmsgs += "]";
+    }
+  }
   return absl::StrFormat(
-      "{msg_name=%s, msg_namelen=%d, msg_iovlen=%u, msg_controllen=%u, "
+      "{msg_name=%s, msg_namelen=%d, msg_iovlen=%u, msg_controllen=%u%s, "
       "msg_flags=%#x}",
-      name, m.namelen, m.iovlen, m.controllen, m.flags);
+      name, m.namelen, m.iovlen, m.controllen, cmsgs, m.flags);
+}
+
+std::string ArgTraits<UserRecvMsghdr>::Format(Task& t, const SyscallArgs& a,
+                                              int i) {
+  if (a.v[i] == 0) return "NULL";
+  msghdr m;
+  if (!t.CopyInFull(a.v[i], &m, sizeof(m)).ok()) {
+    return absl::StrFormat("%#x (EFAULT)", a.v[i]);
+  }
+  return absl::StrFormat(
+      "{msg_namelen=%d, msg_iovlen=%u, msg_controllen=%u, msg_flags=%#x}",
+      static_cast<int32_t>(m.msg_namelen), m.msg_iovlen, m.msg_controllen,
+      m.msg_flags);
+}
+
+std::string ArgTraits<SockDomain>::Format(Task&, const SyscallArgs& a, int i) {
+  const int32_t d = static_cast<int32_t>(a.v[i]);
+  switch (d) {
+    case AF_UNSPEC:
+      return "AF_UNSPEC";
+    case AF_UNIX:
+      return "AF_UNIX";
+    case AF_INET:
+      return "AF_INET";
+    case AF_INET6:
+      return "AF_INET6";
+    case AF_NETLINK:
+      return "AF_NETLINK";
+    case AF_PACKET:
+      return "AF_PACKET";
+    default:
+      return absl::StrCat(d);
+  }
+}
+
+std::string ArgTraits<SockType>::Format(Task&, const SyscallArgs& a, int i) {
+  const int32_t v = static_cast<int32_t>(a.v[i]);
+  static constexpr const char* kNames[] = {
+      nullptr,    "SOCK_STREAM",    "SOCK_DGRAM", "SOCK_RAW",
+      "SOCK_RDM", "SOCK_SEQPACKET", "SOCK_DCCP",  nullptr,
+      nullptr,    nullptr,          "SOCK_PACKET"};
+  const int base = v & 0xf;
+  std::string out = base < 11 && kNames[base] != nullptr
+                        ? std::string(kNames[base])
+                        : absl::StrCat(base);
+  if (v & SOCK_NONBLOCK) out += "|SOCK_NONBLOCK";
+  if (v & SOCK_CLOEXEC) out += "|SOCK_CLOEXEC";
+  const uint32_t rest = static_cast<uint32_t>(v) & ~uint32_t{0xf} &
+                        ~uint32_t{SOCK_NONBLOCK | SOCK_CLOEXEC};
+  if (rest != 0) absl::StrAppend(&out, absl::StrFormat("|%#x", rest));
+  return out;
 }
 
 }  // namespace sandbox::syscalls

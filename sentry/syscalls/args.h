@@ -74,10 +74,24 @@ struct UserSockAddr {
   bool null() const { return addr == 0; }
 };
 
-// A struct msghdr (sendmsg, recvmsg): strace shows its name, iovlen,
-// controllen and flags.
+// A struct msghdr to send (sendmsg): strace shows its name, iovlen,
+// controllen, the control messages' headers and flags.
 struct UserMsghdr {
   uint64_t addr;
+};
+
+// A struct msghdr to receive into (recvmsg): strace shows the lengths
+// only (the name and control buffers are outputs).
+struct UserRecvMsghdr {
+  uint64_t addr;
+};
+
+// socket(2)'s domain and type: strace shows AF_UNIX, SOCK_STREAM|...
+struct SockDomain {
+  int32_t v;
+};
+struct SockType {
+  int32_t v;
 };
 
 // Flag words: strace shows them in hex.
@@ -136,6 +150,28 @@ template <>
 struct ArgTraits<UserMsghdr> {
   static UserMsghdr Decode(uint64_t v) { return UserMsghdr{v}; }
   static std::string Format(Task& t, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<UserRecvMsghdr> {
+  static UserRecvMsghdr Decode(uint64_t v) { return UserRecvMsghdr{v}; }
+  static std::string Format(Task& t, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<SockDomain> {
+  static SockDomain Decode(uint64_t v) {
+    return SockDomain{static_cast<int32_t>(v)};
+  }
+  static std::string Format(Task&, const SyscallArgs& a, int i);
+};
+
+template <>
+struct ArgTraits<SockType> {
+  static SockType Decode(uint64_t v) {
+    return SockType{static_cast<int32_t>(v)};
+  }
+  static std::string Format(Task&, const SyscallArgs& a, int i);
 };
 
 // A socket address as strace shows it ({sa_family=AF_UNIX,

@@ -94,8 +94,9 @@ uint32_t OpenFlags(int sock_flags) {
 
 // ---- socket(2), socketpair(2). ----
 
-SyscallResult DoSocket(Task& t, int32_t domain, int32_t type,
+SyscallResult DoSocket(Task& t, SockDomain domain_arg, SockType type_arg,
                        int32_t protocol) {
+  const int32_t domain = domain_arg.v, type = type_arg.v;
   const int flags = type & ~kSockTypeMask;
   if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return kEINVAL;
   net::Caller c = net::CallerOf(t);
@@ -109,8 +110,9 @@ SyscallResult DoSocket(Task& t, int32_t domain, int32_t type,
 // socketpair(2): Linux takes both descriptors and stores their numbers in
 // the guest's array before it makes the sockets, so EMFILE and EFAULT come
 // before the family's errors (the array is probed, not clobbered, here).
-SyscallResult DoSocketpair(Task& t, int32_t domain, int32_t type,
+SyscallResult DoSocketpair(Task& t, SockDomain domain_arg, SockType type_arg,
                            int32_t protocol, UserAddr sv) {
+  const int32_t domain = domain_arg.v, type = type_arg.v;
   const int flags = type & ~kSockTypeMask;
   if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return kEINVAL;
   const uint64_t limit = NofileLimit(t);
@@ -425,7 +427,7 @@ SyscallResult Sendmsg(Task& t, Fd fd, UserMsghdr msg, Flags flags) {
 }
 
 // recvmsg(2).
-SyscallResult Recvmsg(Task& t, Fd fd, UserMsghdr msg, Flags flags) {
+SyscallResult Recvmsg(Task& t, Fd fd, UserRecvMsghdr msg, Flags flags) {
   const int f = static_cast<int>(flags.v);
   if (static_cast<uint32_t>(f) & kMsgCmsgCompat) return kEINVAL;
   TRY(SockRef s, LookupSock(t, fd));

@@ -39,6 +39,8 @@ class MemoryFile;
 
 namespace sandbox::vfs {
 
+struct VirtualDentry;  // mount.h
+
 // Guest memory as file operations see it (ioctl arguments). Implemented by
 // the task over its MemoryManager, and by fakes in tests.
 class UserMemory {
@@ -198,6 +200,12 @@ class FileDescription {
   // An anonymous inode's name ("[eventfd]", "[eventpoll]"): readlink of
   // /proc/PID/fd/N shows "anon_inode:" and it. Empty for other files.
   virtual std::string_view AnonInodeName() const { return {}; }
+  // The file's place in a mount (Linux's f_path): a file opened by path
+  // has its dentry; a pipe(2) end or a socket has its anonymous inode on
+  // the internal pipefs or sockfs mount. /proc/PID/fd/N's magic link
+  // jumps there (stat through it reaches the inode). Null for a file with
+  // no location (the sandbox's host stdio, anonymous-inode files).
+  virtual const VirtualDentry* location() const { return nullptr; }
 
  private:
   // The kernel's O_LARGEFILE on x86-64 (glibc's O_LARGEFILE is 0 there):

@@ -35,6 +35,7 @@ class VfsFile : public FileDescription {
       : FileDescription(flags), vd_(std::move(vd)) {}
 
   const VirtualDentry& vd() const { return vd_; }
+  const VirtualDentry* location() const override { return &vd_; }
   Inode& inode() const { return vd_.dentry->inode(); }
 
   KResult<abi::Stat> Stat() override { return inode().Stat(); }

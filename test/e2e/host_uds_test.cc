@@ -67,13 +67,43 @@ c.close()
 s.close()
 )";
 
+// Both ends in the sandbox through a host socket in /h: a forked client
+// connects to the parent's listener there (the connection goes through the
+// host); stream and seqpacket; then SCM_RIGHTS over it is refused
+// (the sandbox's descriptors never reach the host).
+constexpr char kBothInside[] = R"(
+import os, socket, sys
+for kind, name in ((socket.SOCK_STREAM, 'stream'),
+                   (socket.SOCK_SEQPACKET, 'seqpacket')):
+    path = '/h/both-%s.sock' % name
+    srv = socket.socket(socket.AF_UNIX, kind)
+    srv.bind(path)
+    srv.listen(1)
+    pid = os.fork()
+    if pid == 0:
+        c = socket.socket(socket.AF_UNIX, kind)
+        c.connect(path)
+        c.sendall(b'from child')
+        c.recv(10)
+        os._exit(0)
+    conn, _ = srv.accept()
+    print(name, conn.recv(100).decode())
+    try:
+        socket.send_fds(conn, [b'x'], [sys.stdout.fileno()])
+        print('fds sent')
+    except OSError as e:
+        print('send_fds:', type(e).__name__)
+    conn.sendall(b'bye')
+    os.waitpid(pid, 0)
+)";
+
 // A fresh host directory with a short /proc/self/fd path to it.
 class HostDir {
  public:
   explicit HostDir(const char* tag) {
     const char* base = getenv("TEST_TMPDIR");
-    std::string t = std::string(base ? base : "/var/tmp") + "/" + tag +
-                    "XXXXXX";
+    std::string t =
+        std::string(base ? base : "/var/tmp") + "/" + tag + "XXXXXX";
     path_ = mkdtemp(t.data());
     chmod(path_.c_str(), 0755);
     fd_ = open(path_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -165,6 +195,11 @@ class HostUdsTest : public SandboxTest {
       GTEST_SKIP() << "SKIP: runsc do does not serve the host's root file "
                       "system here (needed for python3)";
     }
+    Result unix = RunscDo(
+        {kPython, "-c", "import socket; socket.socket(socket.AF_UNIX)"});
+    if (unix.status != 0) {
+      GTEST_SKIP() << "SKIP: the Sentry has no AF_UNIX sockets: " << unix.err;
+    }
   }
   HostDir dir_{"uds"};
   HostDir outside_{"udsout"};
@@ -174,8 +209,8 @@ TEST_F(HostUdsTest, GuestClientReachesHostServer) {
   HostServer server(dir_.Sock("s.sock"));
   ASSERT_TRUE(server.ok());
   server.Serve();
-  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--",
-                       kPython, "-c", kClient, "/h/s.sock"});
+  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--", kPython,
+                       "-c", kClient, "/h/s.sock"});
   server.Join();
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "echo:ping\npeer '/h/s.sock'\n") << r.err;
@@ -210,6 +245,19 @@ TEST_F(HostUdsTest, HostClientReachesGuestServer) {
             "socket node True 0o755\nready\n"
             "got hi name '/h/srv.sock' peer ''\n")
       << r.err;
+}
+
+TEST_F(HostUdsTest, BothEndsInTheSandboxThroughTheHost) {
+  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--", kPython,
+                       "-c", kBothInside});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "stream from child\nsend_fds: PermissionError\n"
+            "seqpacket from child\nsend_fds: PermissionError\n")
+      << r.err;
+  struct stat st;
+  ASSERT_EQ(lstat((dir_.path() + "/both-stream.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
 }
 
 TEST_F(HostUdsTest, WithoutUdsTheHostSocketRefuses) {
@@ -252,8 +300,8 @@ TEST_F(HostUdsTest, AbstractNamesNeverReachTheHost) {
   const std::string name = "hostuds-e2e-" + std::to_string(getpid());
   HostServer host(name, /*abstract=*/true);
   ASSERT_TRUE(host.ok());
-  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--",
-                       kPython, "-c", kClient, "@" + name});
+  Result r = RunRunsc({"do", "--bind=" + dir_.path() + ":/h:uds", "--", kPython,
+                       "-c", kClient, "@" + name});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "ConnectionRefusedError\n") << r.err;
   EXPECT_FALSE(host.Pending());

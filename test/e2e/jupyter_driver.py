@@ -43,7 +43,10 @@ def main():
     # No history database or IPython directory of the host user's.
     os.environ['IPYTHONDIR'] = os.path.join(d, 'ipython')
 
-    km = KernelManager(kernel_name='probe', transport='ipc', ip='kernel-ipc')
+    # In DIR (the client's temporary file would be in the host's /tmp, which
+    # the sandbox does not see); "ip" relative, for sun_path's 108 bytes.
+    km = KernelManager(kernel_name='probe', transport='ipc', ip='kernel-ipc',
+                       connection_file=os.path.join(d, 'connection.json'))
     start = time.monotonic()
     km.start_kernel(cwd=d)
     kc = km.client()
@@ -76,9 +79,14 @@ def main():
             out.append('input_request: %r' % msg['content']['prompt'])
             kc.input(stdin_reply)
 
+        # stop_on_error=False: an error does not abort the cells that
+        # follow (ipykernel aborts what arrives while it flushes its queue
+        # after an error, a race with the next request; each cell here
+        # stands alone).
         reply = kc.execute_interactive(
             code, timeout=TIMEOUT, output_hook=on_output,
-            stdin_hook=on_stdin, allow_stdin=stdin_reply is not None)
+            stdin_hook=on_stdin, allow_stdin=stdin_reply is not None,
+            stop_on_error=False)
         out.append('status: %s' % reply['content']['status'])
         print('--- %s' % code.splitlines()[0])
         for line in out:

@@ -91,6 +91,16 @@ KResult<std::shared_ptr<GoferFilesystem>> NewGoferFilesystem(
       std::make_unique<wire::GoferClient>(std::move(sock)), opts);
 }
 
+namespace {
+
+// The Gofer's reply is hostile input: a donated "socket" must be one.
+bool IsSocketFd(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+}  // namespace
+
 KResult<vfs::HostSocketBinding> GoferFilesystem::BindSocket(
     vfs::Inode& dir, std::string_view name, const vfs::NewInodeAttrs& attrs,
     int type) {
@@ -106,7 +116,7 @@ KResult<vfs::HostSocketBinding> GoferFilesystem::BindSocket(
     // EOPNOTSUPP): the guest may not bind there.
     return node.error() == kEOPNOTSUPP ? kEACCES : node.error();
   }
-  if (!fd.valid()) return kEIO;
+  if (!IsSocketFd(fd.get())) return kEIO;
   return vfs::HostSocketBinding{std::move(node).value(),
                                 vfs::OwnedFd(fd.release())};
 }
@@ -121,10 +131,10 @@ KResult<vfs::OwnedFd> GoferFilesystem::ConnectSocket(vfs::Inode& node,
   wire::Empty e;
   wire::UniqueFd fd;
   KResult<void> r =
-      Call(wire::ConnectSocketReq{n->handle(), static_cast<uint32_t>(type)},
-           &e, &fd);
+      Call(wire::ConnectSocketReq{n->handle(), static_cast<uint32_t>(type)}, &e,
+           &fd);
   if (!r.ok()) return r.error() == kEOPNOTSUPP ? kECONNREFUSED : r.error();
-  if (!fd.valid()) return kEIO;
+  if (!IsSocketFd(fd.get())) return kEIO;
   return vfs::OwnedFd(fd.release());
 }
 

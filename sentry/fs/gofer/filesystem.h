@@ -154,8 +154,7 @@ inline constexpr bool kRetriedUnderFdPressure =
     std::is_same_v<Req, wire::GetdentsPlusReq> ||
     std::is_same_v<Req, wire::ReadlinkReq>;
 
-class GoferFilesystem final : public vfs::Filesystem,
-                              public vfs::HostSockets {
+class GoferFilesystem final : public vfs::Filesystem, public vfs::HostSockets {
  public:
   // Attaches to the Gofer on `client`'s connection. EIO if the Gofer's
   // reply is unusable.

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "sentry/fs/gofer/filesystem.h"
 #include "sentry/kernel/auth/credentials.h"
+#include "sentry/vfs/host_socket.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/xattr_ops.h"
@@ -484,6 +485,64 @@ TEST(HostileAttach, RootThatIsNotADirectoryIsEio) {
   ASSERT_FALSE(fs.ok());
   EXPECT_EQ(fs.error(), kEIO);
   server.join();
+}
+
+// Host sockets: a "socket" the Gofer donates must be one (EIO otherwise),
+// and a BindSocket reply whose node is no socket breaks the connection.
+TEST_F(HostileGoferTest, DonatedHostSocketsMustBeSockets) {
+  Options opts;
+  opts.host_sockets = true;
+  ASSERT_TRUE(Start(
+                  [](int sock, const wire::Message& m) {
+                    wire::Stat st;
+                    st.dev = 1;
+                    st.ino = 7;
+                    st.mode = S_IFSOCK | 0755;
+                    st.nlink = 1;
+                    int p[2];
+                    if (pipe2(p, O_CLOEXEC) != 0) return;
+                    switch (static_cast<wire::MessageType>(m.header.type)) {
+                      case wire::MessageType::kWalk:
+                        Reply(sock, m, OneInode(9, st));
+                        break;
+                      case wire::MessageType::kBindSocket: {
+                        wire::BindSocketReq req;
+                        (void)wire::Decode(m.payload, &req);
+                        // "bad": a node that is no socket.
+                        if (req.name == "bad") st.mode = S_IFREG | 0644;
+                        wire::SendMessage(
+                            sock, ReplyHeader(m),
+                            wire::EncodeToString(wire::InodeResp{{8, st}}),
+                            {p[0]});
+                        break;
+                      }
+                      case wire::MessageType::kConnectSocket:
+                        wire::SendMessage(sock, ReplyHeader(m), "", {p[0]});
+                        break;
+                      default:
+                        ReplyError(sock, m, EINVAL);
+                    }
+                    close(p[0]);
+                    close(p[1]);
+                  },
+                  nullptr, opts)
+                  .ok());
+  vfs::HostSockets* hs = fs_->host_sockets();
+  ASSERT_NE(hs, nullptr);
+  KResult<vfs::VirtualDentry> vd = vfs::Resolve(Base(), "/s", {});
+  ASSERT_TRUE(vd.ok());
+  EXPECT_EQ(hs->ConnectSocket(vd->dentry->inode(), SOCK_STREAM).error(), kEIO);
+  vfs::Inode& root = ns_->Root().dentry->inode();
+  {
+    absl::MutexLock l(&fs_->tree_mu());
+    EXPECT_EQ(hs->BindSocket(root, "x", {S_IFSOCK | 0755, 0, 0, 0}, SOCK_STREAM)
+                  .error(),
+              kEIO);
+    EXPECT_EQ(
+        hs->BindSocket(root, "bad", {S_IFSOCK | 0755, 0, 0, 0}, SOCK_STREAM)
+            .error(),
+        kEIO);
+  }
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ class PipeFile final : public vfs::FileDescription {
 
   Pipe& pipe() const { return end_.pipe(); }
   // The pipefs inode, where /proc/PID/fd/N of this end jumps.
-  const vfs::VirtualDentry& location() const { return location_; }
+  const vfs::VirtualDentry* location() const override { return &location_; }
 
   KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override {
     return end_.Read(ctx, dst, status_flags());

@@ -278,9 +278,9 @@ TEST(PipeFileTest, EndsCountAndStat) {
 // with the new access mode, as fifo_open.
 TEST(PipeFileTest, LocationReopensThePipe) {
   auto [r, w] = NewPipe(0, 1000, 1001);
-  const vfs::VirtualDentry& loc = w->location();
+  const vfs::VirtualDentry& loc = *w->location();
   ASSERT_TRUE(loc.ok());
-  EXPECT_EQ(loc.dentry.get(), r->location().dentry.get());
+  EXPECT_EQ(loc.dentry.get(), r->location()->dentry.get());
   vfs::Inode& inode = loc.dentry->inode();
   EXPECT_TRUE(IsPipeFsInode(inode));
   EXPECT_EQ(inode.Stat().st_ino, r->Stat().value().st_ino);

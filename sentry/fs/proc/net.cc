@@ -105,10 +105,8 @@ std::shared_ptr<kernfs::Dir> NewSysNetDir(kernfs::Filesystem& fs) {
   core->Add("somaxconn", Sysctl(fs, &S::somaxconn, 0, INT_MAX));
   core->Add("rmem_max", Sysctl(fs, &S::rmem_max, kMinRcvbuf, INT_MAX));
   core->Add("wmem_max", Sysctl(fs, &S::wmem_max, kMinSndbuf, INT_MAX));
-  core->Add("rmem_default",
-            Sysctl(fs, &S::rmem_default, kMinRcvbuf, INT_MAX));
-  core->Add("wmem_default",
-            Sysctl(fs, &S::wmem_default, kMinSndbuf, INT_MAX));
+  core->Add("rmem_default", Sysctl(fs, &S::rmem_default, kMinRcvbuf, INT_MAX));
+  core->Add("wmem_default", Sysctl(fs, &S::wmem_default, kMinSndbuf, INT_MAX));
   auto unix_dir = std::make_shared<kernfs::Dir>(fs, 0555);
   // net.unix.max_dgram_qlen: proc_dointvec (any int).
   unix_dir->Add("max_dgram_qlen",

@@ -567,12 +567,9 @@ std::string FdinfoText(const vfs::FileRef& f, bool cloexec) {
   KResult<int64_t> pos = f->Seek(0, SEEK_CUR);
   uint32_t flags = f->status_flags() | (cloexec ? O_CLOEXEC : 0);
   uint64_t mnt_id = 0, ino = 0;
-  if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
-    mnt_id = vf->vd().mount->id();
-    ino = vf->inode().ino();
-  } else if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get()); pf != nullptr) {
-    mnt_id = pf->location().mount->id();  // pipefs's internal mount
-    ino = pf->location().dentry->inode().ino();
+  if (const vfs::VirtualDentry* where = f->location(); where != nullptr) {
+    mnt_id = where->mount->id();  // pipefs's and sockfs's internal mounts too
+    ino = where->dentry->inode().ino();
   } else if (KResult<abi::Stat> st = f->Stat(); st.ok()) {
     ino = st->st_ino;
   }
@@ -635,11 +632,9 @@ std::shared_ptr<kernfs::Dir> NewFdDir(kernfs::Filesystem& fs,
           TRY(std::shared_ptr<Task> t, Held(w, kENOENT));
           bool cloexec = false;
           TRY(vfs::FileRef f, FileOf(t.get(), n, &cloexec));
-          if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get())) return vf->vd();
-          if (auto* pf = dynamic_cast<pipe::PipeFile*>(f.get())) {
-            return pf->location();
-          }
-          return kENOENT;
+          const vfs::VirtualDentry* where = f->location();
+          if (where == nullptr) return kENOENT;
+          return *where;
         });
         return std::shared_ptr<vfs::Inode>(std::move(link));
       });

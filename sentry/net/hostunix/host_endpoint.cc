@@ -60,6 +60,16 @@ bool DropControl(msghdr& mh) {
 
 std::atomic<bool> g_rights_logged{false};
 
+// send(2) through sendmsg (glibc's send is sendto, which the Sentry's
+// seccomp allowlist does not have).
+ssize_t SendBytes(int fd, const uint8_t* p, size_t n, int flags) {
+  iovec iov = {const_cast<uint8_t*>(p), n};
+  msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  return sendmsg(fd, &mh, flags);
+}
+
 }  // namespace
 
 SockAddr UnnamedAddr() {
@@ -67,8 +77,8 @@ SockAddr UnnamedAddr() {
   return SockAddr::From(&fam, sizeof(fam));
 }
 
-HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold,
-                           int type, Kind kind, const SockAddr& local,
+HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold, int type,
+                           Kind kind, const SockAddr& local,
                            const SockAddr& peer)
     : fd_(std::move(fd)),
       hold_(std::move(hold)),
@@ -77,8 +87,8 @@ HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold,
       local_(local),
       peer_(peer) {}
 
-KResult<void> HostEndpoint::Wait(Caller& c, short events,
-                                 int64_t deadline_ns, bool timed) const {
+KResult<void> HostEndpoint::Wait(Caller& c, short events, int64_t deadline_ns,
+                                 bool timed) const {
   vfs::ThreadWaiter w;
   pollfd p = {fd_.get(), static_cast<short>(events | POLLERR | POLLHUP), 0};
   for (;;) {
@@ -118,9 +128,9 @@ KResult<vfs::FileRef> HostEndpoint::Accept(Socket& self, Caller& c,
   for (;;) {
     int a = accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (a >= 0) {
-      auto ep = std::make_shared<HostEndpoint>(
-          vfs::OwnedFd(a), std::move(hold), type_, Kind::kConnected, local_,
-          UnnamedAddr());
+      auto ep = std::make_shared<HostEndpoint>(vfs::OwnedFd(a), std::move(hold),
+                                               type_, Kind::kConnected, local_,
+                                               UnnamedAddr());
       if (peer != nullptr) *peer = UnnamedAddr();
       return vfs::FileRef(std::make_shared<HostUnixSocket>(
           std::move(ep), O_RDWR | (flags & O_NONBLOCK), c.ucred));
@@ -143,8 +153,8 @@ KResult<void> HostEndpoint::Shutdown(int how) {
   return OkResult();
 }
 
-KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
-                                      MessageIo& data, SendRequest& req) {
+KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c, MessageIo& data,
+                                      SendRequest& req) {
   if (req.flags & MSG_OOB) return kEOPNOTSUPP;
   if (req.to.has_value() && req.to->len > 0) {
     // unix_stream_sendmsg: an address on a stream socket.
@@ -177,7 +187,7 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
       if (got != total) return kEFAULT;
     }
     for (;;) {
-      ssize_t n = send(fd_.get(), buf.data(), buf.size(), host_flags);
+      ssize_t n = SendBytes(fd_.get(), buf.data(), buf.size(), host_flags);
       if (n >= 0) return static_cast<size_t>(n);
       const int err = errno;
       if (err != EAGAIN) return Errno(err);
@@ -188,16 +198,16 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
   std::vector<uint8_t> buf(std::min(total, kStreamChunk));
   size_t sent = 0;
   while (sent < total || total == 0) {
-    KResult<size_t> got =
-        data.CopyIn(sent, absl::MakeSpan(buf.data(),
-                                         std::min(buf.size(), total - sent)));
+    KResult<size_t> got = data.CopyIn(
+        sent, absl::MakeSpan(buf.data(), std::min(buf.size(), total - sent)));
     if (!got.ok() || (*got == 0 && total > 0)) {
       if (sent > 0) return sent;
       return got.ok() ? kEFAULT : got.error();
     }
     size_t off = 0;
     while (off < *got || total == 0) {
-      ssize_t n = send(fd_.get(), buf.data() + off, *got - off, host_flags);
+      ssize_t n =
+          SendBytes(fd_.get(), buf.data() + off, *got - off, host_flags);
       if (n >= 0) {
         off += static_cast<size_t>(n);
         if (total == 0) return size_t{0};
@@ -226,20 +236,19 @@ KResult<size_t> HostEndpoint::SendMsg(Socket& self, Caller& c,
   return sent;
 }
 
-KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c,
-                                      MessageIo& data, RecvRequest& req) {
+KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c, MessageIo& data,
+                                      RecvRequest& req) {
   if (req.flags & MSG_OOB) return kEOPNOTSUPP;
   const bool nonblock = self.nonblocking() || (req.flags & MSG_DONTWAIT);
   const int64_t own = self.RecvDeadline();
   const int64_t deadline = Earlier(own, c.deadline_ns);
   const bool stream = type_ == SOCK_STREAM;
-  const bool waitall = stream && (req.flags & MSG_WAITALL) &&
-                       !(req.flags & MSG_PEEK);
+  const bool waitall =
+      stream && (req.flags & MSG_WAITALL) && !(req.flags & MSG_PEEK);
   const int host_flags =
       MSG_DONTWAIT | MSG_CMSG_CLOEXEC | (req.flags & (MSG_PEEK | MSG_TRUNC));
   const size_t total = data.size();
-  std::vector<uint8_t> buf(
-      std::min(total, stream ? kStreamChunk : kMaxRecord));
+  std::vector<uint8_t> buf(std::min(total, stream ? kStreamChunk : kMaxRecord));
   alignas(cmsghdr) uint8_t control[kCmsgSpace];
   size_t done = 0;
   for (;;) {
@@ -271,7 +280,11 @@ KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c,
       req.msg_flags |= MSG_CTRUNC;
     }
     req.msg_flags |= mh.msg_flags & (MSG_EOR | MSG_TRUNC);
-    if (req.want_from) req.from = kind_ == Kind::kConnected ? peer_ : local_;
+    // The sender: the peer connected to, else a host socket whose name
+    // (a host path, if any) is not shown.
+    if (req.want_from) {
+      req.from = kind_ == Kind::kConnected ? peer_ : UnnamedAddr();
+    }
     // A datagram's real length with MSG_TRUNC may exceed the buffer.
     const size_t have = std::min(static_cast<size_t>(n), iov.iov_len);
     size_t copied = 0;
@@ -290,16 +303,13 @@ KResult<size_t> HostEndpoint::RecvMsg(Socket& self, Caller& c,
 KResult<size_t> HostEndpoint::GetSockOpt(Caller&, int level, int name,
                                          absl::Span<uint8_t> val) {
   if (level != SOL_SOCKET || name != SO_PEERCRED) return kENOPROTOOPT;
-  if (kind_ != Kind::kConnected) {
-    // Linux reports pid 0 and the overflow ids... for no peer: -1 ids.
-    Ucred none{0, ~0u, ~0u};
-    size_t n = std::min(val.size(), sizeof(none));
-    std::memcpy(val.data(), &none, n);
-    return n;
-  }
-  Ucred cred{0, kOverflowId, kOverflowId};
-  size_t n = std::min(val.size(), sizeof(cred));
-  std::memcpy(val.data(), &cred, n);
+  // No peer: pid 0 and ids -1, as Linux's SO_PEERCRED without peercred.
+  // A host peer: pid 0 (not in the sandbox's PID namespace) and the
+  // overflow ids.
+  const uint32_t id = kind_ == Kind::kConnected ? kOverflowId : ~0u;
+  const uint32_t raw[3] = {0, id, id};
+  const size_t n = std::min(val.size(), sizeof(raw));
+  std::memcpy(val.data(), raw, n);
   return n;
 }
 
@@ -333,9 +343,8 @@ KResult<HostBinding> BindHost(vfs::HostSockets& hs, vfs::Inode& dir,
 }
 
 KResult<std::shared_ptr<HostEndpoint>> ConnectHost(
-    vfs::HostSockets& hs, vfs::Inode& node, int type, Caller& c,
-    bool nonblock, int64_t deadline_ns, const SockAddr& local,
-    const SockAddr& peer_addr) {
+    vfs::HostSockets& hs, vfs::Inode& node, int type, Caller& c, bool nonblock,
+    int64_t deadline_ns, const SockAddr& local, const SockAddr& peer_addr) {
   platform::HostFdHold hold = platform::HostFdHold::Take(1);
   if (!hold.ok()) return kENFILE;
   // A full backlog: ask again every few milliseconds (the host socket is

@@ -65,8 +65,8 @@ class HostEndpoint {
   // `fd`: a host AF_UNIX socket of `type` (O_NONBLOCK); `hold` its FD of
   // the budget. `local`: this socket's guest address (bound path, or the
   // family alone); `peer`: the peer's (the path connected to, or unnamed).
-  HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold, int type,
-               Kind kind, const SockAddr& local, const SockAddr& peer);
+  HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold, int type, Kind kind,
+               const SockAddr& local, const SockAddr& peer);
 
   int fd() const { return fd_.get(); }
   int type() const { return type_; }
@@ -131,9 +131,8 @@ KResult<HostBinding> BindHost(vfs::HostSockets& hs, vfs::Inode& dir,
 // `peer_addr` the address the guest connected to. A full backlog waits
 // (retrying, interruptibly) unless `nonblock`: then EAGAIN, as Linux.
 KResult<std::shared_ptr<HostEndpoint>> ConnectHost(
-    vfs::HostSockets& hs, vfs::Inode& node, int type, Caller& c,
-    bool nonblock, int64_t deadline_ns, const SockAddr& local,
-    const SockAddr& peer_addr);
+    vfs::HostSockets& hs, vfs::Inode& node, int type, Caller& c, bool nonblock,
+    int64_t deadline_ns, const SockAddr& local, const SockAddr& peer_addr);
 
 // The address of an unnamed AF_UNIX socket (the family alone, length 2).
 SockAddr UnnamedAddr();

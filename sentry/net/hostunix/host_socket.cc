@@ -4,14 +4,12 @@
 
 namespace sandbox::net::hostunix {
 
-HostUnixSocket::HostUnixSocket(std::shared_ptr<HostEndpoint> ep,
-                               uint32_t flags, const Ucred& owner)
+HostUnixSocket::HostUnixSocket(std::shared_ptr<HostEndpoint> ep, uint32_t flags,
+                               const Ucred& owner)
     : Socket(AF_UNIX, ep->type(), 0, flags, owner), ep_(std::move(ep)) {}
 
 // unix_bind of a socket that has an address: EINVAL.
-KResult<void> HostUnixSocket::Bind(Caller&, const SockAddr&) {
-  return kEINVAL;
-}
+KResult<void> HostUnixSocket::Bind(Caller&, const SockAddr&) { return kEINVAL; }
 KResult<void> HostUnixSocket::Listen(Caller& c, int backlog) {
   TRY_VOID(ep_->Listen(c, backlog));
   set_listening(true);

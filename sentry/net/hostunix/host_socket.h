@@ -33,8 +33,7 @@ class HostUnixSocket final : public Socket {
                           RecvRequest& req) override;
   KResult<size_t> GetSockOpt(Caller& c, int level, int name,
                              absl::Span<uint8_t> val) override;
-  KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd,
-                                uint64_t arg) override;
+  KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd, uint64_t arg) override;
 
   uint32_t Readiness(uint32_t mask) override { return ep_->Readiness(mask); }
   int HostPollFd() const override { return ep_->fd(); }

@@ -39,10 +39,9 @@ ParsedAttrs ParseAttrs(absl::Span<const uint8_t> buf) {
     memcpy(&type, buf.data() + at + 2, 2);
     size_t left = buf.size() - at;
     if (len < kAttrHeaderLen || len > left) break;
-    out.attrs.push_back({static_cast<uint16_t>(type & kAttrTypeMask),
-                         (type & kNestedFlag) != 0,
-                         buf.subspan(at + kAttrHeaderLen,
-                                     len - kAttrHeaderLen)});
+    out.attrs.push_back(
+        {static_cast<uint16_t>(type & kAttrTypeMask), (type & kNestedFlag) != 0,
+         buf.subspan(at + kAttrHeaderLen, len - kAttrHeaderLen)});
     at += std::min(Align(len), left);
   }
   out.leftover = buf.size() - at;

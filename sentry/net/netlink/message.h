@@ -59,7 +59,7 @@ inline constexpr uint16_t kFExcl = 0x200;
 inline constexpr uint16_t kFCreate = 0x400;
 inline constexpr uint16_t kFCapped = 0x100;  // NLMSG_ERROR
 inline constexpr uint16_t kFAckTlvs = 0x200;
-inline constexpr uint16_t kNestedFlag = 0x8000;  // NLA_F_NESTED
+inline constexpr uint16_t kNestedFlag = 0x8000;    // NLA_F_NESTED
 inline constexpr uint16_t kAttrTypeMask = 0x3fff;  // NLA_TYPE_MASK
 inline constexpr uint16_t kErrAttrMsg = 1;         // NLMSGERR_ATTR_MSG
 

@@ -14,8 +14,8 @@ absl::Span<const uint8_t> Bytes(const std::string& s) {
 
 std::string Msg(uint16_t type, uint16_t flags, uint32_t seq,
                 const std::string& payload, uint32_t len_override = 0) {
-  Header h{static_cast<uint32_t>(kHeaderLen + payload.size()), type, flags,
-           seq, 0};
+  Header h{static_cast<uint32_t>(kHeaderLen + payload.size()), type, flags, seq,
+           0};
   if (len_override) h.len = len_override;
   std::string s(reinterpret_cast<const char*>(&h), sizeof(h));
   s += payload;

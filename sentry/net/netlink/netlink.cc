@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/strings/str_format.h"
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/log.h"
@@ -38,7 +39,8 @@ constexpr int kCapNetBroadcast = 11;
 constexpr int kCapSysAdmin = 21;
 // Groups 29 and 30 of NETLINK_ROUTE (RTNLGRP_IPV4_MROUTE_R,
 // RTNLGRP_IPV6_MROUTE_R) need CAP_NET_ADMIN (rtnetlink_bind).
-constexpr uint64_t kRouteAdminGroups = (uint64_t{1} << 28) | (uint64_t{1} << 29);
+constexpr uint64_t kRouteAdminGroups =
+    (uint64_t{1} << 28) | (uint64_t{1} << 29);
 // What a queued datagram costs beyond its bytes (an skb's truesize).
 constexpr size_t kSkbOverhead = 576;
 // SKB_WITH_OVERHEAD(32768): the most a dump datagram grows to.
@@ -79,13 +81,40 @@ uint64_t FakeKernelPointer(uint64_t ino) {
   return (x ^ (x >> 29)) & 0x00000000ffffffffull;
 }
 
+// Multicasts the table's changes to the namespace's NETLINK_ROUTE
+// listeners (rtnl_notify): installed once per namespace, by its first
+// netlink socket.
+struct RouteNotifier {
+  absl::once_flag once;
+  void Attach(NetNamespace& ns) {
+    absl::call_once(once, [&ns] {
+      NetNamespace* nsp = &ns;
+      ns.Get<stack::Interfaces>().SetListener(
+          [nsp](const std::vector<stack::Change>& changes) {
+            std::vector<std::shared_ptr<NetlinkSocket>> socks =
+                nsp->Get<PortTable>().Bound(kNetlinkRoute);
+            for (const stack::Change& c : changes) {
+              uint32_t group = 0;
+              std::string msg = Notification(c, &group);
+              for (const auto& s : socks) {
+                if (s->InGroup(group)) {
+                  s->Deliver(msg, 0, uint32_t{1} << (group - 1), true);
+                }
+              }
+            }
+          });
+    });
+  }
+};
+
 void LogProtocolOnce(int protocol) {
   static std::array<std::atomic<bool>, kMaxLinks> logged = {};
   if (protocol >= 0 && protocol < kMaxLinks &&
       !logged[protocol].exchange(true)) {
-    kernel::LogUnsupported("socket: netlink protocol %d is not supported "
-                           "(EPROTONOSUPPORT)",
-                           protocol);
+    kernel::LogUnsupported(
+        "socket: netlink protocol %d is not supported "
+        "(EPROTONOSUPPORT)",
+        protocol);
   }
 }
 
@@ -126,8 +155,8 @@ std::shared_ptr<NetlinkSocket> PortTable::Lookup(int protocol,
 
 std::vector<std::shared_ptr<NetlinkSocket>> PortTable::Bound(
     int protocol) const {
-  std::vector<std::pair<std::pair<int, uint32_t>,
-                        std::shared_ptr<NetlinkSocket>>>
+  std::vector<
+      std::pair<std::pair<int, uint32_t>, std::shared_ptr<NetlinkSocket>>>
       v;
   {
     absl::MutexLock l(&mu_);
@@ -136,9 +165,8 @@ std::vector<std::shared_ptr<NetlinkSocket>> PortTable::Bound(
       if (auto s = e.sock.lock()) v.push_back({key, std::move(s)});
     }
   }
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
-    return a.first < b.first;
-  });
+  std::sort(v.begin(), v.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::shared_ptr<NetlinkSocket>> out;
   for (auto& [key, s] : v) out.push_back(std::move(s));
   return out;
@@ -165,6 +193,7 @@ KResult<SocketRef> NetlinkSocket::Create(Caller& c, int type, int protocol,
     return kEPROTONOSUPPORT;
   }
   NetNamespace& ns = c.netns != nullptr ? *c.netns : NetNamespace::Root();
+  if (protocol == kNetlinkRoute) ns.Get<RouteNotifier>().Attach(ns);
   auto s = std::make_shared<NetlinkSocket>(type, protocol, flags, c.ucred, ns);
   s->self_ = s;
   return SocketRef(s);
@@ -324,6 +353,7 @@ void NetlinkSocket::KernelReceive(Caller& c, absl::Span<const uint8_t> bytes) {
   RouteRequest rq;
   rq.ifs = &ns_.Get<stack::Interfaces>();
   rq.net_admin = Capable(c, kCapNetAdmin);
+  rq.uid = c.io.creds != nullptr ? c.io.creds->ruid : c.ucred.uid;
   {
     absl::MutexLock l(&mu_);
     rq.portid = portid_;
@@ -597,11 +627,12 @@ bool NetlinkSocket::InGroup(uint32_t group) {
 
 std::string NetlinkSocket::ProcLine() {
   absl::MutexLock l(&mu_);
-  return absl::StrFormat("%016x %-3d %-10u %08x %-8d %-8d %-5d %-8d %-8u "
-                         "%-8u\n",
-                         FakeKernelPointer(ino()), protocol(), portid_,
-                         static_cast<uint32_t>(groups_), rx_bytes_, 0,
-                         dump_rest_.empty() ? 0 : 1, 2, drops_, ino());
+  return absl::StrFormat(
+      "%016x %-3d %-10u %08x %-8d %-8d %-5d %-8d %-8u "
+      "%-8u\n",
+      FakeKernelPointer(ino()), protocol(), portid_,
+      static_cast<uint32_t>(groups_), rx_bytes_, 0, dump_rest_.empty() ? 0 : 1,
+      2, drops_, ino());
 }
 
 std::string ProcNetNetlink(NetNamespace& ns) {
@@ -611,8 +642,8 @@ std::string ProcNetNetlink(NetNamespace& ns) {
     absl::StrAppendFormat(&out,
                           "%016x %-3d %-10u %08x %-8d %-8d %-5d %-8d %-8u "
                           "%-8u\n",
-                          FakeKernelPointer(ino), protocol, 0, 0, 0, 0, 0, 2,
-                          0, ino);
+                          FakeKernelPointer(ino), protocol, 0, 0, 0, 0, 0, 2, 0,
+                          ino);
   };
   std::vector<std::shared_ptr<NetlinkSocket>> socks =
       ns.Get<PortTable>().Bound(-1);

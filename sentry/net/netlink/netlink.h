@@ -31,9 +31,10 @@
 //
 // Not done: NETLINK_PKTINFO's control message (the option is kept and
 // reported; ControlMessages has no slot for it), NETLINK_LISTEN_ALL_NSID
-// (ENOPROTOOPT... see netlink.cc), rtnetlink's multicast notifications
-// (RTM_NEWLINK etc. to RTNLGRP_* listeners), mmap'ed rings (gone from
-// Linux too).
+// (accepted with CAP_NET_BROADCAST; there is one namespace, so no
+// control message), NETLINK_BROADCAST_ERROR's effect, mmap'ed rings (gone
+// from Linux too). rtnetlink multicasts the link, address and route
+// changes of `ip link set lo up/down` and SIOCSIFFLAGS (route.h).
 //
 // Lock order: NetlinkSocket::mu_ -> PortTable::mu_ (bind and autobind
 // insert while holding the socket's lock); a sender never holds its own
@@ -57,9 +58,9 @@
 
 namespace sandbox::net::netlink {
 
-inline constexpr int kNetlinkRoute = 0;          // NETLINK_ROUTE
-inline constexpr int kNetlinkKobjectUevent = 15; // NETLINK_KOBJECT_UEVENT
-inline constexpr int kSolNetlink = 270;          // SOL_NETLINK
+inline constexpr int kNetlinkRoute = 0;           // NETLINK_ROUTE
+inline constexpr int kNetlinkKobjectUevent = 15;  // NETLINK_KOBJECT_UEVENT
+inline constexpr int kSolNetlink = 270;           // SOL_NETLINK
 
 class NetlinkSocket;
 

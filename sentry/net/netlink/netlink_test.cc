@@ -75,8 +75,7 @@ class NetlinkTest : public ::testing::Test {
     req.flags = flags | MSG_DONTWAIT;
     TRY(size_t n, s.RecvMsg(c, io, req));
     if (out != nullptr) *out = req;
-    return std::string(reinterpret_cast<char*>(buf.data()),
-                       std::min(n, size));
+    return std::string(reinterpret_cast<char*>(buf.data()), std::min(n, size));
   }
   NetNamespace ns;
   Caller c;
@@ -141,9 +140,8 @@ TEST_F(NetlinkTest, DumpTruncationPeekAndDone) {
   EXPECT_EQ(Parse(r.from).pid, 0u);  // from the kernel
   KResult<std::string> done = Recv(*s, 4096, 0, &r);
   ASSERT_TRUE(done.ok());
-  std::vector<Message> m =
-      SplitMessages(absl::MakeConstSpan(
-          reinterpret_cast<const uint8_t*>(done->data()), done->size()));
+  std::vector<Message> m = SplitMessages(absl::MakeConstSpan(
+      reinterpret_cast<const uint8_t*>(done->data()), done->size()));
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].hdr.type, kNlmsgDone);
   EXPECT_EQ(m[0].hdr.seq, 11u);
@@ -156,11 +154,9 @@ TEST_F(NetlinkTest, DumpTruncationPeekAndDone) {
 TEST_F(NetlinkTest, SendErrors) {
   SocketRef s = New();
   EXPECT_EQ(Send(*s, "").error(), kENODATA);
-  EXPECT_EQ(Send(*s, std::string(20, 'x'), SockAddr::From("\x10\0", 2))
-                .error(),
+  EXPECT_EQ(Send(*s, std::string(20, 'x'), SockAddr::From("\x10\0", 2)).error(),
             kEINVAL);
-  EXPECT_EQ(Send(*s, std::string(20, 'x'), Nl(424242)).error(),
-            kECONNREFUSED);
+  EXPECT_EQ(Send(*s, std::string(20, 'x'), Nl(424242)).error(), kECONNREFUSED);
   // Garbage to the kernel is consumed without a reply.
   EXPECT_EQ(V(Send(*s, "\x01\x02\x03")), 3u);
   EXPECT_EQ(Recv(*s, 100).error(), kEAGAIN);
@@ -198,8 +194,9 @@ TEST_F(NetlinkTest, Options) {
   SocketRef s = New();
   uint32_t one = 1;
   auto set = [&](int name, uint32_t v) {
-    return s->SetSockOpt(c, kSolNetlink, name,
-                         absl::MakeConstSpan(reinterpret_cast<uint8_t*>(&v), 4));
+    return s->SetSockOpt(
+        c, kSolNetlink, name,
+        absl::MakeConstSpan(reinterpret_cast<uint8_t*>(&v), 4));
   };
   auto get = [&](int name) -> KResult<int> {
     uint8_t buf[4];
@@ -213,8 +210,8 @@ TEST_F(NetlinkTest, Options) {
   ASSERT_TRUE(set(12, 5).ok());  // NETLINK_GET_STRICT_CHK
   EXPECT_EQ(V(get(12)), 1);
   EXPECT_EQ(set(99, 1).error(), kENOPROTOOPT);
-  EXPECT_EQ(set(1, 0).error(), kEINVAL);    // group 0
-  EXPECT_EQ(set(1, 40).error(), kEINVAL);   // beyond RTNLGRP_MAX
+  EXPECT_EQ(set(1, 0).error(), kEINVAL);   // group 0
+  EXPECT_EQ(set(1, 40).error(), kEINVAL);  // beyond RTNLGRP_MAX
   ASSERT_TRUE(set(1, 39).ok());
   uint8_t groups[8] = {};
   KResult<size_t> n = s->GetSockOpt(c, kSolNetlink, 9, absl::MakeSpan(groups));
@@ -227,6 +224,41 @@ TEST_F(NetlinkTest, Options) {
   // A short value clears the flag (Linux reads 0).
   ASSERT_TRUE(s->SetSockOpt(c, kSolNetlink, 11, absl::MakeConstSpan(two)).ok());
   EXPECT_EQ(V(get(11)), 0);
+}
+
+TEST_F(NetlinkTest, LinkChangesAreMulticast) {
+  SocketRef listener = New(), admin = New();
+  // RTMGRP_LINK | RTMGRP_IPV6_IFADDR.
+  ASSERT_TRUE(listener->Bind(c, Nl(0, 0x1 | 0x100)).ok());
+  Builder b;
+  size_t at = b.Begin(16, kFRequest | kFAck, 5, 0);
+  struct {
+    uint8_t family, pad;
+    uint16_t type;
+    int32_t index;
+    uint32_t flags, change;
+  } ifi = {0, 0, 0, 1, 0, 1};  // lo down
+  b.AppendStruct(ifi);
+  b.End(at);
+  ASSERT_TRUE(Send(*admin, b.Take()).ok());
+  RecvRequest r;
+  KResult<std::string> link = Recv(*listener, 4096, 0, &r);
+  ASSERT_TRUE(link.ok());
+  EXPECT_EQ(Parse(r.from).groups, 1u);
+  std::vector<Message> m = SplitMessages(absl::MakeConstSpan(
+      reinterpret_cast<const uint8_t*>(link->data()), link->size()));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].hdr.type, 16);
+  EXPECT_EQ(m[0].hdr.seq, 0u);
+  EXPECT_EQ(m[0].payload[8] & 1, 0);  // ifi_flags without IFF_UP
+  KResult<std::string> addr = Recv(*listener, 4096, 0, &r);
+  ASSERT_TRUE(addr.ok());
+  EXPECT_EQ(Parse(r.from).groups, 0x100u);
+  m = SplitMessages(absl::MakeConstSpan(
+      reinterpret_cast<const uint8_t*>(addr->data()), addr->size()));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].hdr.type, 21);  // RTM_DELADDR
+  EXPECT_EQ(Recv(*listener, 4096).error(), kEAGAIN);
 }
 
 TEST_F(NetlinkTest, ProcNetNetlinkListsBoundSockets) {

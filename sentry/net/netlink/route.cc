@@ -145,9 +145,10 @@ Status Err(int e, const char* msg = nullptr) { return {e, msg}; }
 void LogOnce(uint16_t type, const char* what) {
   static std::array<std::atomic<bool>, kRtmMax + 1> logged = {};
   if (type <= kRtmMax && !logged[type].exchange(true)) {
-    kernel::LogUnsupported("netlink route: message type %u (%s) is not "
-                           "supported (EOPNOTSUPP)",
-                           type, what);
+    kernel::LogUnsupported(
+        "netlink route: message type %u (%s) is not "
+        "supported (EOPNOTSUPP)",
+        type, what);
   }
 }
 
@@ -221,8 +222,8 @@ void PutLink(Builder& b, const Link& l, uint16_t type, uint16_t flags,
 }
 
 void PutAddr(Builder& b, const Addr& a, uint16_t flags, uint32_t seq,
-             uint32_t pid, uint32_t now_cs) {
-  size_t at = b.Begin(kRtmNewAddr, flags, seq, pid);
+             uint32_t pid, uint32_t now_cs, uint16_t type = kRtmNewAddr) {
+  size_t at = b.Begin(type, flags, seq, pid);
   IfAddrMsg ifa = {};
   ifa.family = static_cast<uint8_t>(a.family);
   ifa.prefixlen = a.prefixlen;
@@ -251,8 +252,8 @@ void PutAddr(Builder& b, const Addr& a, uint16_t flags, uint32_t seq,
 }
 
 void PutRoute(Builder& b, const Route& r, uint16_t flags, uint32_t seq,
-              uint32_t pid) {
-  size_t at = b.Begin(kRtmNewRoute, flags, seq, pid);
+              uint32_t pid, uint16_t type = kRtmNewRoute) {
+  size_t at = b.Begin(type, flags, seq, pid);
   RtMsg rtm = {};
   rtm.family = static_cast<uint8_t>(r.family);
   rtm.dst_len = r.dst_len;
@@ -339,8 +340,7 @@ Status DumpLinks(const RouteRequest& rq, const Message& m, Dump& d,
       return Err(EINVAL, "Invalid values in header for link dump request");
     }
     if (ifm.index) {
-      return Err(EINVAL,
-                 "Filter by device index not supported for link dumps");
+      return Err(EINVAL, "Filter by device index not supported for link dumps");
     }
     KResult<AttrTable> t =
         ParseMessageAttrs(m, sizeof(IfInfoMsg), kIflaMax, true);
@@ -370,7 +370,8 @@ Status DumpLinks(const RouteRequest& rq, const Message& m, Dump& d,
       }
     }
   } else {
-    size_t hdrlen = m.payload.size() < sizeof(IfInfoMsg) ? 1 : sizeof(IfInfoMsg);
+    size_t hdrlen =
+        m.payload.size() < sizeof(IfInfoMsg) ? 1 : sizeof(IfInfoMsg);
     KResult<AttrTable> t = ParseMessageAttrs(m, hdrlen, kIflaMax, false);
     if (t.ok()) {
       if (const Attr* a = t->Get(kIflaExtMask)) ext_mask = a->U32().value_or(0);
@@ -385,6 +386,52 @@ Status DumpLinks(const RouteRequest& rq, const Message& m, Dump& d,
   for (const Link& l : rq.ifs->Links()) {
     size_t start = d.b().size();
     PutLink(d.b(), l, kRtmNewLink, flags, d.seq(), d.pid(), ext_mask);
+    d.Next(start);
+  }
+  return {};
+}
+
+// inet6_dump_ifinfo: AF_INET6's own link dump (`ip -6 addr` asks for it),
+// with inet6_fill_ifinfo's few attributes.
+Status DumpLinks6(const RouteRequest& rq, const Message& m, Dump& d,
+                  uint16_t*) {
+  if (rq.strict) {
+    if (m.payload.size() < sizeof(IfInfoMsg)) {
+      return Err(EINVAL, "Invalid header for link dump request");
+    }
+    if (m.payload.size() > Align(sizeof(IfInfoMsg))) {
+      return Err(EINVAL, "Invalid data after header");
+    }
+    IfInfoMsg ifm = FixedHeader<IfInfoMsg>(m.payload);
+    if (ifm.pad || ifm.type || ifm.flags || ifm.change || ifm.index) {
+      return Err(EINVAL, "Invalid values in header for link dump request");
+    }
+  }
+  constexpr uint16_t kIflaProtinfo = 12;
+  constexpr uint16_t kIflaInet6Cacheinfo = 5;
+  for (const Link& l : rq.ifs->Links()) {
+    size_t start = d.b().size();
+    Builder& b = d.b();
+    size_t at = b.Begin(kRtmNewLink, kFMulti, d.seq(), d.pid());
+    IfInfoMsg ifi = {};
+    ifi.family = AF_INET6;
+    ifi.type = l.type;
+    ifi.index = l.index;
+    ifi.flags = l.flags;
+    b.AppendStruct(ifi);
+    b.AttrString(kIflaIfname, l.name);
+    b.Attr(kIflaAddress, l.address.data(), l.address.size());
+    b.AttrU32(kIflaMtu, l.mtu);
+    b.AttrU8(kIflaOperstate, l.up() ? l.operstate : stack::kOperDown);
+    size_t pi = b.BeginNest(kIflaProtinfo, true);
+    b.AttrU32(kIflaInet6Flags, l.up() ? kIfReady : 0);
+    // struct ifla_cacheinfo: max_reasm_len, tstamp, reachable_time,
+    // retrans_time (Linux's defaults: 30 s +- random, 1 s).
+    uint32_t ci[4] = {65535, rq.ifs->Centiseconds(), 30000, 1000};
+    b.Attr(kIflaInet6Cacheinfo, ci, sizeof(ci));
+    b.AttrU8(kIflaInet6AddrGenMode, 0);
+    b.EndNest(pi);
+    b.End(at);
     d.Next(start);
   }
   return {};
@@ -512,7 +559,8 @@ Status DumpRoutes(const RouteRequest& rq, const Message& m, Dump& d,
   if (rflags & (kRtmFCloned | kRtmFPrefix)) return {};
   if (table != 0 && table != stack::kTableMain && table != stack::kTableLocal) {
     if (family == AF_INET) return Err(ENOENT, "ipv4: FIB table does not exist");
-    if (family == AF_INET6) return Err(ENOENT, "ipv6: FIB table does not exist");
+    if (family == AF_INET6)
+      return Err(ENOENT, "ipv6: FIB table does not exist");
     return {};
   }
   for (const Route& r : rq.ifs->Routes(family)) {
@@ -562,8 +610,8 @@ Status CheckLinkAttrs(const AttrTable& tb) {
       if (n > (s == kIflaIfname ? 15u : 127u)) return Err(ERANGE);
     }
   }
-  for (uint16_t u : {kIflaMtu, kIflaTxqlen, kIflaGroup, kIflaExtMask,
-                     kIflaMaster}) {
+  for (uint16_t u :
+       {kIflaMtu, kIflaTxqlen, kIflaGroup, kIflaExtMask, kIflaMaster}) {
     if (const Attr* a = tb.Get(u); a != nullptr && a->data.size() < 4) {
       return Err(ERANGE);
     }
@@ -656,9 +704,10 @@ Status SetLink(const RouteRequest& rq, const Message& m) {
       case kIflaAltIfname:
         break;
       default:
-        kernel::LogUnsupported("netlink route: link attribute %u is not "
-                               "supported (EOPNOTSUPP)",
-                               a.type);
+        kernel::LogUnsupported(
+            "netlink route: link attribute %u is not "
+            "supported (EOPNOTSUPP)",
+            a.type);
         return Err(EOPNOTSUPP);
     }
   }
@@ -687,6 +736,113 @@ Status SetLink(const RouteRequest& rq, const Message& m) {
   return {};
 }
 
+// inet_rtm_getroute / inet6_rtm_getroute for output routes: the route a
+// packet to RTA_DST takes, as the cloned route Linux reports (the local
+// and main tables are one trie while no rules were added: the table is
+// main), or with RTM_F_FIB_MATCH the table entry that matched.
+Status GetRoute(const RouteRequest& rq, const Message& m,
+                std::vector<RouteReply>& out) {
+  constexpr uint16_t kRtaSrc = 2, kRtaIif = 3, kRtaUid = 25;
+  constexpr uint32_t kRtmFLookupTable = 0x1000, kRtmFFibMatch = 0x2000,
+                     kRtmFNotify = 0x100;
+  constexpr uint32_t kRtcfLocal = 0x80000000, kRtcfBroadcast = 0x10000000;
+  int family = m.payload[0];
+  size_t alen = family == AF_INET ? 4 : 16;
+  if (m.payload.size() < sizeof(RtMsg)) return Err(EINVAL);
+  RtMsg rtm = FixedHeader<RtMsg>(m.payload);
+  if (rq.strict) {
+    if ((rtm.src_len && rtm.src_len != alen * 8) ||
+        (rtm.dst_len && rtm.dst_len != alen * 8) || rtm.tos || rtm.table ||
+        rtm.protocol || rtm.scope || rtm.type ||
+        (rtm.flags & ~(kRtmFNotify | kRtmFLookupTable | kRtmFFibMatch))) {
+      return Err(EINVAL, "Invalid values in header for route get request");
+    }
+  }
+  KResult<AttrTable> tr = ParseMessageAttrs(m, sizeof(RtMsg), kRtaMax, false);
+  if (!tr.ok()) return Err(tr.error().number());
+  const AttrTable& tb = *tr;
+  for (uint16_t a : {static_cast<uint16_t>(kRtaDst), kRtaSrc}) {
+    if (const Attr* x = tb.Get(a); x != nullptr && x->data.size() < alen) {
+      return Err(ERANGE);
+    }
+  }
+  if (const Attr* iif = tb.Get(kRtaIif); iif && iif->U32().value_or(0)) {
+    LogOnce(m.hdr.type, "input route lookup");
+    return Err(EOPNOTSUPP);
+  }
+  std::array<uint8_t, 16> dst = {}, src = {};
+  if (const Attr* x = tb.Get(kRtaDst)) memcpy(dst.data(), x->data.data(), alen);
+  const Attr* src_attr = tb.Get(kRtaSrc);
+  if (src_attr) memcpy(src.data(), src_attr->data.data(), alen);
+  uint32_t uid = rq.uid;
+  if (const Attr* x = tb.Get(kRtaUid)) uid = x->U32().value_or(uid);
+
+  // The longest matching prefix. IPv4's 0.0.0.0 is the loopback address.
+  std::array<uint8_t, 16> key = dst;
+  if (family == AF_INET && dst == std::array<uint8_t, 16>{}) key[0] = 127;
+  const Route* best = nullptr;
+  std::vector<Route> routes = rq.ifs->Routes(family);
+  for (const Route& r : routes) {
+    int bits = r.dst_len;
+    bool match = true;
+    for (int i = 0; i < bits; ++i) {
+      int byte = i / 8, bit = 7 - i % 8;
+      if (((key[byte] >> bit) & 1) != ((r.dst[byte] >> bit) & 1)) {
+        match = false;
+        break;
+      }
+    }
+    if (match && (best == nullptr || r.dst_len > best->dst_len)) best = &r;
+  }
+  if (best == nullptr) return Err(ENETUNREACH);
+  Builder b;
+  if (rtm.flags & kRtmFFibMatch) {
+    Route r = *best;
+    if (family == AF_INET) r.table = stack::kTableMain;
+    PutRoute(b, r, 0, m.hdr.seq, rq.portid);
+    out.push_back({b.Take()});
+    return {};
+  }
+  size_t at = b.Begin(kRtmNewRoute, 0, m.hdr.seq, rq.portid);
+  RtMsg rep = {};
+  rep.family = static_cast<uint8_t>(family);
+  rep.dst_len = static_cast<uint8_t>(alen * 8);
+  uint8_t cacheinfo[32] = {2};  // struct rta_cacheinfo: rta_clntref 2
+  if (family == AF_INET) {
+    rep.src_len = src_attr ? 32 : 0;
+    rep.table = stack::kTableMain;
+    rep.type = best->type;
+    rep.flags = kRtmFCloned | kRtcfLocal |
+                (best->type == stack::kRtnBroadcast ? kRtcfBroadcast : 0);
+    b.AppendStruct(rep);
+    b.AttrU32(kRtaTable, stack::kTableMain);
+    b.Attr(kRtaDst, dst.data(), 4);
+    if (src_attr) b.Attr(kRtaSrc, src.data(), 4);
+    b.AttrU32(kRtaOif, best->oif);
+    if (!src_attr && best->prefsrc)
+      b.Attr(kRtaPrefsrc, best->prefsrc->data(), 4);
+    b.AttrU32(kRtaUid, uid);
+    b.Attr(kRtaCacheinfo, cacheinfo, sizeof(cacheinfo));
+  } else {
+    rep.src_len = 128;
+    rep.table = static_cast<uint8_t>(best->table);
+    rep.protocol = best->protocol;
+    rep.type = best->type;
+    b.AppendStruct(rep);
+    b.AttrU32(kRtaTable, best->table);
+    b.Attr(kRtaDst, dst.data(), 16);
+    b.Attr(kRtaSrc, src.data(), 16);
+    b.Attr(kRtaPrefsrc, best->dst.data(), 16);
+    b.AttrU32(kRtaPriority, best->priority.value_or(0));
+    b.AttrU32(kRtaOif, best->oif);
+    b.Attr(kRtaCacheinfo, cacheinfo, sizeof(cacheinfo));
+    b.AttrU8(kRtaPref, 0);
+  }
+  b.End(at);
+  out.push_back({b.Take()});
+  return {};
+}
+
 // inet6_rtm_getaddr: one IPv6 address (IFA_ADDRESS or IFA_LOCAL), on the
 // interface ifa_index if given.
 Status GetAddr6(const RouteRequest& rq, const Message& m,
@@ -711,6 +867,33 @@ Status GetAddr6(const RouteRequest& rq, const Message& m,
 }
 
 }  // namespace
+
+std::string Notification(const stack::Change& c, uint32_t* group) {
+  constexpr uint16_t kRtmDelAddr = 21, kRtmDelRoute = 25;
+  Builder b;
+  switch (c.kind) {
+    case stack::Change::kLink:
+      *group = 1;  // RTNLGRP_LINK
+      PutLink(b, c.link, kRtmNewLink, 0, 0, 0, 0);
+      break;
+    case stack::Change::kNewAddr:
+    case stack::Change::kDelAddr:
+      // RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR.
+      *group = c.addr.family == AF_INET ? 5 : 9;
+      PutAddr(b, c.addr, 0, 0, 0, 0,
+              c.kind == stack::Change::kNewAddr ? kRtmNewAddr : kRtmDelAddr);
+      break;
+    case stack::Change::kNewRoute:
+    case stack::Change::kDelRoute:
+      // RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE.
+      *group = c.route.family == AF_INET ? 7 : 11;
+      PutRoute(
+          b, c.route, 0, 0, 0,
+          c.kind == stack::Change::kNewRoute ? kRtmNewRoute : kRtmDelRoute);
+      break;
+  }
+  return b.Take();
+}
 
 RouteResult HandleRoute(const RouteRequest& rq,
                         absl::Span<const uint8_t> bytes) {
@@ -738,7 +921,16 @@ RouteResult HandleRoute(const RouteRequest& rq,
                          uint16_t*) = nullptr;
         switch (type) {
           case kRtmGetLink:
-            dumpit = DumpLinks;
+            // AF_INET6 has a link dump of its own; AF_BRIDGE's lists
+            // bridge ports (none); the others fall back to PF_UNSPEC's.
+            if (m.payload[0] == AF_INET6) {
+              dumpit = DumpLinks6;
+            } else if (m.payload[0] == AF_BRIDGE) {
+              dumpit = [](const RouteRequest&, const Message&, Dump&,
+                          uint16_t*) { return Status{}; };
+            } else {
+              dumpit = DumpLinks;
+            }
             break;
           case kRtmGetAddr:
             dumpit = DumpAddrs;
@@ -747,8 +939,9 @@ RouteResult HandleRoute(const RouteRequest& rq,
             dumpit = DumpRoutes;
             break;
           case kRtmGetNeigh:
-            dumpit = [](const RouteRequest&, const Message&, Dump&,
-                        uint16_t*) { return Status{}; };
+            dumpit = [](const RouteRequest&, const Message&, Dump&, uint16_t*) {
+              return Status{};
+            };
             break;
           default:
             LogOnce(type, "dump");
@@ -796,8 +989,7 @@ RouteResult HandleRoute(const RouteRequest& rq,
             if (RequestFamily(m) == AF_UNSPEC) {
               st = Err(EOPNOTSUPP);
             } else {
-              LogOnce(type, "route lookup");
-              st = Err(EOPNOTSUPP);
+              st = GetRoute(rq, m, res.queued);
             }
             break;
           default:

@@ -5,6 +5,7 @@
 // alone.
 //
 // Handled: RTM_GETLINK (dump, or one link by index or name),
+// RTM_GETROUTE requests (`ip route get`: which route a destination takes),
 // RTM_NEWLINK/RTM_SETLINK of an existing link (flags: up/down, promisc;
 // IFLA_MTU, IFLA_TXQLEN, IFLA_GROUP; CAP_NET_ADMIN), RTM_GETADDR (dumps of
 // AF_INET, AF_INET6 or both; one IPv6 address), RTM_GETROUTE dumps, and
@@ -13,7 +14,9 @@
 // attribute checks; errors come back as NLMSG_ERROR (with the request
 // echoed unless NETLINK_CAP_ACK, and Linux's message when NETLINK_EXT_ACK
 // is on), dump errors in NLMSG_DONE. Everything else rtnetlink has is
-// EOPNOTSUPP, logged once per message type.
+// EOPNOTSUPP, logged once per message type. Changes of the table are
+// announced to listeners of RTNLGRP_LINK, *_IFADDR and *_ROUTE
+// (Notification; netlink.cc multicasts them).
 #ifndef SENTRY_NET_NETLINK_ROUTE_H_
 #define SENTRY_NET_NETLINK_ROUTE_H_
 
@@ -36,11 +39,12 @@ inline constexpr size_t kDumpGoodSize = 3776;
 
 struct RouteRequest {
   stack::Interfaces* ifs = nullptr;
-  uint32_t portid = 0;      // the sender's port id (replies' nlmsg_pid)
-  bool strict = false;      // NETLINK_GET_STRICT_CHK
-  bool cap_ack = false;     // NETLINK_CAP_ACK
-  bool ext_ack = false;     // NETLINK_EXT_ACK
-  bool net_admin = false;   // the sender has CAP_NET_ADMIN
+  uint32_t portid = 0;        // the sender's port id (replies' nlmsg_pid)
+  bool strict = false;        // NETLINK_GET_STRICT_CHK
+  bool cap_ack = false;       // NETLINK_CAP_ACK
+  bool ext_ack = false;       // NETLINK_EXT_ACK
+  bool net_admin = false;     // the sender has CAP_NET_ADMIN
+  uint32_t uid = 0;           // the sender's real uid (RTA_UID)
   bool dump_running = false;  // a dump of this socket is not finished
   size_t dump_size = kDumpGoodSize;  // bytes per dump datagram
 };
@@ -64,6 +68,10 @@ struct RouteResult {
 // after one started by the same buffer) is EBUSY.
 RouteResult HandleRoute(const RouteRequest& req,
                         absl::Span<const uint8_t> bytes);
+
+// The message rtnetlink multicasts for change `c` (seq 0, port 0), and in
+// *group the RTNLGRP_* it goes to.
+std::string Notification(const stack::Change& c, uint32_t* group);
 
 }  // namespace sandbox::net::netlink
 

@@ -53,7 +53,9 @@ std::string RtGen(uint16_t type, uint16_t flags, uint32_t seq, uint8_t family,
   return r.Done();
 }
 
-std::vector<Message> All(const std::string& d) { return SplitMessages(Bytes(d)); }
+std::vector<Message> All(const std::string& d) {
+  return SplitMessages(Bytes(d));
+}
 
 int ErrorOf(const std::string& d) {
   std::vector<Message> m = All(d);
@@ -102,9 +104,29 @@ TEST_F(RouteTest, LinkDumpThenDoneAlone) {
   EXPECT_EQ(ErrorOf(r.dump_rest[0]), 0);
 }
 
+TEST_F(RouteTest, Inet6LinkDump) {
+  // `ip -6 addr`: AF_INET6's own link dump, with few attributes.
+  uint8_t ifi[16] = {AF_INET6};
+  Builder b;
+  size_t at = b.Begin(18, kFRequest | kFDump, 3, 0);
+  b.Append(ifi, sizeof(ifi));
+  b.End(at);
+  RouteResult r = Send(b.Take());
+  ASSERT_EQ(r.queued.size(), 1u);
+  std::vector<Message> m = All(r.queued[0].bytes);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].payload[0], AF_INET6);
+  KResult<AttrTable> t = ParseMessageAttrs(m[0], 16, 100, true);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->Has(3));    // IFLA_IFNAME
+  EXPECT_TRUE(t->Has(12));   // IFLA_PROTINFO
+  EXPECT_FALSE(t->Has(6));   // no IFLA_QDISC
+  EXPECT_FALSE(t->Has(13));  // no IFLA_TXQLEN
+}
+
 TEST_F(RouteTest, SecondDumpIsBusy) {
-  std::string two = IfInfo(18, kFRequest | kFDump, 1) +
-                    IfInfo(18, kFRequest | kFDump, 2);
+  std::string two =
+      IfInfo(18, kFRequest | kFDump, 1) + IfInfo(18, kFRequest | kFDump, 2);
   RouteResult r = Send(two);
   ASSERT_EQ(r.queued.size(), 2u);
   EXPECT_EQ(ErrorOf(r.queued[1].bytes), EBUSY);
@@ -240,6 +262,32 @@ TEST_F(RouteTest, ControlMessagesAndUnknownTypes) {
   at = e.Begin(18, kFRequest, 3, 0);
   e.End(at);
   EXPECT_TRUE(Send(e.Take()).queued.empty());
+}
+
+TEST_F(RouteTest, RouteGet) {
+  uint8_t rtm[12] = {AF_INET, 32};
+  Builder b;
+  size_t at = b.Begin(26, kFRequest, 4, 0);
+  b.Append(rtm, sizeof(rtm));
+  uint8_t dst[4] = {127, 0, 0, 2};
+  b.Attr(1, dst, 4);
+  b.End(at);
+  std::string req = b.Take();
+  RouteResult r = Send(req);
+  ASSERT_EQ(r.queued.size(), 1u);
+  std::vector<Message> m = All(r.queued[0].bytes);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].hdr.type, 24);
+  EXPECT_EQ(m[0].payload[7], 2);    // RTN_LOCAL
+  EXPECT_EQ(m[0].payload[4], 254);  // the main table (merged with local)
+  KResult<AttrTable> t = ParseMessageAttrs(m[0], 12, 31, true);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->Get(4)->U32(), 1u);   // RTA_OIF lo
+  EXPECT_EQ(t->Get(7)->data[3], 1);  // RTA_PREFSRC 127.0.0.1
+  // Elsewhere: unreachable.
+  req[req.size() - 4] = 8;
+  r = Send(req);
+  EXPECT_EQ(ErrorOf(r.queued[0].bytes), ENETUNREACH);
 }
 
 TEST_F(RouteTest, LargeDumpIsSplit) {

@@ -210,9 +210,10 @@ KResult<uint64_t> InterfaceIoctl(Interfaces& ifs, vfs::UserMemory* mem,
         return kEOPNOTSUPP;
       case kSiocSifname:
         if (l->up()) return kEBUSY;
-        kernel::LogUnsupported("ioctl SIOCSIFNAME on %s: renaming interfaces "
-                               "is not supported",
-                               name);
+        kernel::LogUnsupported(
+            "ioctl SIOCSIFNAME on %s: renaming interfaces "
+            "is not supported",
+            name);
         return kEOPNOTSUPP;
       default:
         return kENOTTY;
@@ -259,8 +260,8 @@ KResult<uint64_t> InterfaceIoctl(Interfaces& ifs, vfs::UserMemory* mem,
 
 KResult<uint64_t> DevinetIoctl(Interfaces& ifs, vfs::UserMemory* mem,
                                uint32_t cmd, uint64_t arg) {
-  if (cmd != kSiocGifaddr && cmd != kSiocGifnetmask &&
-      cmd != kSiocGifbrdaddr && cmd != kSiocGifdstaddr) {
+  if (cmd != kSiocGifaddr && cmd != kSiocGifnetmask && cmd != kSiocGifbrdaddr &&
+      cmd != kSiocGifdstaddr) {
     return kENOTTY;
   }
   if (mem == nullptr) return kEFAULT;

@@ -21,9 +21,9 @@ constexpr uint32_t kUserSettable = kIffDebug | kIffNotrailers | kIffNoarp |
                                    kIffDynamic | kIffMulticast | kIffPortsel |
                                    kIffAutomedia;
 // IFF_VOLATILE: bits the device (not the user) owns.
-constexpr uint32_t kVolatile = kIffLoopback | kIffPointopoint |
-                               kIffBroadcast | kIffMaster | kIffSlave |
-                               kIffRunning | kIffLowerUp | kIffDormant;
+constexpr uint32_t kVolatile = kIffLoopback | kIffPointopoint | kIffBroadcast |
+                               kIffMaster | kIffSlave | kIffRunning |
+                               kIffLowerUp | kIffDormant;
 
 std::array<uint8_t, 16> V4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
   return {a, b, c, d};
@@ -114,11 +114,10 @@ void Interfaces::DownLocked(Dev& d) {
   d.link.flags &= ~kIffUp;
   d.link.operstate = kOperDown;
   // addrconf_ifdown: IPv6 addresses go; IPv4 ones stay.
-  d.addrs.erase(std::remove_if(d.addrs.begin(), d.addrs.end(),
-                               [](const Addr& a) {
-                                 return a.family == AF_INET6;
-                               }),
-                d.addrs.end());
+  d.addrs.erase(
+      std::remove_if(d.addrs.begin(), d.addrs.end(),
+                     [](const Addr& a) { return a.family == AF_INET6; }),
+      d.addrs.end());
 }
 
 std::vector<Link> Interfaces::Links() const {
@@ -145,6 +144,10 @@ std::optional<Link> Interfaces::LinkByName(std::string_view name) const {
 
 std::vector<Addr> Interfaces::Addrs(int family) const {
   absl::MutexLock l(&mu_);
+  return AddrsLocked(family);
+}
+
+std::vector<Addr> Interfaces::AddrsLocked(int family) const {
   std::vector<Addr> out;
   for (int f : {AF_INET, AF_INET6}) {
     if (family != AF_UNSPEC && family != f) continue;
@@ -159,6 +162,39 @@ std::vector<Addr> Interfaces::Addrs(int family) const {
 
 std::vector<Route> Interfaces::Routes(int family) const {
   absl::MutexLock l(&mu_);
+  return RoutesLocked(family);
+}
+
+void Interfaces::SetListener(ChangeListener l) {
+  absl::MutexLock lock(&mu_);
+  listener_ = std::move(l);
+}
+
+namespace {
+
+bool SameRoute(const Route& a, const Route& b) {
+  return a.family == b.family && a.dst_len == b.dst_len && a.table == b.table &&
+         a.type == b.type && a.dst == b.dst && a.oif == b.oif;
+}
+bool SameAddr(const Addr& a, const Addr& b) {
+  return a.family == b.family && a.index == b.index &&
+         a.prefixlen == b.prefixlen && a.addr == b.addr;
+}
+template <typename T, typename Eq>
+std::vector<T> Minus(const std::vector<T>& a, const std::vector<T>& b, Eq eq) {
+  std::vector<T> out;
+  for (const T& x : a) {
+    if (std::none_of(b.begin(), b.end(),
+                     [&](const T& y) { return eq(x, y); })) {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Route> Interfaces::RoutesLocked(int family) const {
   std::vector<Route> out;
   if (family == AF_UNSPEC || family == AF_INET) {
     // fib_add_ifaddr of each IPv4 address, in the local table's trie order
@@ -224,9 +260,64 @@ std::vector<Route> Interfaces::Routes(int family) const {
 }
 
 KResult<void> Interfaces::ChangeFlags(int index, uint32_t flags) {
-  absl::MutexLock l(&mu_);
-  Dev* d = FindLocked(index);
-  if (d == nullptr) return kENODEV;
+  std::vector<Change> changes;
+  ChangeListener listener;
+  {
+    absl::MutexLock l(&mu_);
+    Dev* d = FindLocked(index);
+    if (d == nullptr) return kENODEV;
+    Link before = Report(*d);
+    std::vector<Route> routes = RoutesLocked(AF_UNSPEC);
+    std::vector<Addr> addrs = AddrsLocked(AF_UNSPEC);
+    ChangeFlagsLocked(*d, flags);
+    Link after = Report(*d);
+    if (before.flags == after.flags &&
+        before.promiscuity == after.promiscuity) {
+      return OkResult();
+    }
+    Change c;
+    c.link = after;
+    changes.push_back(c);
+    std::vector<Route> routes_now = RoutesLocked(AF_UNSPEC);
+    std::vector<Addr> addrs_now = AddrsLocked(AF_UNSPEC);
+    // Linux's order when lo goes up: the new IPv4 routes, the addresses,
+    // the IPv6 routes; when it goes down: the IPv6 routes, the addresses
+    // (the IPv4 broadcast route goes unannounced).
+    auto route = [&](Change::Kind k, const Route& r) {
+      Change x;
+      x.kind = k;
+      x.route = r;
+      changes.push_back(x);
+    };
+    auto addr = [&](Change::Kind k, const Addr& a) {
+      Change x;
+      x.kind = k;
+      x.addr = a;
+      changes.push_back(x);
+    };
+    for (const Route& r : Minus(routes_now, routes, SameRoute)) {
+      if (r.family == AF_INET) route(Change::kNewRoute, r);
+    }
+    for (const Route& r : Minus(routes, routes_now, SameRoute)) {
+      if (r.family == AF_INET6) route(Change::kDelRoute, r);
+    }
+    for (const Addr& a : Minus(addrs, addrs_now, SameAddr)) {
+      addr(Change::kDelAddr, a);
+    }
+    for (const Addr& a : Minus(addrs_now, addrs, SameAddr)) {
+      addr(Change::kNewAddr, a);
+    }
+    for (const Route& r : Minus(routes_now, routes, SameRoute)) {
+      if (r.family == AF_INET6) route(Change::kNewRoute, r);
+    }
+    listener = listener_;
+  }
+  if (listener) listener(changes);
+  return OkResult();
+}
+
+void Interfaces::ChangeFlagsLocked(Dev& dev, uint32_t flags) {
+  Dev* d = &dev;
   uint32_t old = d->link.flags;
   d->link.flags = (flags & kUserSettable) |
                   (old & (kIffUp | kVolatile | kIffPromisc | kIffAllmulti));
@@ -245,7 +336,6 @@ KResult<void> Interfaces::ChangeFlags(int index, uint32_t flags) {
       DownLocked(*d);
     }
   }
-  return OkResult();
 }
 
 KResult<uint32_t> Interfaces::DevFlags(int index) const {
@@ -298,8 +388,8 @@ std::string FormatProcNetDev(const Interfaces& ifs) {
         "%6s:%8u %7u %4u %4u %4u %5u %10u %9u %8u %7u %4u %4u %4u %5u %7u "
         "%10u\n",
         l.name, s.rx_bytes, s.rx_packets, s.rx_errors, s.rx_dropped, 0, 0, 0,
-        s.multicast, s.tx_bytes, s.tx_packets, s.tx_errors, s.tx_dropped, 0,
-        0, 0, 0);
+        s.multicast, s.tx_bytes, s.tx_packets, s.tx_errors, s.tx_dropped, 0, 0,
+        0, 0);
   }
   return out;
 }

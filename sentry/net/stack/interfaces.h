@@ -20,13 +20,15 @@
 // operstate UNKNOWN when up (no carrier detection), DOWN when down.
 //
 // Thread-safety: every method locks mu_; the returned values are copies.
-// Lock order: Interfaces::mu_ is a leaf.
+// Lock order: Interfaces::mu_ is a leaf; the change listener runs after
+// it is released.
 #ifndef SENTRY_NET_STACK_INTERFACES_H_
 #define SENTRY_NET_STACK_INTERFACES_H_
 
 #include <stdint.h>
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,15 +94,15 @@ struct LinkStats {
 
 struct Link {
   int index = 0;
-  std::string name;     // at most 15 bytes
-  uint16_t type = 0;    // ARPHRD_*
-  uint32_t flags = 0;   // as dev_get_flags reports them (IFF_RUNNING and
-                        // IFF_LOWER_UP while up, IFF_PROMISC while
-                        // promiscuity > 0)
+  std::string name;    // at most 15 bytes
+  uint16_t type = 0;   // ARPHRD_*
+  uint32_t flags = 0;  // as dev_get_flags reports them (IFF_RUNNING and
+                       // IFF_LOWER_UP while up, IFF_PROMISC while
+                       // promiscuity > 0)
   uint32_t mtu = 0;
   uint32_t txqlen = 0;
   uint8_t operstate = kOperDown;
-  std::string qdisc;    // "noop" until first up, then "noqueue"
+  std::string qdisc;  // "noop" until first up, then "noqueue"
   uint32_t promiscuity = 0;
   uint32_t allmulti = 0;
   uint32_t group = 0;
@@ -111,14 +113,14 @@ struct Link {
 };
 
 struct Addr {
-  int family = 0;       // AF_INET or AF_INET6
-  int index = 0;        // the interface
+  int family = 0;  // AF_INET or AF_INET6
+  int index = 0;   // the interface
   uint8_t prefixlen = 0;
-  uint8_t scope = 0;    // RT_SCOPE_*
-  uint32_t flags = 0;   // IFA_F_*
+  uint8_t scope = 0;                  // RT_SCOPE_*
+  uint32_t flags = 0;                 // IFA_F_*
   std::array<uint8_t, 16> addr = {};  // 4 bytes for AF_INET
-  std::string label;    // AF_INET only ("lo")
-  uint8_t proto = 0;    // IFA_PROTO, 0: none
+  std::string label;                  // AF_INET only ("lo")
+  uint8_t proto = 0;                  // IFA_PROTO, 0: none
   // When the address was made and last changed, in hundredths of a second
   // since the namespace started (IFA_CACHEINFO's cstamp/tstamp).
   uint32_t cstamp = 0, tstamp = 0;
@@ -137,6 +139,20 @@ struct Route {
   int oif = 0;
   std::optional<uint32_t> priority;  // RTA_PRIORITY (IPv6 always has one)
 };
+
+// A change of the table, as rtnetlink announces it to its multicast
+// listeners (RTM_NEWLINK, RTM_NEWADDR/RTM_DELADDR, RTM_NEWROUTE/
+// RTM_DELROUTE).
+struct Change {
+  enum Kind : uint8_t { kLink, kNewAddr, kDelAddr, kNewRoute, kDelRoute };
+  Kind kind = kLink;
+  Link link;    // kLink: the new state
+  Addr addr;    // k*Addr
+  Route route;  // k*Route
+};
+// Called with the changes of one operation, in Linux's order, after the
+// table's lock is released.
+using ChangeListener = std::function<void(const std::vector<Change>&)>;
 
 class Interfaces {
  public:
@@ -167,8 +183,7 @@ class Interfaces {
   // IFF_UP, IFF_PROMISC, IFF_ALLMULTI and the bits Linux lets a user set
   // (IFF_DEBUG, IFF_NOTRAILERS, IFF_NOARP, IFF_DYNAMIC, IFF_MULTICAST,
   // IFF_PORTSEL, IFF_AUTOMEDIA) change. ENODEV for an unknown index.
-  KResult<void> ChangeFlags(int index, uint32_t flags)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  KResult<void> ChangeFlags(int index, uint32_t flags) ABSL_LOCKS_EXCLUDED(mu_);
   // The flags word as dev->flags holds it (for netlink's ifi_change
   // combination): without IFF_RUNNING/IFF_LOWER_UP.
   KResult<uint32_t> DevFlags(int index) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -178,14 +193,17 @@ class Interfaces {
   KResult<void> SetTxqlen(int index, uint32_t txqlen) ABSL_LOCKS_EXCLUDED(mu_);
   KResult<void> SetGroup(int index, uint32_t group) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Sets the one listener (netlink's notifier); replaces any before.
+  void SetListener(ChangeListener l) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Hundredths of a second since this table was made (cstamp/tstamp).
   uint32_t Centiseconds() const;
 
  private:
   struct Dev {
-    Link link;           // flags hold dev->flags (no RUNNING/LOWER_UP)
-    uint32_t gflags = 0; // user-requested IFF_PROMISC/IFF_ALLMULTI
-    bool was_up = false; // has been up once (IPv4 address, qdisc)
+    Link link;            // flags hold dev->flags (no RUNNING/LOWER_UP)
+    uint32_t gflags = 0;  // user-requested IFF_PROMISC/IFF_ALLMULTI
+    bool was_up = false;  // has been up once (IPv4 address, qdisc)
     std::vector<Addr> addrs;
   };
   Dev* FindLocked(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -193,11 +211,18 @@ class Interfaces {
   static Link Report(const Dev& d);
   // NETDEV_UP / NETDEV_DOWN of a loopback device.
   void UpLocked(Dev& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ChangeFlagsLocked(Dev& d, uint32_t flags)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DownLocked(Dev& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<Route> RoutesLocked(int family) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::vector<Addr> AddrsLocked(int family) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const int64_t start_ns_;
   mutable absl::Mutex mu_;
   std::vector<Dev> devs_ ABSL_GUARDED_BY(mu_);  // by index
+  ChangeListener listener_ ABSL_GUARDED_BY(mu_);
 };
 
 // /proc/net/dev and /proc/net/if_inet6 of `ifs` (Linux's layouts:

@@ -107,8 +107,7 @@ class FakeMemory : public vfs::UserMemory {
     memcpy(dst, mem.data() + (addr - kBase), n);
     return OkResult();
   }
-  KResult<void> CopyOutFull(uint64_t addr, const void* src,
-                            size_t n) override {
+  KResult<void> CopyOutFull(uint64_t addr, const void* src, size_t n) override {
     if (addr < kBase || addr + n > kBase + mem.size()) return kEFAULT;
     memcpy(mem.data() + (addr - kBase), src, n);
     return OkResult();
@@ -142,9 +141,9 @@ TEST(IfIoctlTest, GetByName) {
   EXPECT_EQ(InterfaceIoctl(ifs, &m, false, SIOCGIFADDR, m.kBase).error(),
             kENOTTY);
   ASSERT_TRUE(DevinetIoctl(ifs, &m, SIOCGIFNETMASK, m.kBase).ok());
-  EXPECT_EQ(reinterpret_cast<sockaddr_in*>(&m.req()->ifr_netmask)
-                ->sin_addr.s_addr,
-            htonl(0xff000000));
+  EXPECT_EQ(
+      reinterpret_cast<sockaddr_in*>(&m.req()->ifr_netmask)->sin_addr.s_addr,
+      htonl(0xff000000));
 }
 
 TEST(IfIoctlTest, GetName) {

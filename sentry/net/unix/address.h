@@ -29,8 +29,8 @@
 
 namespace sandbox::net::unix {
 
-inline constexpr uint32_t kSunPathOffset = 2;     // offsetof(sun_path)
-inline constexpr uint32_t kSockaddrUnLen = 110;   // sizeof(sockaddr_un)
+inline constexpr uint32_t kSunPathOffset = 2;    // offsetof(sun_path)
+inline constexpr uint32_t kSockaddrUnLen = 110;  // sizeof(sockaddr_un)
 inline constexpr uint32_t kAutobindLen = kSunPathOffset + 6;
 
 // A name given to bind/connect/sendto, after unix_validate_addr.

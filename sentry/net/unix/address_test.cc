@@ -70,7 +70,9 @@ TEST(AddressTest, AbstractKeepsEveryByte) {
 TEST(AddressTest, Autobind) {
   Name n = AutobindName(0xabc);
   EXPECT_EQ(n.len, 8u);
-  EXPECT_EQ(n.bytes, std::string("\0" "00abc", 6));
+  EXPECT_EQ(n.bytes, std::string("\0"
+                                 "00abc",
+                                 6));
   EXPECT_EQ(UnnamedSockAddr().len, 2u);
 }
 

@@ -62,7 +62,12 @@ KResult<void> UnixSocket::DgramConnect(Caller& c, const SockAddr& addr) {
     TRY(Name name, ParseName(addr));
     if (passcred()) TRY_VOID(Autobind());
     for (;;) {
-      TRY(other, FindPeer(c, NsOf(c), name, self.type()));
+      HostPeer hp;
+      TRY(other, FindPeer(c, NsOf(c), name, self.type(), &hp));
+      if (other == nullptr) {
+        // A host datagram socket: connected on the host from now on.
+        return HostConnect(c, name, hp, /*nonblock=*/true, -1);
+      }
       LockPair l(self, *other);
       if (other->dead_) continue;  // released meanwhile: look again
       // unix_may_send: the target talks to nobody or to us.
@@ -298,8 +303,7 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
     }
     // __skb_wait_for_more_packets.
     if (shut) break;  // EOF
-    if (seqpacket && state != State::kEstablished &&
-        state != State::kListen) {
+    if (seqpacket && state != State::kEstablished && state != State::kListen) {
       err = ENOTCONN;
       break;
     }
@@ -349,8 +353,7 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
     }
   }
   if (pass) {
-    req.control.creds =
-        m->creds.value_or(Ucred{0, kOverflowId, kOverflowId});
+    req.control.creds = m->creds.value_or(Ucred{0, kOverflowId, kOverflowId});
   }
   std::vector<vfs::FileRef> peeked;
   {
@@ -359,8 +362,8 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
       batch.Add(std::move(m->rights), m->rights_uid, /*keep=*/true);
       m->rights.clear();
       if (self.peek_off_ >= 0) {
-        self.peek_off_ = std::max<int32_t>(
-            0, self.peek_off_ - static_cast<int32_t>(m->len));
+        self.peek_off_ =
+            std::max<int32_t>(0, self.peek_off_ - static_cast<int32_t>(m->len));
       }
     } else {
       peeked = m->rights;

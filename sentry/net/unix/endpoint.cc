@@ -77,8 +77,10 @@ std::shared_ptr<const Address> Endpoint::address() const {
 }
 
 void Endpoint::WmemFree(int64_t truesize) {
-  wmem_.fetch_sub(truesize, std::memory_order_acq_rel);
-  wq_.Notify(vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand);
+  int64_t now = wmem_.fetch_sub(truesize, std::memory_order_acq_rel) - truesize;
+  if (now * 4 <= sndbuf_.load(std::memory_order_relaxed)) {
+    wq_.Notify(vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand);
+  }
 }
 
 void Endpoint::RoomLocked() {

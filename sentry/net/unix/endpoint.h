@@ -43,6 +43,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "sentry/base/result.h"
+#include "sentry/net/hostunix/host_endpoint.h"
 #include "sentry/net/message.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/socket.h"
@@ -54,6 +55,7 @@ namespace sandbox::net::unix {
 
 class Endpoint;
 class UnixSocket;
+struct HostPeer;
 using EndpointRef = std::shared_ptr<Endpoint>;
 
 // sk_state as af_unix uses it.
@@ -85,11 +87,11 @@ struct Message {
   size_t len = 0;
   size_t consumed = 0;  // stream: bytes already read (UNIXCB.consumed)
   int64_t truesize = 0;
-  EndpointRef sender;  // charged with truesize; its name is msg_name
+  EndpointRef sender;          // charged with truesize; its name is msg_name
   std::optional<Ucred> creds;  // UNIXCB pid/uid/gid; none: not attached
   std::vector<vfs::FileRef> rights;  // in flight (gc.h)
   uint32_t rights_uid = 0;           // who sent them (per-user count)
-  EndpointRef embryo;  // a listener's queue: the pending connection
+  EndpointRef embryo;   // a listener's queue: the pending connection
   bool peeked = false;  // a zero-length datagram seen by MSG_PEEK
 };
 using MessagePtr = std::unique_ptr<Message>;
@@ -113,8 +115,9 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
   // The bound address or null (for getsockname and msg_name).
   std::shared_ptr<const Address> address() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Un-charges `truesize` (a Message of this sender was consumed) and wakes
-  // writers (unix_write_space).
+  // Un-charges `truesize` (a Message of this sender was consumed) and, once
+  // the socket is writable again (a quarter of SO_SNDBUF or less in
+  // flight), wakes writers (unix_write_space).
   void WmemFree(int64_t truesize);
 
   // ---- For the socket operations (stream.cc, dgram.cc, socket.cc). ----
@@ -127,7 +130,7 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
 
   State state_ ABSL_GUARDED_BY(mu_) = State::kClose;
   uint8_t shutdown_ ABSL_GUARDED_BY(mu_) = 0;
-  int err_ ABSL_GUARDED_BY(mu_) = 0;     // sk_err (ECONNRESET)
+  int err_ ABSL_GUARDED_BY(mu_) = 0;        // sk_err (ECONNRESET)
   bool dead_ ABSL_GUARDED_BY(mu_) = false;  // SOCK_DEAD: released
   EndpointRef peer_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Address> addr_ ABSL_GUARDED_BY(mu_);
@@ -150,6 +153,9 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
 
   // sk_wmem_alloc: truesize of this socket's Messages still queued.
   std::atomic<int64_t> wmem_{0};
+  // The file's SO_SNDBUF, for WmemFree (which may run under another
+  // Endpoint's mu_, where the file's options are out of reach).
+  std::atomic<int64_t> sndbuf_{0};
 
   // sk_sleep: readers, writers waiting for wmem, poll and epoll.
   vfs::WaitQueue wq_;
@@ -217,12 +223,22 @@ class UnixSocket final : public Socket {
                            absl::Span<const uint8_t> val) override;
   KResult<size_t> GetSockOpt(Caller& c, int level, int name,
                              absl::Span<uint8_t> val) override;
-  KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd,
-                                uint64_t arg) override;
+  KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd, uint64_t arg) override;
 
   uint32_t Readiness(uint32_t mask) override;
   void EventRegister(vfs::WaitEntry* e, uint32_t mask) override {
     ep_->wq_.Register(e, mask);
+  }
+  // A socket on the host (below): its host fd, whose readiness is the
+  // socket's; -1 otherwise.
+  int HostPollFd() const override;
+
+  // The host socket this socket became, or null: bind(2) made its node in a
+  // ":uds" mount, or connect(2) reached a host socket there
+  // (sentry/net/hostunix). From then on every socket operation is the host
+  // endpoint's. Set once (never cleared) and read without a lock.
+  hostunix::HostEndpoint* host() const {
+    return host_.load(std::memory_order_acquire);
   }
 
   // Used by the type-specific halves.
@@ -235,9 +251,18 @@ class UnixSocket final : public Socket {
   KResult<size_t> DgramRecv(Caller& c, MessageIo& data, RecvRequest& req);
   uint32_t StreamPoll();
   uint32_t DgramPoll(uint32_t mask);
+  // Makes this socket the host endpoint's (once: false if it already is
+  // one's).
+  bool SetHost(std::shared_ptr<hostunix::HostEndpoint> h);
+  // connect(2) to the host socket node `hp` found for `name`.
+  KResult<void> HostConnect(Caller& c, const Name& name, HostPeer& hp,
+                            bool nonblock, int64_t deadline);
 
  private:
   const EndpointRef ep_;
+  absl::Mutex host_mu_;  // leaf; serializes SetHost
+  std::shared_ptr<hostunix::HostEndpoint> host_owner_ ABSL_GUARDED_BY(host_mu_);
+  std::atomic<hostunix::HostEndpoint*> host_{nullptr};
 };
 
 // Adds `sender` (once) to the senders woken when `receiver`'s queue
@@ -286,8 +311,8 @@ inline int64_t EarlierDeadline(int64_t a, int64_t b) {
 }
 
 // Counters of live unix sockets (for tests and leak checks).
-int64_t LiveEndpoints();   // Endpoints not yet destroyed
-int64_t OpenEndpoints();   // Endpoints not yet released
+int64_t LiveEndpoints();  // Endpoints not yet destroyed
+int64_t OpenEndpoints();  // Endpoints not yet released
 
 }  // namespace sandbox::net::unix
 

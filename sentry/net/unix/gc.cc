@@ -1,5 +1,9 @@
 #include "sentry/net/unix/gc.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -156,7 +160,71 @@ std::vector<vfs::FileRef> CollectPass() {
   return garbage;
 }
 
+// The background collector (Linux >= 6.10 runs unix_gc as a work item):
+// descriptors in flight become garbage when the last descriptor of a cycle
+// is closed, which no socket sees, so while any unix socket is in flight a
+// host thread collects now and then: soon after descriptors were sent,
+// then less and less often (up to once a second) while nothing changes.
+struct Background {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;
+  bool enabled = true;
+  bool kicked = false;
+};
+
+Background& Bg() {
+  static Background* b = new Background;
+  return *b;
+}
+
+void BackgroundLoop() {
+  Background& b = Bg();
+  constexpr auto kMin = std::chrono::milliseconds(20);
+  constexpr auto kMax = std::chrono::milliseconds(1000);
+  auto interval = kMin;
+  std::unique_lock<std::mutex> l(b.mu);
+  for (;;) {
+    if (!b.enabled || Gc().total_sockets.load() == 0) {
+      b.cv.wait(l, [&] { return b.kicked; });
+      b.kicked = false;
+      interval = kMin;
+      continue;
+    }
+    if (b.cv.wait_for(l, interval, [&] { return b.kicked; })) {
+      b.kicked = false;
+      interval = kMin;
+      continue;
+    }
+    if (!b.enabled) continue;
+    l.unlock();
+    CollectGarbage();
+    l.lock();
+    interval = std::min<std::chrono::milliseconds>(interval * 2, kMax);
+  }
+}
+
+// Descriptors were sent: (re)start the background collector's schedule.
+void KickBackground() {
+  Background& b = Bg();
+  std::lock_guard<std::mutex> l(b.mu);
+  if (!b.started) {
+    b.started = true;
+    std::thread(BackgroundLoop).detach();
+  }
+  b.kicked = true;
+  b.cv.notify_one();
+}
+
 }  // namespace
+
+void SetBackgroundCollection(bool enabled) {
+  Background& b = Bg();
+  std::lock_guard<std::mutex> l(b.mu);
+  b.enabled = enabled;
+  b.kicked = true;
+  b.cv.notify_one();
+}
 
 void ReleaseFiles(std::vector<vfs::FileRef> files) {
   if (files.empty()) return;
@@ -178,15 +246,24 @@ void ReleaseFiles(std::vector<vfs::FileRef> files) {
   }
 }
 
-KResult<void> AttachRights(const std::vector<vfs::FileRef>& files,
-                           uint32_t uid, uint64_t limit, bool privileged) {
+KResult<void> AttachRights(const std::vector<vfs::FileRef>& files, uint32_t uid,
+                           uint64_t limit, bool privileged) {
   if (files.empty()) return OkResult();
   GcState& g = Gc();
-  absl::MutexLock l(&g.mu);
+  absl::ReleasableMutexLock l(&g.mu);
   auto it = g.per_user.find(uid);
   int64_t mine = it == g.per_user.end() ? 0 : it->second;
-  if (static_cast<uint64_t>(mine) > limit && !privileged) return kETOOMANYREFS;
-  for (const vfs::FileRef& f : files) InflightLocked(g, f, uid);
+  if (static_cast<uint64_t>(mine) > limit && !privileged) {
+    l.Release();
+    return kETOOMANYREFS;
+  }
+  bool sockets = false;
+  for (const vfs::FileRef& f : files) {
+    InflightLocked(g, f, uid);
+    sockets = sockets || EndpointOf(f) != nullptr;
+  }
+  l.Release();
+  if (sockets) KickBackground();
   return OkResult();
 }
 

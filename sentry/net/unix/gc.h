@@ -46,8 +46,8 @@ void ReleaseFiles(std::vector<vfs::FileRef> files);
 // real uid). ETOOMANYREFS (nothing counted) when that user already has more
 // than `limit` descriptors in flight and is not `privileged`
 // (CAP_SYS_RESOURCE or CAP_SYS_ADMIN).
-KResult<void> AttachRights(const std::vector<vfs::FileRef>& files,
-                           uint32_t uid, uint64_t limit, bool privileged);
+KResult<void> AttachRights(const std::vector<vfs::FileRef>& files, uint32_t uid,
+                           uint64_t limit, bool privileged);
 
 // References taken out of messages: un-counted and released when the batch
 // is destroyed (declare it before the locks it must outlive).
@@ -77,11 +77,15 @@ class RightsBatch {
 void PeekBarrier();
 
 // unix_gc: collects unreachable cycles now (a no-op when nothing is in
-// flight). Called when a unix socket is released, before /proc/net/unix is
-// read, and by tests.
+// flight). Called when a unix socket is released, by the background
+// collector, before /proc/net/unix is read, and by tests.
 void CollectGarbage();
 // Runs CollectGarbage when any unix socket is in flight.
 void MaybeCollectGarbage();
+// The background collector (on by default): while unix sockets are in
+// flight, a host thread collects 20 ms after descriptors were sent, then at
+// doubling intervals up to a second. Tests that count turn it off.
+void SetBackgroundCollection(bool enabled);
 
 // Counters (for tests and leak checks).
 // Descriptions of any kind in flight.

@@ -1,11 +1,13 @@
 // The collector of unreachable cycles of sockets in flight (unix_gc).
+#include "sentry/net/unix/gc.h"
+
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/net/unix/gc.h"
 #include "sentry/net/unix/testing.h"
 
 namespace sandbox::net::unix {
@@ -18,6 +20,7 @@ class GcTest : public UnixTest {
  protected:
   void SetUp() override {
     UnixTest::SetUp();
+    SetBackgroundCollection(false);
     CollectGarbage();
     live_ = LiveEndpoints();
     open_ = OpenEndpoints();
@@ -30,8 +33,20 @@ class GcTest : public UnixTest {
     EXPECT_EQ(InflightDescriptors(), files_);
     EXPECT_EQ(InflightSockets(), 0);
   }
+  void TearDown() override { SetBackgroundCollection(true); }
   int64_t live_ = 0, open_ = 0, files_ = 0;
 };
+
+TEST_F(GcTest, BackgroundCollectorFreesAClosedCycle) {
+  SetBackgroundCollection(true);
+  {
+    auto [a, b] = MakePair(SOCK_DGRAM);
+    ASSERT_TRUE(Send(*a, "x", 0, {a}).ok());
+    ASSERT_TRUE(Send(*b, "y", 0, {b}).ok());
+  }
+  for (int i = 0; i < 500 && OpenEndpoints() != open_; ++i) usleep(10000);
+  ExpectClean();
+}
 
 TEST_F(GcTest, PairHoldingEachOtherIsCollected) {
   {

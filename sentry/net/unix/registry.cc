@@ -137,7 +137,7 @@ KResult<PathContext> PathContextOf(const Caller& c) {
 
 KResult<vfs::VirtualDentry> CreateSocketNode(
     const PathContext& pc, const std::string& path,
-    const std::function<KResult<void>()>& check) {
+    const std::function<KResult<void>()>& check, HostBind* host) {
   // kern_path_create + vfs_mknod, as vfs::MknodAt, keeping the new node.
   vfs::ResolveBase base = pc.base();
   vfs::PathWalker w(base, 0);
@@ -161,20 +161,28 @@ KResult<vfs::VirtualDentry> CreateSocketNode(
   vfs::Inode& di = dir.dentry->inode();
   vfs::NewInodeAttrs a =
       vfs::InitOwner(*pc.creds, di.Attrs(), S_IFSOCK | (0777 & ~pc.umask));
-  TRY_VOID(di.CreateChild(w.last(), a, {}));
+  if (vfs::HostSockets* hs = di.fs().host_sockets();
+      hs != nullptr && host != nullptr) {
+    // A ":uds" mount: the Gofer makes the host socket and its node.
+    TRY(hostunix::HostBinding b,
+        hostunix::BindHost(*hs, di, w.last(), a, host->type, host->guest_addr));
+    host->endpoint = std::move(b.endpoint);
+  } else {
+    TRY_VOID(di.CreateChild(w.last(), a, {}));
+  }
   TRY(std::shared_ptr<vfs::Dentry> d, dir.dentry->LookupChild(w.last()));
   return vfs::VirtualDentry{dir.mount, std::move(d)};
 }
 
 KResult<EndpointRef> FindPathPeer(const PathContext& pc,
-                                  const std::string& path, int type) {
+                                  const std::string& path, int type,
+                                  HostPeer* host) {
   vfs::ResolveOptions opts;
   opts.follow_final = true;
   TRY(vfs::VirtualDentry vd, vfs::Resolve(pc.base(), path, opts));
   vfs::Inode& inode = vd.dentry->inode();
   TRY_VOID(vfs::CheckPermission(*pc.creds, vfs::kMayWrite, inode));
   if (inode.type() != S_IFSOCK) return kECONNREFUSED;
-  // (A host-backed socket node would be recognized here.)
   EndpointRef ep;
   {
     PathTable& t = Paths();
@@ -182,16 +190,23 @@ KResult<EndpointRef> FindPathPeer(const PathContext& pc,
     auto it = t.map.find(&inode);
     if (it != t.map.end()) ep = it->second.lock();
   }
-  if (ep == nullptr) return kECONNREFUSED;
+  if (ep == nullptr) {
+    vfs::HostSockets* hs = inode.fs().host_sockets();
+    if (hs == nullptr || host == nullptr) return kECONNREFUSED;
+    // A host socket node: the caller connects through the Gofer.
+    host->sockets = hs;
+    host->node = std::move(vd);
+    return EndpointRef();
+  }
   if (ep->type() != type) return kEPROTOTYPE;
   return ep;
 }
 
 KResult<EndpointRef> FindPeer(const Caller& c, NetNamespace& ns,
-                              const Name& name, int type) {
+                              const Name& name, int type, HostPeer* host) {
   if (!name.abstract) {
     TRY(PathContext pc, PathContextOf(c));
-    return FindPathPeer(pc, name.bytes, type);
+    return FindPathPeer(pc, name.bytes, type, host);
   }
   EndpointRef ep = ns.Get<AbstractNames>().Find(name.bytes, type);
   if (ep == nullptr) return kECONNREFUSED;

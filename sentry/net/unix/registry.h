@@ -15,7 +15,11 @@
 //
 // Path resolution for connect and sendto goes through FindPathPeer only:
 // the one place where a host-backed socket node (host Unix sockets through
-// the Gofer, #20 item 6) will branch off.
+// the Gofer, #20 item 6: a socket node in a file system with
+// vfs::HostSockets, i.e. a ":uds" bind mount, that no socket of the Sentry
+// is bound to) branches off, when the caller asks for it (HostPeer). Bind
+// makes a host socket instead of its own node in such a file system
+// (CreateSocketNode's HostBind).
 //
 // Locking: each table's mutex is a leaf (taken with no Endpoint's mu_
 // held).
@@ -34,6 +38,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "sentry/base/result.h"
+#include "sentry/net/hostunix/host_endpoint.h"
 #include "sentry/net/socket.h"
 #include "sentry/net/unix/address.h"
 #include "sentry/net/unix/endpoint.h"
@@ -92,27 +97,49 @@ struct PathContext {
 };
 KResult<PathContext> PathContextOf(const Caller& c);
 
+// A bind in a file system with host sockets (vfs/host_socket.h): the
+// socket's type and guest address going in, the host endpoint coming out.
+struct HostBind {
+  int type = 0;
+  SockAddr guest_addr;
+  std::shared_ptr<hostunix::HostEndpoint> endpoint;  // set if it happened
+};
+
 // unix_bind_bsd's node: creates the S_IFSOCK inode `path` (mode 0777 &
 // ~umask) as mknod does, with the checks and errors of Linux's
 // kern_path_create + vfs_mknod, EADDRINUSE if the name exists. `check` runs
 // after those checks with the directory locked, before the node is made:
 // its error (EINVAL for a socket already bound) is returned as is.
-// Returns the new node's location.
+// In a directory whose file system has host sockets and with `host` given,
+// the node is a host socket's (hostunix::BindHost) and host->endpoint is
+// set. Returns the new node's location.
 KResult<vfs::VirtualDentry> CreateSocketNode(
     const PathContext& pc, const std::string& path,
-    const std::function<KResult<void>()>& check);
+    const std::function<KResult<void>()>& check, HostBind* host = nullptr);
+
+// A socket node on the host (a ":uds" mount) that no socket of the Sentry
+// is bound to: where FindPathPeer found it, for hostunix::ConnectHost.
+struct HostPeer {
+  vfs::VirtualDentry node;              // pins the mount and the inode
+  vfs::HostSockets* sockets = nullptr;  // node's file system's
+};
 
 // unix_find_bsd: the socket bound at `path` for a connect or send by a
 // socket of `type`: the walk's errors, EACCES without write permission on
 // the node, ECONNREFUSED when it is not a socket or none is bound there,
-// EPROTOTYPE when the bound socket is of another type.
+// EPROTOTYPE when the bound socket is of another type. With `host`, a
+// socket node of a file system with host sockets that no Sentry socket is
+// bound to returns null and fills *host (the caller connects on the host).
 KResult<EndpointRef> FindPathPeer(const PathContext& pc,
-                                  const std::string& path, int type);
+                                  const std::string& path, int type,
+                                  HostPeer* host = nullptr);
 
 // unix_find_other: the peer named by `name` for a socket of `type` in
-// namespace `ns` (abstract: ECONNREFUSED when unbound).
+// namespace `ns` (abstract: ECONNREFUSED when unbound). `host` as
+// FindPathPeer's (abstract names never reach the host).
 KResult<EndpointRef> FindPeer(const Caller& c, NetNamespace& ns,
-                              const Name& name, int type);
+                              const Name& name, int type,
+                              HostPeer* host = nullptr);
 
 namespace testing {
 // Gives Callers without a task a file system while it lives (unit tests of

@@ -81,9 +81,7 @@ void AddRoomWaiterLocked(Endpoint& receiver, const EndpointRef& sender) {
   v.push_back(sender);
 }
 
-void Register() {
-  RegisterFamily({AF_UNIX, "unix", &Create, &Pair});
-}
+void Register() { RegisterFamily({AF_UNIX, "unix", &Create, &Pair}); }
 
 EndpointRef NewEndpoint(int type, NetNamespace& ns) {
   auto ep = std::make_shared<Endpoint>(type, ns);
@@ -100,6 +98,7 @@ std::shared_ptr<UnixSocket> UnixSocket::Make(EndpointRef ep, uint32_t flags,
                                              const Ucred& owner) {
   auto s = std::make_shared<UnixSocket>(ep, flags, owner);
   ep->file_ = s;
+  ep->sndbuf_.store(s->sndbuf(), std::memory_order_relaxed);
   absl::MutexLock l(&ep->mu_);
   ep->sock_ = s.get();
   return s;
@@ -127,7 +126,22 @@ KResult<void> UnixSocket::Autobind() {
   return OkResult();
 }
 
+bool UnixSocket::SetHost(std::shared_ptr<hostunix::HostEndpoint> h) {
+  absl::MutexLock l(&host_mu_);
+  if (host_owner_ != nullptr) return false;
+  host_owner_ = std::move(h);
+  host_.store(host_owner_.get(), std::memory_order_release);
+  return true;
+}
+
+int UnixSocket::HostPollFd() const {
+  hostunix::HostEndpoint* h = host();
+  return h != nullptr ? h->fd() : -1;
+}
+
 KResult<void> UnixSocket::Bind(Caller& c, const SockAddr& addr) {
+  // A socket on the host already has its address (bound or connected).
+  if (host() != nullptr) return kEINVAL;
   if (IsAutobindRequest(addr)) return Autobind();
   TRY(Name name, ParseName(addr));
   Endpoint& ep = *ep_;
@@ -145,8 +159,21 @@ KResult<void> UnixSocket::Bind(Caller& c, const SockAddr& addr) {
     // unix_bind_bsd: the node first (its errors come before EINVAL for a
     // bound socket, which leaves no node behind).
     TRY(PathContext pc, PathContextOf(c));
-    TRY(vfs::VirtualDentry vd, CreateSocketNode(pc, name.bytes, bound));
-    InsertPathBinding(&vd.dentry->inode(), ep_);
+    HostBind hb;
+    hb.type = ep.type();
+    {
+      Address guest;
+      guest.name = name;
+      hb.guest_addr = guest.ToSockAddr();
+    }
+    TRY(vfs::VirtualDentry vd, CreateSocketNode(pc, name.bytes, bound, &hb));
+    if (hb.endpoint != nullptr) {
+      // A host socket (":uds" mount): found there through the host, never
+      // through the Sentry's path table.
+      SetHost(std::move(hb.endpoint));
+    } else {
+      InsertPathBinding(&vd.dentry->inode(), ep_);
+    }
     a->node = std::move(vd);
   }
   a->name = std::move(name);
@@ -157,6 +184,15 @@ KResult<void> UnixSocket::Bind(Caller& c, const SockAddr& addr) {
 
 KResult<void> UnixSocket::Listen(Caller& c, int backlog) {
   Endpoint& ep = *ep_;
+  if (hostunix::HostEndpoint* h = host()) {
+    TRY_VOID(h->Listen(c, backlog));
+    {
+      absl::MutexLock l(&ep.mu_);
+      ep.state_ = State::kListen;  // for /proc/net/unix
+    }
+    set_listening(true);
+    return OkResult();
+  }
   if (!ep.connection_based()) return kEOPNOTSUPP;
   int64_t somaxconn = ep.netns_.sysctl().somaxconn.load();
   int64_t b = backlog;
@@ -179,16 +215,24 @@ KResult<void> UnixSocket::Listen(Caller& c, int backlog) {
 }
 
 KResult<void> UnixSocket::Connect(Caller& c, const SockAddr& addr) {
+  if (hostunix::HostEndpoint* h = host()) {
+    // Connected on the host, or bound there (connecting a socket bound on
+    // the host is not supported).
+    return h->kind() == hostunix::HostEndpoint::Kind::kConnected ? kEISCONN
+                                                                 : kEINVAL;
+  }
   if (ep_->connection_based()) return StreamConnect(c, addr);
   return DgramConnect(c, addr);
 }
 
 KResult<SockAddr> UnixSocket::GetSockName(Caller&) {
+  if (hostunix::HostEndpoint* h = host()) return h->GetSockName();
   std::shared_ptr<const Address> a = ep_->address();
   return a != nullptr ? a->ToSockAddr() : UnnamedSockAddr();
 }
 
 KResult<SockAddr> UnixSocket::GetPeerName(Caller&) {
+  if (hostunix::HostEndpoint* h = host()) return h->GetPeerName();
   EndpointRef peer;
   {
     absl::MutexLock l(&ep_->mu_);
@@ -201,6 +245,7 @@ KResult<SockAddr> UnixSocket::GetPeerName(Caller&) {
 
 KResult<void> UnixSocket::Shutdown(Caller&, int how) {
   if (how < SHUT_RD || how > SHUT_RDWR) return kEINVAL;
+  if (hostunix::HostEndpoint* h = host()) return h->Shutdown(how);
   uint8_t mode = static_cast<uint8_t>(how + 1);
   Endpoint& ep = *ep_;
   EndpointRef other;
@@ -225,12 +270,18 @@ KResult<void> UnixSocket::Shutdown(Caller&, int how) {
 
 KResult<size_t> UnixSocket::SendMsg(Caller& c, MessageIo& data,
                                     SendRequest& req) {
+  if (hostunix::HostEndpoint* h = host()) {
+    return h->SendMsg(*this, c, data, req);
+  }
   if (ep_->type() == SOCK_STREAM) return StreamSend(c, data, req);
   return DgramSend(c, data, req);
 }
 
 KResult<size_t> UnixSocket::RecvMsg(Caller& c, MessageIo& data,
                                     RecvRequest& req) {
+  if (hostunix::HostEndpoint* h = host()) {
+    return h->RecvMsg(*this, c, data, req);
+  }
   if (ep_->type() == SOCK_STREAM) return StreamRecv(c, data, req);
   return DgramRecv(c, data, req);
 }
@@ -250,6 +301,7 @@ KResult<void> UnixSocket::SetSockOpt(Caller& c, int level, int name,
   }
   TRY_VOID(Socket::SetSockOpt(c, level, name, val));
   if (name == SO_SNDBUF || name == SO_SNDBUFFORCE) {
+    ep_->sndbuf_.store(sndbuf(), std::memory_order_relaxed);
     ep_->wq_.Notify(kPollOutBits);  // sk_write_space
   }
   return OkResult();
@@ -258,6 +310,9 @@ KResult<void> UnixSocket::SetSockOpt(Caller& c, int level, int name,
 KResult<size_t> UnixSocket::GetSockOpt(Caller& c, int level, int name,
                                        absl::Span<uint8_t> val) {
   if (level != SOL_SOCKET) return kEOPNOTSUPP;
+  if (hostunix::HostEndpoint* h = host(); h != nullptr && name == SO_PEERCRED) {
+    return h->GetSockOpt(c, level, name, val);
+  }
   size_t n = 0;
   switch (name) {
     case SO_PEERCRED: {
@@ -298,6 +353,10 @@ KResult<size_t> UnixSocket::GetSockOpt(Caller& c, int level, int name,
 
 KResult<uint64_t> UnixSocket::SocketIoctl(Caller& c, uint32_t cmd,
                                           uint64_t arg) {
+  if (hostunix::HostEndpoint* h = host();
+      h != nullptr && (cmd == SIOCINQ || cmd == SIOCOUTQ)) {
+    return h->SocketIoctl(c, cmd, arg);
+  }
   int32_t amount = 0;
   switch (cmd) {
     case SIOCINQ: {  // FIONREAD
@@ -324,6 +383,7 @@ KResult<uint64_t> UnixSocket::SocketIoctl(Caller& c, uint32_t cmd,
 }
 
 uint32_t UnixSocket::Readiness(uint32_t mask) {
+  if (hostunix::HostEndpoint* h = host()) return h->Readiness(mask);
   uint32_t r = ep_->type() == SOCK_STREAM ? StreamPoll() : DgramPoll(mask);
   return r & mask;
 }
@@ -367,8 +427,7 @@ uint32_t UnixSocket::DgramPoll(uint32_t requested) {
     mask |= vfs::kPollHup;
   }
   if (!(requested & kPollOutBits)) return mask;
-  bool writable =
-      state != State::kListen && ep.wmem_.load() * 4 <= sndbuf();
+  bool writable = state != State::kListen && ep.wmem_.load() * 4 <= sndbuf();
   if (writable && other != nullptr && other.get() != &ep) {
     absl::MutexLock l(&other->mu_);
     if (other->peer_.get() != &ep && other->QueueFullLocked()) {

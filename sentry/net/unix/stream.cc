@@ -25,6 +25,38 @@ NetNamespace& NsOf(const Caller& c) {
 
 }  // namespace
 
+KResult<void> UnixSocket::HostConnect(Caller& c, const Name& name, HostPeer& hp,
+                                      bool nonblock, int64_t deadline) {
+  Endpoint& self = *ep_;
+  SockAddr local;
+  {
+    absl::MutexLock l(&self.mu_);
+    switch (self.state_) {
+      case State::kClose:
+        break;
+      case State::kEstablished:
+        return kEISCONN;
+      default:
+        return kEINVAL;
+    }
+    local =
+        self.addr_ != nullptr ? self.addr_->ToSockAddr() : UnnamedSockAddr();
+  }
+  Address peer;
+  peer.name = name;
+  TRY(std::shared_ptr<hostunix::HostEndpoint> h,
+      hostunix::ConnectHost(*hp.sockets, hp.node.dentry->inode(), self.type(),
+                            c, nonblock, deadline, local, peer.ToSockAddr()));
+  {
+    absl::MutexLock l(&self.mu_);
+    if (self.state_ != State::kClose) return kEISCONN;  // raced
+    self.state_ = State::kEstablished;  // for /proc/net/unix and poll
+  }
+  if (!SetHost(std::move(h))) return kEISCONN;
+  self.wq_.Notify(vfs::kAllEvents);
+  return OkResult();
+}
+
 KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
   Endpoint& self = *ep_;
   TRY(Name name, ParseName(addr));
@@ -48,7 +80,11 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
   EndpointRef waited_on;
   std::optional<Waiter> waiter;
   for (;;) {
-    TRY(EndpointRef other, FindPeer(c, NsOf(c), name, self.type()));
+    HostPeer hp;
+    TRY(EndpointRef other, FindPeer(c, NsOf(c), name, self.type(), &hp));
+    if (other == nullptr) {
+      return HostConnect(c, name, hp, nonblock, sock_deadline);
+    }
     {
       // The listener's name is fixed once bound.
       std::shared_ptr<const Address> listener_addr = other->address();
@@ -100,6 +136,9 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
 
 KResult<vfs::FileRef> UnixSocket::Accept(Caller& c, uint32_t flags,
                                          SockAddr* peer) {
+  if (hostunix::HostEndpoint* h = host()) {
+    return h->Accept(*this, c, flags, peer);
+  }
   Endpoint& ep = *ep_;
   if (!ep.connection_based()) return kEOPNOTSUPP;
   const bool nonblock = nonblocking();
@@ -384,9 +423,8 @@ KResult<size_t> UnixSocket::StreamRecv(Caller& c, MessageIo& data,
     // scm_recv: a message without credentials shows the overflow ids; no
     // data at all shows zeros.
     req.control.creds =
-        check_creds
-            ? scm_creds.value_or(Ucred{0, kOverflowId, kOverflowId})
-            : Ucred{0, 0, 0};
+        check_creds ? scm_creds.value_or(Ucred{0, kOverflowId, kOverflowId})
+                    : Ucred{0, 0, 0};
   }
   if (copied != 0) return copied;
   if (err != 0) return Errno(err);

@@ -27,8 +27,7 @@ class HostMemory final : public vfs::UserMemory {
     memcpy(dst, reinterpret_cast<const void*>(addr), n);
     return OkResult();
   }
-  KResult<void> CopyOutFull(uint64_t addr, const void* src,
-                            size_t n) override {
+  KResult<void> CopyOutFull(uint64_t addr, const void* src, size_t n) override {
     memcpy(reinterpret_cast<void*>(addr), src, n);
     return OkResult();
   }
@@ -92,8 +91,8 @@ class UnixHelper {
   KResult<size_t> Send(Socket& s, const std::string& data, int flags = 0,
                        std::vector<vfs::FileRef> rights = {},
                        const SockAddr* to = nullptr) {
-    SpanIo io(absl::MakeConstSpan(
-        reinterpret_cast<const uint8_t*>(data.data()), data.size()));
+    SpanIo io(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()),
+                                  data.size()));
     SendRequest req;
     req.flags = flags;
     req.control.rights = std::move(rights);
@@ -109,8 +108,7 @@ class UnixHelper {
     req.want_from = true;
     r.n = s.RecvMsg(c_, io, req);
     if (r.n.ok()) {
-      r.data.assign(reinterpret_cast<char*>(buf.data()),
-                    std::min(*r.n, size));
+      r.data.assign(reinterpret_cast<char*>(buf.data()), std::min(*r.n, size));
     }
     r.msg_flags = req.msg_flags;
     r.from = req.from;

@@ -360,10 +360,10 @@ TEST_F(UnixTest, StreamPeekOffset) {
   ASSERT_EQ(V(Send(*a, "abc")), 3u);
   ASSERT_EQ(V(Send(*a, "def")), 3u);
   int32_t off = 2;
-  ASSERT_TRUE(b->SetSockOpt(c_, SOL_SOCKET, SO_PEEK_OFF,
-                            absl::MakeConstSpan(
-                                reinterpret_cast<uint8_t*>(&off), 4))
-                  .ok());
+  ASSERT_TRUE(
+      b->SetSockOpt(c_, SOL_SOCKET, SO_PEEK_OFF,
+                    absl::MakeConstSpan(reinterpret_cast<uint8_t*>(&off), 4))
+          .ok());
   EXPECT_EQ(Recv(*b, 2, MSG_PEEK).data, "cd");
   EXPECT_EQ(Recv(*b, 2, MSG_PEEK).data, "ef");
   EXPECT_EQ(Recv(*b, 3).data, "abc");
@@ -373,10 +373,10 @@ TEST_F(UnixTest, StreamPeekOffset) {
   EXPECT_EQ(got, 3);
   EXPECT_EQ(Recv(*b, 1, MSG_PEEK | MSG_DONTWAIT).n.error(), kEAGAIN);
   off = 1;
-  ASSERT_TRUE(b->SetSockOpt(c_, SOL_SOCKET, SO_PEEK_OFF,
-                            absl::MakeConstSpan(
-                                reinterpret_cast<uint8_t*>(&off), 4))
-                  .ok());
+  ASSERT_TRUE(
+      b->SetSockOpt(c_, SOL_SOCKET, SO_PEEK_OFF,
+                    absl::MakeConstSpan(reinterpret_cast<uint8_t*>(&off), 4))
+          .ok());
   EXPECT_EQ(Recv(*b, 5, MSG_PEEK).data, "ef");
   EXPECT_EQ(Recv(*b, 5).data, "def");
   // Without an offset, MSG_PEEK looks at the start every time.
@@ -392,10 +392,10 @@ TEST_F(UnixTest, DatagramPeekOffset) {
   ASSERT_EQ(V(Send(*a, "aaaa")), 4u);
   ASSERT_EQ(V(Send(*a, "bbbb")), 4u);
   int32_t off = 0;
-  ASSERT_TRUE(b->SetSockOpt(c_, SOL_SOCKET, SO_PEEK_OFF,
-                            absl::MakeConstSpan(
-                                reinterpret_cast<uint8_t*>(&off), 4))
-                  .ok());
+  ASSERT_TRUE(
+      b->SetSockOpt(c_, SOL_SOCKET, SO_PEEK_OFF,
+                    absl::MakeConstSpan(reinterpret_cast<uint8_t*>(&off), 4))
+          .ok());
   EXPECT_EQ(Recv(*b, 2, MSG_PEEK).data, "aa");
   EXPECT_EQ(Recv(*b, 10, MSG_PEEK).data, "aa");  // the rest of the first
   EXPECT_EQ(Recv(*b, 10, MSG_PEEK).data, "bbbb");
@@ -505,8 +505,9 @@ TEST_F(UnixTest, ProcNetUnixLists) {
   EXPECT_EQ(list[0].state, 1);
   EXPECT_EQ(list[0].inode, l->ino());
   std::string text = FormatProcNetUnix(ns_);
-  EXPECT_EQ(text.find("Num       RefCount Protocol Flags    Type St Inode Path\n"),
-            0u);
+  EXPECT_EQ(
+      text.find("Num       RefCount Protocol Flags    Type St Inode Path\n"),
+      0u);
   EXPECT_NE(text.find("00010000 0001 01"), std::string::npos);
   EXPECT_NE(text.find(" @proc\n"), std::string::npos);
   l.reset();

@@ -74,8 +74,9 @@ TEST(ProcNetTest, Dev) {
 
 TEST(ProcNetTest, IfInet6) {
   std::vector<std::string> l = Lines(ReadFileOrEmpty("/proc/net/if_inet6"));
-  std::regex row("[0-9a-f]{32} [0-9a-f]{2} [0-9a-f]{2} [0-9a-f]{2} "
-                 "[0-9a-f]{2} +[^ ]+");
+  std::regex row(
+      "[0-9a-f]{32} [0-9a-f]{2} [0-9a-f]{2} [0-9a-f]{2} "
+      "[0-9a-f]{2} +[^ ]+");
   bool lo = false;
   for (const std::string& s : l) {
     EXPECT_TRUE(std::regex_match(s, row)) << s;
@@ -107,8 +108,9 @@ TEST(ProcNetTest, NetlinkListsBoundSockets) {
   EXPECT_EQ(l[0],
             "sk               Eth Pid        Groups   Rmem     Wmem     Dump  "
             "Locks    Drops    Inode");
-  std::regex row("[0-9a-f]{16} (\\d+) +(\\d+) +([0-9a-f]{8}) +\\d+ +\\d+ +"
-                 "\\d+ +\\d+ +\\d+ +(\\d+) *");
+  std::regex row(
+      "[0-9a-f]{16} (\\d+) +(\\d+) +([0-9a-f]{8}) +\\d+ +\\d+ +"
+      "\\d+ +\\d+ +\\d+ +(\\d+) *");
   bool mine = false;
   for (size_t i = 1; i < l.size(); ++i) {
     std::smatch m;

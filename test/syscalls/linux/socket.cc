@@ -293,6 +293,14 @@ TEST(SocketCreateTest, FlagsAndTheSocketInode) {
   ASSERT_THAT(readlink(fd_path.c_str(), link, sizeof(link) - 1),
               SyscallSucceeds());
   EXPECT_EQ(std::string(link), "socket:[" + std::to_string(st.st_ino) + "]");
+  // The magic link reaches the socket's inode; opening it is ENXIO.
+  struct stat via;
+  ASSERT_THAT(stat(fd_path.c_str(), &via), SyscallSucceeds());
+  EXPECT_EQ(via.st_ino, st.st_ino);
+  EXPECT_EQ(via.st_dev, st.st_dev);
+  EXPECT_TRUE(S_ISSOCK(via.st_mode));
+  EXPECT_THAT(open(fd_path.c_str(), O_RDWR | O_CLOEXEC),
+              SyscallFailsWithErrno(ENXIO));
   struct stat st2;
   ASSERT_THAT(fstat(c.get(), &st2), SyscallSucceeds());
   EXPECT_NE(st.st_ino, st2.st_ino);

@@ -87,11 +87,14 @@ TEST_P(IfIoctlTest, FlagsMtuTxqlenHwaddr) {
 TEST_P(IfIoctlTest, Errors) {
   ifreq r = {};
   strcpy(r.ifr_name, "nosuchdev0");
-  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFFLAGS, &r), SyscallFailsWithErrno(ENODEV));
-  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFINDEX, &r), SyscallFailsWithErrno(ENODEV));
+  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFFLAGS, &r),
+              SyscallFailsWithErrno(ENODEV));
+  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFINDEX, &r),
+              SyscallFailsWithErrno(ENODEV));
   // A name without its NUL: only IFNAMSIZ - 1 bytes count.
   memset(r.ifr_name, 'l', sizeof(r.ifr_name));
-  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFINDEX, &r), SyscallFailsWithErrno(ENODEV));
+  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFINDEX, &r),
+              SyscallFailsWithErrno(ENODEV));
   EXPECT_THAT(ioctl(fd_.get(), SIOCGIFFLAGS, reinterpret_cast<void*>(8)),
               SyscallFailsWithErrno(EFAULT));
   // AF_INET's commands.
@@ -99,7 +102,8 @@ TEST_P(IfIoctlTest, Errors) {
   EXPECT_THAT(ioctl(fd_.get(), SIOCGIFADDR, &r), SyscallFailsWithErrno(ENOTTY));
   EXPECT_THAT(ioctl(fd_.get(), SIOCGIFNETMASK, &r),
               SyscallFailsWithErrno(ENOTTY));
-  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFSLAVE, &r), SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFSLAVE, &r),
+              SyscallFailsWithErrno(EINVAL));
   // The device-private range on a device without it.
   EXPECT_THAT(ioctl(fd_.get(), SIOCDEVPRIVATE, &r),
               SyscallFailsWithErrno(EOPNOTSUPP));
@@ -139,9 +143,9 @@ TEST_P(IfIoctlTest, IfConf) {
     EXPECT_EQ(r.ifr_addr.sa_family, AF_INET);
     if (std::string(r.ifr_name) == "lo") {
       lo = true;
-      EXPECT_EQ(reinterpret_cast<const sockaddr_in*>(&r.ifr_addr)
-                    ->sin_addr.s_addr,
-                htonl(INADDR_LOOPBACK));
+      EXPECT_EQ(
+          reinterpret_cast<const sockaddr_in*>(&r.ifr_addr)->sin_addr.s_addr,
+          htonl(INADDR_LOOPBACK));
     }
   }
   EXPECT_TRUE(lo);
@@ -155,7 +159,8 @@ TEST_P(IfIoctlTest, IfConf) {
   // Bad buffers.
   ic.ifc_len = 200;
   ic.ifc_buf = reinterpret_cast<char*>(8);
-  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFCONF, &ic), SyscallFailsWithErrno(EFAULT));
+  EXPECT_THAT(ioctl(fd_.get(), SIOCGIFCONF, &ic),
+              SyscallFailsWithErrno(EFAULT));
   EXPECT_THAT(ioctl(fd_.get(), SIOCGIFCONF, reinterpret_cast<void*>(8)),
               SyscallFailsWithErrno(EFAULT));
 }

@@ -373,6 +373,41 @@ TEST(UnixOptsTest, BacklogAllowsOneMoreThanAskedThenEagain) {
   }
 }
 
+// A hostile client: 10,000 non-blocking connects to a listener with
+// backlog 1. Two are queued, every other one is EAGAIN, and the listener
+// still works afterwards.
+TEST(UnixOptsTest, ManyConnectsToAFullBacklogAreEagain) {
+  UnixAddr addr = UnixAddr::Abstract(AbstractName("flood"));
+  FileDescriptor l = Listener(SOCK_STREAM, addr, 1);
+  ASSERT_TRUE(l.valid());
+  std::vector<FileDescriptor> queued;
+  int eagain = 0, other = 0;
+  for (int i = 0; i < 10000; ++i) {
+    FileDescriptor c = UnixSocket(SOCK_STREAM | SOCK_NONBLOCK);
+    if (!c.valid()) {
+      ++other;
+      continue;
+    }
+    if (connect(c.get(), addr.sa(), addr.len) == 0) {
+      queued.push_back(std::move(c));
+    } else if (errno == EAGAIN) {
+      ++eagain;
+    } else {
+      ++other;
+    }
+  }
+  EXPECT_EQ(queued.size(), 2u);
+  EXPECT_EQ(eagain, 10000 - 2);
+  EXPECT_EQ(other, 0);
+  for (size_t i = 0; i < queued.size(); ++i) {
+    FileDescriptor s(accept(l.get(), nullptr, nullptr));
+    ASSERT_TRUE(s.valid()) << strerror(errno);
+    ASSERT_THAT(send(queued[i].get(), "k", 1, 0), SyscallSucceedsWithValue(1));
+    char c;
+    EXPECT_THAT(recv(s.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
+  }
+}
+
 TEST(UnixOptsTest, ListenAgainRaisesTheBacklog) {
   UnixAddr addr = UnixAddr::Abstract(AbstractName("relisten"));
   FileDescriptor l = Listener(SOCK_STREAM, addr, 0);

@@ -250,6 +250,52 @@ TEST_P(ConnectedTest, EpollLevelTriggeredRepeats) {
   EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 0), SyscallSucceedsWithValue(0));
 }
 
+TEST_P(ConnectedTest, EpollEdgeTriggeredOutAfterTheQueueDrains) {
+  SocketPair p(GetParam());
+  ASSERT_TRUE(p.ok());
+  FileDescriptor ep(epoll_create1(EPOLL_CLOEXEC));
+  ASSERT_TRUE(ep.valid());
+  epoll_event ev = {};
+  ev.events = EPOLLOUT | EPOLLET;
+  ASSERT_THAT(epoll_ctl(ep.get(), EPOLL_CTL_ADD, p.a.get(), &ev),
+              SyscallSucceeds());
+  epoll_event out;
+  // Writable at once, reported once.
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 0), SyscallSucceedsWithValue(1));
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 0), SyscallSucceedsWithValue(0));
+  ASSERT_GT(FillWithDontwait(p.a.get(), 2048), 0);
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 0), SyscallSucceedsWithValue(0));
+  // Room again: one new edge.
+  ASSERT_GT(DrainWithDontwait(p.b.get()), 0);
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 1000), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(out.events & EPOLLOUT, static_cast<uint32_t>(EPOLLOUT));
+}
+
+TEST_P(ConnectedTest, EpollRdhupOnPeerShutdown) {
+  SocketPair p(GetParam());
+  ASSERT_TRUE(p.ok());
+  FileDescriptor ep(epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev = {};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+  ASSERT_THAT(epoll_ctl(ep.get(), EPOLL_CTL_ADD, p.b.get(), &ev),
+              SyscallSucceeds());
+  epoll_event out;
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 0), SyscallSucceedsWithValue(0));
+  ASSERT_THAT(shutdown(p.a.get(), SHUT_WR), SyscallSucceeds());
+  if (IsDgram()) {
+    // A datagram socket's shutdown is its own: no event for the peer.
+    EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 100),
+                SyscallSucceedsWithValue(0));
+    return;
+  }
+  ASSERT_THAT(epoll_wait(ep.get(), &out, 1, 1000), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(out.events, static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP));
+  // The peer's close then adds EPOLLHUP.
+  p.a.reset();
+  ASSERT_THAT(epoll_wait(ep.get(), &out, 1, 1000), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(out.events, static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP | EPOLLHUP));
+}
+
 INSTANTIATE_TEST_SUITE_P(UnixPoll, ConnectedTest,
                          ::testing::Values(SOCK_STREAM, SOCK_SEQPACKET,
                                            SOCK_DGRAM),
@@ -326,11 +372,11 @@ TEST(UnixPollTest, DatagramToAFullReceiverIsNotWritable) {
   ASSERT_GT(FillWithDontwait(s.get(), 1, 100000), 0);
   EXPECT_REVENTS(s.get(), 0);
   EXPECT_REVENTS(r.get(), POLLIN | POLLOUT);
-  // A poll blocked on the sender wakes when the receiver takes one.
+  // A poll blocked on the sender wakes when the receiver drains its queue
+  // (whether the queue length or the sender's buffer was the limit).
   std::thread t([&] {
     usleep(50 * 1000);
-    char c;
-    EXPECT_THAT(recv(r.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
+    EXPECT_GT(DrainWithDontwait(r.get()), 0);
   });
   pollfd pfd = {s.get(), POLLOUT, 0};
   EXPECT_THAT(poll(&pfd, 1, 10000), SyscallSucceedsWithValue(1));
@@ -380,6 +426,26 @@ TEST(UnixPollTest, OAsyncSendsSigioToTheOwnerWhenDataArrives) {
   EXPECT_THAT(sigtimedwait(&set, nullptr, &zero),
               SyscallFailsWithErrno(EAGAIN));
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+TEST(UnixPollTest, EpollEdgeOnAListenerPerConnection) {
+  UnixAddr addr = UnixAddr::Abstract(AbstractName("epl"));
+  FileDescriptor l = Listener(SOCK_STREAM, addr);
+  ASSERT_TRUE(l.valid());
+  FileDescriptor ep(epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev = {};
+  ev.events = EPOLLIN | EPOLLET;
+  ASSERT_THAT(epoll_ctl(ep.get(), EPOLL_CTL_ADD, l.get(), &ev),
+              SyscallSucceeds());
+  epoll_event out;
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 0), SyscallSucceedsWithValue(0));
+  FileDescriptor c1 = ConnectTo(SOCK_STREAM, addr);
+  ASSERT_TRUE(c1.valid());
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 1000), SyscallSucceedsWithValue(1));
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 0), SyscallSucceedsWithValue(0));
+  FileDescriptor c2 = ConnectTo(SOCK_STREAM, addr);
+  ASSERT_TRUE(c2.valid());
+  EXPECT_THAT(epoll_wait(ep.get(), &out, 1, 1000), SyscallSucceedsWithValue(1));
 }
 
 }  // namespace

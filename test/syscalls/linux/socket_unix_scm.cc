@@ -651,5 +651,46 @@ TEST(UnixScmTest, DescriptorAndCredentialsFromAnotherProcess) {
   EXPECT_THAT(read(fd.get(), data, sizeof(data)), SyscallSucceedsWithValue(0));
 }
 
+// recvmsg of `sock` (one message, up to 4 bytes) with `controllen` bytes
+// of control buffer: its flags and the msg_controllen it returns.
+void RecvWithControl(int sock, size_t controllen, int* flags,
+                     size_t* out_controllen) {
+  char buf[4];
+  alignas(cmsghdr) char control[64] = {};
+  iovec iov = {buf, sizeof(buf)};
+  msghdr m = {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = controllen;
+  EXPECT_THAT(recvmsg(sock, &m, 0), SyscallSucceedsWithValue(2));
+  *flags = m.msg_flags;
+  *out_controllen = m.msg_controllen;
+}
+
+TEST(UnixScmTest, ControlBufferWithoutRoomIsCtrunc) {
+  SocketPair p(SOCK_DGRAM);
+  ASSERT_TRUE(p.ok());
+  // Descriptors with room for a header only: none installed.
+  Pipe pipe;
+  ASSERT_THAT(SendFds(p.a.get(), {pipe.r.get()}, "ab"),
+              SyscallSucceedsWithValue(2));
+  int before = OpenFdCount();
+  int flags;
+  size_t controllen;
+  RecvWithControl(p.b.get(), sizeof(cmsghdr), &flags, &controllen);
+  EXPECT_EQ(flags & MSG_CTRUNC, MSG_CTRUNC);
+  EXPECT_EQ(controllen, 0u);
+  EXPECT_EQ(OpenFdCount(), before);
+  // Credentials with less than a header of room.
+  int one = 1;
+  ASSERT_THAT(setsockopt(p.b.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)),
+              SyscallSucceeds());
+  ASSERT_THAT(send(p.a.get(), "cd", 2, 0), SyscallSucceedsWithValue(2));
+  RecvWithControl(p.b.get(), sizeof(cmsghdr) / 2, &flags, &controllen);
+  EXPECT_EQ(flags & MSG_CTRUNC, MSG_CTRUNC);
+  EXPECT_EQ(controllen, 0u);
+}
+
 }  // namespace
 }  // namespace sandbox::testutil

@@ -253,5 +253,36 @@ TEST(UnixSeqpacketTest, TruncatedPeekKeepsTheRecord) {
   EXPECT_EQ(std::string(buf, 6), "abcdef");
 }
 
+TEST(UnixSeqpacketTest, WaitallStillReturnsOneRecord) {
+  SocketPair p(SOCK_SEQPACKET);
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(send(p.a.get(), "ab", 2, 0), SyscallSucceedsWithValue(2));
+  ASSERT_THAT(send(p.a.get(), "cd", 2, 0), SyscallSucceedsWithValue(2));
+  char buf[4];
+  EXPECT_THAT(recv(p.b.get(), buf, 4, MSG_WAITALL),
+              SyscallSucceedsWithValue(2));
+  EXPECT_THAT(recv(p.b.get(), buf, 4, MSG_WAITALL),
+              SyscallSucceedsWithValue(2));
+}
+
+TEST(UnixSeqpacketTest, BacklogAllowsOneMoreThanAskedThenEagain) {
+  UnixAddr addr = UnixAddr::Abstract(AbstractName("seqbacklog"));
+  FileDescriptor l = Listener(SOCK_SEQPACKET, addr, 1);
+  ASSERT_TRUE(l.valid());
+  FileDescriptor c1 = UnixSocket(SOCK_SEQPACKET | SOCK_NONBLOCK);
+  FileDescriptor c2 = UnixSocket(SOCK_SEQPACKET | SOCK_NONBLOCK);
+  FileDescriptor c3 = UnixSocket(SOCK_SEQPACKET | SOCK_NONBLOCK);
+  EXPECT_THAT(connect(c1.get(), addr.sa(), addr.len), SyscallSucceeds());
+  EXPECT_THAT(connect(c2.get(), addr.sa(), addr.len), SyscallSucceeds());
+  EXPECT_THAT(connect(c3.get(), addr.sa(), addr.len),
+              SyscallFailsWithErrno(EAGAIN));
+  // A connected socket may send before it is accepted.
+  EXPECT_THAT(send(c1.get(), "early", 5, 0), SyscallSucceedsWithValue(5));
+  FileDescriptor s(accept(l.get(), nullptr, nullptr));
+  ASSERT_TRUE(s.valid());
+  char buf[8];
+  EXPECT_THAT(recv(s.get(), buf, sizeof(buf), 0), SyscallSucceedsWithValue(5));
+}
+
 }  // namespace
 }  // namespace sandbox::testutil
