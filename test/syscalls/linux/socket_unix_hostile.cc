@@ -180,8 +180,8 @@ void TriggerCollection() {
   }
   fcntl(rfd, F_SETFL, fl);
   if (n != 0) {
-    return ::testing::AssertionFailure() << "read gave " << n << " errno "
-                                         << errno << ", want EOF";
+    return ::testing::AssertionFailure()
+           << "read gave " << n << " errno " << errno << ", want EOF";
   }
   return ::testing::AssertionSuccess();
 }
@@ -216,8 +216,8 @@ class LeakCheck {
 
 ssize_t SendFds(int sock, const std::vector<int>& fds, int flags = 0,
                 const char* data = "x", size_t len = 1) {
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * std::max<size_t>(
-                                           fds.size(), 1)));
+  std::vector<char> control(
+      CMSG_SPACE(sizeof(int) * std::max<size_t>(fds.size(), 1)));
   iovec iov = {const_cast<char*>(data), len};
   msghdr m = {};
   m.msg_iov = &iov;
@@ -342,8 +342,7 @@ TEST(UnixHostileCycleTest, TwoCycleOfEachType) {
       leaks.Note(p.b.get());
       ASSERT_THAT(SendFds(p.a.get(), {p.a.get(), pipe.w.get()}),
                   SyscallSucceedsWithValue(1));
-      ASSERT_THAT(SendFds(p.b.get(), {p.b.get()}),
-                  SyscallSucceedsWithValue(1));
+      ASSERT_THAT(SendFds(p.b.get(), {p.b.get()}), SyscallSucceedsWithValue(1));
       pipe.w.reset();
       p.a.reset();
       // b still open: it can still read a (and the pipe end) out.
@@ -676,8 +675,8 @@ TEST(UnixHostileFloodTest, BlockedSendersKilled) {
   FileDescriptor filler = UnixSocket(SOCK_DGRAM);
   ASSERT_TRUE(filler.valid());
   int queued = 0;
-  while (queued < 100000 && sendto(filler.get(), "f", 1, MSG_DONTWAIT,
-                                   addr.sa(), addr.len) == 1) {
+  while (queued < 100000 &&
+         sendto(filler.get(), "f", 1, MSG_DONTWAIT, addr.sa(), addr.len) == 1) {
     ++queued;
   }
   ASSERT_EQ(errno, EAGAIN);
@@ -918,8 +917,8 @@ TEST(UnixHostileConnectTest, BlockedConnectsRefusedWhenListenerCloses) {
     for (int waited = 0; waited < kWaitMs; waited += 10) {
       pid_t tid = tids[i];
       if (tid != 0) {
-        stat = ReadFileOrEmpty("/proc/self/task/" + std::to_string(tid) +
-                               "/stat");
+        stat =
+            ReadFileOrEmpty("/proc/self/task/" + std::to_string(tid) + "/stat");
         size_t p = stat.rfind(')');
         if (p != std::string::npos && p + 2 < stat.size() &&
             stat[p + 2] == 'S') {
@@ -995,9 +994,9 @@ TEST(UnixHostileMsghdrTest, IovecCountsAndPointers) {
                 SyscallFailsWithErrno(EMSGSIZE));
     EXPECT_THAT(SendMsg(p.a.get(), nullptr, 0, &iov, SIZE_MAX, nullptr, 0),
                 SyscallFailsWithErrno(EMSGSIZE));
-    EXPECT_THAT(SendMsg(p.a.get(), nullptr, 0, nullptr, SIZE_MAX / 2, nullptr,
-                        0),
-                SyscallFailsWithErrno(EMSGSIZE));
+    EXPECT_THAT(
+        SendMsg(p.a.get(), nullptr, 0, nullptr, SIZE_MAX / 2, nullptr, 0),
+        SyscallFailsWithErrno(EMSGSIZE));
     // The iovec array itself unmapped, or NULL with a count.
     EXPECT_THAT(SendMsg(p.a.get(), nullptr, 0, nullptr, 1, nullptr, 0),
                 SyscallFailsWithErrno(EFAULT));
@@ -1311,10 +1310,10 @@ TEST(UnixHostileMsghdrTest, AddressLengths) {
   sockaddr_storage big = {};
   memcpy(&big, &a.addr, sizeof(a.addr));
   const sockaddr* sa = reinterpret_cast<const sockaddr*>(&big);
-  for (int len : {-1, 0, 1, static_cast<int>(sizeof(sockaddr_un)) + 1,
-                  static_cast<int>(sizeof(sockaddr_storage)),
-                  static_cast<int>(sizeof(sockaddr_storage)) + 1, INT_MAX,
-                  INT_MIN}) {
+  for (int len :
+       {-1, 0, 1, static_cast<int>(sizeof(sockaddr_un)) + 1,
+        static_cast<int>(sizeof(sockaddr_storage)),
+        static_cast<int>(sizeof(sockaddr_storage)) + 1, INT_MAX, INT_MIN}) {
     EXPECT_THAT(bind(s.get(), sa, len), SyscallFailsWithErrno(EINVAL)) << len;
     EXPECT_THAT(connect(s.get(), sa, len), SyscallFailsWithErrno(EINVAL))
         << len;
@@ -1328,16 +1327,16 @@ TEST(UnixHostileMsghdrTest, AddressLengths) {
   EXPECT_THAT(bind(s.get(), reinterpret_cast<sockaddr*>(NoAccess()), 16),
               SyscallFailsWithErrno(EFAULT));
   EXPECT_THAT(connect(s.get(), nullptr, 16), SyscallFailsWithErrno(EFAULT));
-  EXPECT_THAT(sendto(s.get(), "x", 1, 0,
-                     reinterpret_cast<sockaddr*>(NoAccess()), 16),
-              SyscallFailsWithErrno(EFAULT));
+  EXPECT_THAT(
+      sendto(s.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(NoAccess()), 16),
+      SyscallFailsWithErrno(EFAULT));
   // msg_namelen: negative is EINVAL; longer than sockaddr_storage is cut
   // to it (then too long for AF_UNIX: EINVAL); an unmapped name EFAULT.
   char d = 'x';
   iovec iov = {&d, 1};
-  EXPECT_THAT(SendMsg(s.get(), &big, static_cast<socklen_t>(-1), &iov, 1,
-                      nullptr, 0),
-              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(
+      SendMsg(s.get(), &big, static_cast<socklen_t>(-1), &iov, 1, nullptr, 0),
+      SyscallFailsWithErrno(EINVAL));
   EXPECT_THAT(SendMsg(s.get(), &big, INT_MAX, &iov, 1, nullptr, 0),
               SyscallFailsWithErrno(EINVAL));
   EXPECT_THAT(SendMsg(s.get(), NoAccess(), 16, &iov, 1, nullptr, 0),
@@ -1417,9 +1416,9 @@ TEST(UnixHostileMsghdrTest, MmsgCountsAndArrays) {
     EXPECT_THAT(sendmmsg(p.a.get(), two, UINT_MAX, MSG_DONTWAIT),
                 SyscallSucceedsWithValue(2));
     // The first one itself bad: its errno.
-    EXPECT_THAT(sendmmsg(p.a.get(), reinterpret_cast<mmsghdr*>(e.end), 5,
-                         MSG_DONTWAIT),
-                SyscallFailsWithErrno(EFAULT));
+    EXPECT_THAT(
+        sendmmsg(p.a.get(), reinterpret_cast<mmsghdr*>(e.end), 5, MSG_DONTWAIT),
+        SyscallFailsWithErrno(EFAULT));
     // recvmmsg with a huge vlen takes the two bytes and stops at the
     // mapping's end.
     std::vector<char> bufs(2);
@@ -1471,9 +1470,9 @@ TEST(UnixHostileMsghdrTest, MmsgCountsAndArrays) {
   // MSG_CMSG_COMPAT from a 64-bit caller.
   EXPECT_THAT(sendmmsg(p.a.get(), v.data(), 1, 0x80000000),
               SyscallFailsWithErrno(EINVAL));
-  EXPECT_THAT(recvmmsg(p.b.get(), v.data(), 1, 0x80000000 | MSG_DONTWAIT,
-                       nullptr),
-              SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(
+      recvmmsg(p.b.get(), v.data(), 1, 0x80000000 | MSG_DONTWAIT, nullptr),
+      SyscallFailsWithErrno(EINVAL));
 }
 
 // ---- 5. Randomized msghdr (seeded, bounded). ----
@@ -1482,11 +1481,10 @@ TEST(UnixHostileMsghdrTest, MmsgCountsAndArrays) {
 // garbage from the caller (net/socket.c, net/core/scm.c, net/unix).
 const std::set<int>& PlausibleErrnos() {
   static const std::set<int> s = {
-      EFAULT,       EINVAL,     EMSGSIZE, ENOBUFS,    EBADF,
-      EAGAIN,       EOPNOTSUPP, EPERM,    ESRCH,      EISCONN,
-      ENOTCONN,     EPIPE,      ENOENT,   ENOTDIR,    ECONNREFUSED,
-      ETOOMANYREFS, ENOMEM,     EACCES,   ENAMETOOLONG, ELOOP,
-      ECONNRESET,   EDESTADDRREQ, EPROTOTYPE};
+      EFAULT,       EINVAL,  EMSGSIZE,     ENOBUFS,      EBADF,     EAGAIN,
+      EOPNOTSUPP,   EPERM,   ESRCH,        EISCONN,      ENOTCONN,  EPIPE,
+      ENOENT,       ENOTDIR, ECONNREFUSED, ETOOMANYREFS, ENOMEM,    EACCES,
+      ENAMETOOLONG, ELOOP,   ECONNRESET,   EDESTADDRREQ, EPROTOTYPE};
   return s;
 }
 
@@ -1496,7 +1494,7 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
   const char* trace_path = getenv("UNIX_HOSTILE_FUZZ_TRACE");
   // UNIX_HOSTILE_FUZZ_TRACE=FILE (or "-": stdout) records every call's
   // result, to compare a native run with a sandboxed one.
-  FILE* trace = trace_path == nullptr ? nullptr
+  FILE* trace = trace_path == nullptr          ? nullptr
                 : strcmp(trace_path, "-") == 0 ? stdout
                                                : fopen(trace_path, "w");
   std::mt19937_64 rng(0x5eed2026);
@@ -1537,19 +1535,19 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
           std::string n = (pick(2) ? std::string(1, '\0') : std::string()) +
                           "hostile-fuzz-none." + std::to_string(getpid());
           memcpy(un->sun_path, n.data(), n.size());
-          const int lens[] = {-1,
-                              0,
-                              1,
-                              2,
-                              3,
-                              static_cast<int>(offsetof(sockaddr_un, sun_path) +
-                                               n.size()),
-                              110,
-                              111,
-                              128,
-                              129,
-                              INT_MAX,
-                              static_cast<int>(rng())};
+          const int lens[] = {
+              -1,
+              0,
+              1,
+              2,
+              3,
+              static_cast<int>(offsetof(sockaddr_un, sun_path) + n.size()),
+              110,
+              111,
+              128,
+              129,
+              INT_MAX,
+              static_cast<int>(rng())};
           namelen = lens[pick(12)];
         }
       }
@@ -1570,8 +1568,8 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
         default:
           break;
       }
-      const size_t iovlens[] = {0, 1, 2, 3, 8, 1024, 1025, SIZE_MAX,
-                                static_cast<size_t>(rng())};
+      const size_t iovlens[] = {
+          0, 1, 2, 3, 8, 1024, 1025, SIZE_MAX, static_cast<size_t>(rng())};
       if (pick(5) == 0) iovlen = iovlens[pick(9)];
       for (size_t k = 0; k < 1025; ++k) {
         iovec& v = iovs[k];
@@ -1622,8 +1620,8 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
           break;
       }
       memset(control, 0, sizeof(control));
-      for (size_t off = 0; off + sizeof(cmsghdr) <= sizeof(control) &&
-                           pick(3) != 0;) {
+      for (size_t off = 0;
+           off + sizeof(cmsghdr) <= sizeof(control) && pick(3) != 0;) {
         cmsghdr* h = reinterpret_cast<cmsghdr*>(control + off);
         const int nfds = static_cast<int>(pick(4));
         const size_t cls[] = {0,
@@ -1647,8 +1645,9 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
           memcpy(CMSG_DATA(h), &cr, sizeof(cr));
         } else {
           for (int i = 0; i < nfds; ++i) {
-            const int fds[] = {pipe.w.get(), pipe.r.get(), p.a.get(), -1,
-                               1000, static_cast<int>(rng())};
+            const int fds[] = {pipe.w.get(), pipe.r.get(),
+                               p.a.get(),    -1,
+                               1000,         static_cast<int>(rng())};
             int fd = fds[pick(6)];
             memcpy(CMSG_DATA(h) + i * sizeof(int), &fd, sizeof(fd));
           }
@@ -1656,8 +1655,9 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
         off += CMSG_SPACE(nfds * sizeof(int)) + (pick(4) == 0 ? 4 : 0);
       }
       int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
-      const int extra[] = {0, 0, 0, MSG_EOR, MSG_OOB, MSG_MORE, MSG_CONFIRM,
-                           MSG_PEEK, MSG_TRUNC, MSG_WAITALL};
+      const int extra[] = {0,         0,          0,           MSG_EOR,
+                           MSG_OOB,   MSG_MORE,   MSG_CONFIRM, MSG_PEEK,
+                           MSG_TRUNC, MSG_WAITALL};
       flags |= extra[pick(10)];
       msghdr m = {};
       m.msg_name = nm;
@@ -1670,12 +1670,21 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
       ssize_t r = sendmsg(p.a.get(), &m, flags);
       int e = r < 0 ? errno : 0;
       if (trace) {
-        fprintf(trace, "s %d %d %zd %d  # name=%s/%d iov=%s/%zu ctl=%s/%zu "
-                "flags=%#x\n", type, it, r, e,
-                nm == nullptr ? "null" : nm == NoAccess() ? "bad" : "ok",
+        fprintf(trace,
+                "s %d %d %zd %d  # name=%s/%d iov=%s/%zu ctl=%s/%zu "
+                "flags=%#x\n",
+                type, it, r, e,
+                nm == nullptr      ? "null"
+                : nm == NoAccess() ? "bad"
+                                   : "ok",
                 namelen,
-                iov == iovs ? "ok" : iov == nullptr ? "null" : "bad", iovlen,
-                ctl == control ? "ok" : ctl == nullptr ? "null" : "bad",
+                iov == iovs      ? "ok"
+                : iov == nullptr ? "null"
+                                 : "bad",
+                iovlen,
+                ctl == control   ? "ok"
+                : ctl == nullptr ? "null"
+                                 : "bad",
                 controllen, flags);
         if (getenv("UNIX_HOSTILE_FUZZ_CMSGS") != nullptr) {
           for (size_t off = 0; off + sizeof(cmsghdr) <= sizeof(control);) {
@@ -1694,8 +1703,8 @@ TEST(UnixHostileFuzzTest, RandomMsghdrs) {
       if (r < 0) {
         ++failed;
         EXPECT_TRUE(PlausibleErrnos().count(e))
-            << "sendmsg iteration " << it << " type " << type << ": errno "
-            << e << " (" << strerror(e) << ")";
+            << "sendmsg iteration " << it << " type " << type << ": errno " << e
+            << " (" << strerror(e) << ")";
       } else {
         ++ok;
       }
