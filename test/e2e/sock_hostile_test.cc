@@ -2,7 +2,8 @@
 // `runsc do`, at scale: descriptors sent around cycles of sockets and all
 // closed, datagram floods with blocked senders killed, 10,000 connects to a
 // listener with backlog 1 (and blocking ones from threads, interrupted and
-// refused), and garbage msghdr/cmsg/address lengths. The sandbox must
+// refused), garbage msghdr/cmsg/address lengths, and threads racing to
+// pass, receive, dup and close a shared pool of sockets. The sandbox must
 // survive, exit cleanly, answer as Linux does (the program checks), and
 // hold nothing afterwards: the program compares /proc/net/unix and
 // /proc/self/fd inside, and the Sentry's own counters (the debug log's
@@ -133,7 +134,7 @@ TEST_F(SockHostileTest, AbandonedStateIsReleasedAtExit) {
 
 // Each attack alone in its own sandbox: each leaves the counters at zero.
 TEST_F(SockHostileTest, EachAttackAlone) {
-  for (const char* what : {"cycles", "flood", "storm", "garbage"}) {
+  for (const char* what : {"cycles", "flood", "storm", "garbage", "race"}) {
     const std::string dir = FreshDir(what);
     const std::string prog = Program("sock_hostile");
     Result r = RunRunsc(

@@ -10,7 +10,12 @@
 //   sock_hostile all [SCALE]   every part, then the leak check; prints
 //                              "sock_hostile ok" and exits 0, or prints
 //                              "FAIL: ..." lines and exits 1
-//   sock_hostile cycles|flood|storm|garbage [SCALE]
+//   sock_hostile cycles|flood|storm|garbage|race [SCALE]
+//                              (race: threads passing, receiving, dup'ing
+//                              and closing a shared pool of sockets)
+//   sock_hostile gcstorm [DEPTH [CLOSES]]
+//                              times unrelated closes while DEPTH pairs are
+//                              in flight (a reproducer; no check)
 //   sock_hostile abandon       leaves cycles in flight, sockets open and
 //                              threads blocked in send and connect, and
 //                              exits (the kernel must clean up)
@@ -594,6 +599,157 @@ static void Garbage(void) {
   printf("garbage: %d messages, %d refused\n", 3 * iters, errs);
 }
 
+// ---- Race: threads passing, receiving and closing a shared pool. ----
+
+enum { kSlots = 64 };
+static int slots[kSlots];
+
+static uint64_t ThreadRand(uint64_t* st) {
+  *st ^= *st << 13;
+  *st ^= *st >> 7;
+  *st ^= *st << 17;
+  return *st;
+}
+
+static void PutSlot(int i, int fd) {
+  int old = __atomic_exchange_n(&slots[i], fd, __ATOMIC_SEQ_CST);
+  if (old >= 0) close(old);
+}
+
+static void* RaceThread(void* arg) {
+  uint64_t st = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+  const int ops = 20000 * scale;
+  for (int op = 0; op < ops; ++op) {
+    int i = (int)(ThreadRand(&st) % kSlots);
+    int j = (int)(ThreadRand(&st) % kSlots);
+    int fd = __atomic_load_n(&slots[i], __ATOMIC_SEQ_CST);
+    switch (ThreadRand(&st) % 8) {
+      case 0: {
+        int sv[2];
+        if (socketpair(AF_UNIX, kTypes[ThreadRand(&st) % 3] | SOCK_CLOEXEC, 0,
+                       sv) == 0) {
+          PutSlot(i, sv[0]);
+          PutSlot(j, sv[1]);
+        }
+        break;
+      }
+      case 1:
+      case 2: {
+        int fds[4];
+        int n = 1 + (int)(ThreadRand(&st) % 4);
+        for (int k = 0; k < n; ++k) {
+          fds[k] = __atomic_load_n(&slots[ThreadRand(&st) % kSlots],
+                                   __ATOMIC_SEQ_CST);
+        }
+        SendFds(fd, fds, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        break;
+      }
+      case 3:
+      case 4: {
+        char buf[16];
+        char control[CMSG_SPACE(16 * sizeof(int))] __attribute__((aligned(8)));
+        struct iovec iov = {buf, sizeof(buf)};
+        struct msghdr m;
+        memset(&m, 0, sizeof(m));
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = control;
+        m.msg_controllen = sizeof(control);
+        int fl = MSG_DONTWAIT | (ThreadRand(&st) % 4 == 0 ? MSG_PEEK : 0);
+        if (recvmsg(fd, &m, fl) >= 0) {
+          for (struct cmsghdr* h = CMSG_FIRSTHDR(&m); h != NULL;
+               h = CMSG_NXTHDR(&m, h)) {
+            if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) {
+              continue;
+            }
+            int k = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            for (int x = 0; x < k; ++x) {
+              int got;
+              memcpy(&got, CMSG_DATA(h) + x * sizeof(int), sizeof(got));
+              if (ThreadRand(&st) % 2) {
+                PutSlot((int)(ThreadRand(&st) % kSlots), got);
+              } else {
+                close(got);
+              }
+            }
+          }
+        }
+        break;
+      }
+      case 5:
+        PutSlot(i, -1);
+        break;
+      case 6:
+        shutdown(fd, (int)(ThreadRand(&st) % 3));
+        break;
+      case 7: {
+        int d = dup(fd);
+        if (d >= 0) PutSlot(j, d);
+        break;
+      }
+    }
+  }
+  return NULL;
+}
+
+static void Race(void) {
+  int p[2];
+  pipe2(p, O_CLOEXEC);
+  for (int i = 0; i < kSlots; ++i) slots[i] = -1;
+  slots[0] = p[1];
+  enum { kThreads = 4 };
+  pthread_t th[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
+    pthread_create(&th[t], NULL, RaceThread, (void*)(uintptr_t)(t + 1));
+  }
+  for (int t = 0; t < kThreads; ++t) pthread_join(th[t], NULL);
+  for (int i = 0; i < kSlots; ++i) PutSlot(i, -1);
+  if (!HupWithin(p[0])) FAIL("race: descriptors in flight not released");
+  close(p[0]);
+  printf("race: %d threads x %d operations\n", kThreads, 20000 * scale);
+}
+
+// ---- Gcstorm: the collector's cost per release (a reproducer, timed). ----
+
+// A chain DEPTH pairs deep hangs from one open pair (all reachable, no
+// garbage), then CLOSES unrelated sockets are made and closed; each close
+// starts a collection over everything in flight.
+static void Gcstorm(int depth, int closes) {
+  int head[2], held[2] = {-1, -1};
+  Pair(SOCK_DGRAM, head);
+  int prev = head[0];
+  long t0 = NowMs();
+  for (int i = 0; i < depth; ++i) {
+    int sv[2];
+    Pair(SOCK_DGRAM, sv);
+    if (SendFds(prev, sv, 2, 0) != 1) {
+      FAIL("gcstorm chain %d: %s", i, strerror(errno));
+      break;
+    }
+    if (held[0] >= 0) {
+      close(held[0]);
+      close(held[1]);
+    }
+    held[0] = sv[0];
+    held[1] = sv[1];
+    prev = sv[0];
+  }
+  close(held[0]);
+  close(held[1]);
+  long t1 = NowMs();
+  for (int i = 0; i < closes; ++i) TriggerCollection();
+  long t2 = NowMs();
+  close(head[0]);
+  close(head[1]);
+  TriggerCollection();
+  long t3 = NowMs();
+  printf(
+      "gcstorm: chain of %d pairs built in %ld ms; %d unrelated closes in "
+      "%ld ms (%.3f ms each); chain released in %ld ms\n",
+      depth, t1 - t0, closes, t2 - t1,
+      closes > 0 ? (double)(t2 - t1) / closes : 0.0, t3 - t2);
+}
+
 // ---- Abandon: exit with everything in flight and threads blocked. ----
 
 static void* BlockSend(void* arg) {
@@ -641,6 +797,10 @@ int main(int argc, char** argv) {
     }
   }
   if (strcmp(what, "abandon") == 0) Abandon();
+  if (strcmp(what, "gcstorm") == 0) {
+    Gcstorm(argc > 2 ? atoi(argv[2]) : 5000, argc > 3 ? atoi(argv[3]) : 1000);
+    return failures == 0 ? 0 : 1;
+  }
   const int fds0 = FdCount();
   const int lines0 = UnixLines();
   const long t0 = NowMs();
@@ -649,6 +809,7 @@ int main(int argc, char** argv) {
   if (all || strcmp(what, "flood") == 0) Flood();
   if (all || strcmp(what, "storm") == 0) Storm();
   if (all || strcmp(what, "garbage") == 0) Garbage();
+  if (all || strcmp(what, "race") == 0) Race();
   const int fds1 = FdCount();
   int lines1 = -1;
   // Collections may still be running (Linux's is a work item): bounded.
