@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "sentry/net/unix/endpoint.h"
+#include "sentry/vfs/waiter.h"
 
 namespace sandbox::net::unix {
 namespace {
@@ -55,6 +56,11 @@ void NotInflightLocked(GcState& g, const vfs::FileRef& f, uint32_t uid)
   if (it != g.per_user.end() && --it->second == 0) g.per_user.erase(it);
   g.total_files.fetch_sub(1, std::memory_order_relaxed);
 }
+
+// When the last collection ended and how long it took (ns): releases
+// back off while collections are expensive.
+std::atomic<int64_t> g_last_gc_end{0};
+std::atomic<int64_t> g_last_gc_cost{0};
 
 // Deferred release (delayed fput): descriptions dropped while a release is
 // already running on this thread wait in its list.
@@ -308,6 +314,7 @@ void CollectGarbage() {
     return;
   }
   t_in_gc = true;
+  const int64_t start = vfs::MonotonicNowNs();
   for (int round = 0; round < 1000; ++round) {
     t_gc_again = false;
     std::vector<vfs::FileRef> garbage = CollectPass();
@@ -315,6 +322,9 @@ void CollectGarbage() {
     ReleaseFiles(std::move(garbage));
     if (!found && !t_gc_again) break;
   }
+  const int64_t end = vfs::MonotonicNowNs();
+  g_last_gc_end.store(end, std::memory_order_relaxed);
+  g_last_gc_cost.store(end - start, std::memory_order_relaxed);
   t_in_gc = false;
 }
 
@@ -322,6 +332,17 @@ void MaybeCollectGarbage() {
   if (Gc().total_sockets.load(std::memory_order_relaxed) == 0) return;
   if (t_pending != nullptr) {
     t_gc_wanted = true;
+    return;
+  }
+  // A release collects at once unless collections are expensive (much in
+  // flight) and one just ran: then at most a tenth of the time goes to
+  // them, and the background collector comes back soon (Linux >= 6.10
+  // queues the collection as a work item too).
+  const int64_t cost = g_last_gc_cost.load(std::memory_order_relaxed);
+  if (cost > 1000000 &&
+      vfs::MonotonicNowNs() - g_last_gc_end.load(std::memory_order_relaxed) <
+          10 * cost) {
+    KickBackground();
     return;
   }
   CollectGarbage();
