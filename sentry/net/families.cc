@@ -1,7 +1,6 @@
 #include "sentry/net/families.h"
 
 #include "sentry/net/netlink/netlink.h"
-#include "sentry/net/proc_net.h"
 #include "sentry/net/unix/unix.h"
 
 namespace sandbox::net {
@@ -9,7 +8,6 @@ namespace sandbox::net {
 void RegisterBuiltinFamilies() {
   // One line per family package (each a Register function of its own).
   unix::Register();
-  RegisterProcNetFile("unix", &unix::FormatProcNetUnix);
   netlink::Register();
 }
 
