@@ -129,11 +129,26 @@ static void Pair(int type, int sv[2]) {
   }
 }
 
+// A name of this run's own: a pid is not unique across PID namespaces that
+// share a network namespace, so a random token is added.
+static unsigned long long Token(void) {
+  static unsigned long long token;
+  if (token == 0) {
+    FILE* f = fopen("/dev/urandom", "r");
+    if (f == NULL || fread(&token, sizeof(token), 1, f) != 1) {
+      token = (unsigned long long)NowMs() * 2654435761u + (unsigned)getpid();
+    }
+    if (f != NULL) fclose(f);
+  }
+  return token;
+}
+
 static socklen_t Abstract(struct sockaddr_un* a, const char* tag, int n) {
   memset(a, 0, sizeof(*a));
   a->sun_family = AF_UNIX;
-  int len = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-                     "sock_hostile.%s.%d.%d", tag, (int)getpid(), n);
+  int len =
+      snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+               "sock_hostile.%s.%d.%d.%llx", tag, (int)getpid(), n, Token());
   return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
 

@@ -212,6 +212,25 @@ class LeakCheck {
   std::set<std::string> names_;
 };
 
+// An abstract name no other process uses: AbstractName's pid is not
+// unique when runs in separate PID namespaces share a network namespace
+// (parallel tests under Bazel's sandbox), so a random tag is added.
+std::string UniqueName(const std::string& tag) {
+  static const std::string token = [] {
+    uint64_t v = 0;
+    FILE* f = fopen("/dev/urandom", "r");
+    if (f == nullptr || fread(&v, sizeof(v), 1, f) != 1) {
+      v = static_cast<uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count());
+    }
+    if (f != nullptr) fclose(f);
+    char buf[17];
+    snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+    return std::string(buf);
+  }();
+  return AbstractName(tag) + "." + token;
+}
+
 // ---- Sending descriptors. ----
 
 ssize_t SendFds(int sock, const std::vector<int>& fds, int flags = 0,
@@ -301,7 +320,7 @@ TEST(UnixHostileCycleTest, SocketInItsOwnQueue) {
 TEST(UnixHostileCycleTest, DatagramSocketSendsItselfToItself) {
   LeakCheck leaks;
   Pipe pipe;
-  const std::string name = AbstractName("self");
+  const std::string name = UniqueName("self");
   UnixAddr addr = UnixAddr::Abstract(name);
   leaks.NoteName("@" + name);
   {
@@ -430,7 +449,7 @@ TEST(UnixHostileCycleTest, ListenerHeldByItsEmbryo) {
   for (int type : {SOCK_STREAM, SOCK_SEQPACKET}) {
     LeakCheck leaks;
     Pipe pipe;
-    const std::string name = AbstractName("embryo");
+    const std::string name = UniqueName("embryo");
     UnixAddr addr = UnixAddr::Abstract(name);
     leaks.NoteName("@" + name);
     {
@@ -455,7 +474,7 @@ TEST(UnixHostileCycleTest, ListenerHeldByItsEmbryo) {
 TEST(UnixHostileCycleTest, ListenerWithSeveralEmbryosInFlight) {
   LeakCheck leaks;
   Pipe pipe;
-  const std::string name = AbstractName("embryos");
+  const std::string name = UniqueName("embryos");
   UnixAddr addr = UnixAddr::Abstract(name);
   leaks.NoteName("@" + name);
   {
@@ -659,7 +678,7 @@ TEST(UnixHostileFloodTest, NonBlockingUntilEagain) {
     EXPECT_THAT(send(p.a.get(), "x", 1, MSG_DONTWAIT),
                 SyscallSucceedsWithValue(1));
   }
-  const std::string name = AbstractName("flood");
+  const std::string name = UniqueName("flood");
   UnixAddr addr = UnixAddr::Abstract(name);
   leaks.NoteName("@" + name);
   FileDescriptor rx = UnixSocket(SOCK_DGRAM);
@@ -714,7 +733,7 @@ TEST(UnixHostileFloodTest, FloodWithDescriptorsClosedUnread) {
 TEST(UnixHostileFloodTest, BlockedSendersKilled) {
   LeakCheck leaks;
   Pipe pipe;
-  const std::string name = AbstractName("killed");
+  const std::string name = UniqueName("killed");
   UnixAddr addr = UnixAddr::Abstract(name);
   leaks.NoteName("@" + name);
   FileDescriptor rx = UnixSocket(SOCK_DGRAM);
@@ -812,7 +831,7 @@ int AcceptAll(int l, LeakCheck* leaks) {
 TEST(UnixHostileConnectTest, TenThousandConnectsToBacklogOne) {
   for (int type : {SOCK_STREAM, SOCK_SEQPACKET}) {
     LeakCheck leaks;
-    const std::string name = AbstractName("storm");
+    const std::string name = UniqueName("storm");
     UnixAddr addr = UnixAddr::Abstract(name);
     leaks.NoteName("@" + name);
     FileDescriptor l = Listener(type, addr, 1);
@@ -880,7 +899,7 @@ struct ScopedSigusr1 {
 TEST(UnixHostileConnectTest, BlockingConnectsInterrupted) {
   LeakCheck leaks;
   ScopedSigusr1 sig;
-  const std::string name = AbstractName("intr");
+  const std::string name = UniqueName("intr");
   UnixAddr addr = UnixAddr::Abstract(name);
   leaks.NoteName("@" + name);
   FileDescriptor l = Listener(SOCK_STREAM, addr, 1);
@@ -932,7 +951,7 @@ TEST(UnixHostileConnectTest, BlockingConnectsInterrupted) {
 // Blocked connectors are woken by the listener's close and refused.
 TEST(UnixHostileConnectTest, BlockedConnectsRefusedWhenListenerCloses) {
   LeakCheck leaks;
-  const std::string name = AbstractName("refuse");
+  const std::string name = UniqueName("refuse");
   UnixAddr addr = UnixAddr::Abstract(name);
   leaks.NoteName("@" + name);
   FileDescriptor l = Listener(SOCK_STREAM, addr, 1);
@@ -1350,8 +1369,7 @@ TEST(UnixHostileMsghdrTest, AddressLengths) {
   LeakCheck leaks;
   FileDescriptor s = UnixSocket(SOCK_DGRAM);
   ASSERT_TRUE(s.valid());
-  const std::string aname = AbstractName("addr"),
-                    taname = AbstractName("addrtx");
+  const std::string aname = UniqueName("addr"), taname = UniqueName("addrtx");
   leaks.NoteName("@" + aname);
   leaks.NoteName("@" + taname);
   UnixAddr a = UnixAddr::Abstract(aname);
