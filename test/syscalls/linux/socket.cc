@@ -613,7 +613,9 @@ TEST(SocketSignalTest, TimedWaitsAreEintrUntimedOnesRestart) {
   ASSERT_THAT(
       setsockopt(fds[1].get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
       SyscallSucceeds());
-  struct itimerval it = {{0, 0}, {0, 50000}};
+  // A periodic timer: a signal comes while recv is blocked even when the
+  // first one fires before it blocks (a loaded host).
+  struct itimerval it = {{0, 50000}, {0, 50000}};
   ASSERT_THAT(setitimer(ITIMER_REAL, &it, nullptr), SyscallSucceeds());
   char c;
   EXPECT_THAT(recv(fds[1].get(), &c, 1, 0), SyscallFailsWithErrno(EINTR));
@@ -633,6 +635,8 @@ TEST(SocketSignalTest, TimedWaitsAreEintrUntimedOnesRestart) {
   ASSERT_THAT(setitimer(ITIMER_REAL, &it, nullptr), SyscallSucceeds());
   EXPECT_THAT(recv(fds[1].get(), &c, 1, 0), SyscallSucceedsWithValue(1));
   EXPECT_EQ(c, 'y');
+  struct itimerval off = {};
+  setitimer(ITIMER_REAL, &off, nullptr);
   int status;
   waitpid(child, &status, 0);
   sigaction(SIGALRM, &old, nullptr);
