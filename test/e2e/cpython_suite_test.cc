@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "test/e2e/runsc_child.h"
@@ -27,6 +28,22 @@ constexpr char kSuccess[] = "Tests result: SUCCESS";
 
 class CpythonSuiteTest : public ::testing::TestWithParam<const char*> {};
 
+// A module may print nothing for minutes (regrtest reports a module when
+// it ends): wait up to 20 minutes without output.
+constexpr int kQuietMs = 20 * 60 * 1000;
+
+Result Native(const std::vector<std::string>& argv) {
+  Child c(Child::Native{}, argv);
+  c.CloseStdin();
+  return c.Finish(kQuietMs);
+}
+
+Result Sandboxed(const std::vector<std::string>& args) {
+  Child c(args);
+  c.CloseStdin();
+  return c.Finish(kQuietMs);
+}
+
 std::string Tail(const std::string& s) {
   return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
 }
@@ -38,13 +55,13 @@ TEST_P(CpythonSuiteTest, PassesAsNatively) {
   }
   const std::string module = GetParam();
   // regrtest enables no resource (network included) unless -u asks.
-  Result native = RunNative({kPython, "-m", "test", module});
+  Result native = Native({kPython, "-m", "test", module});
   if (native.status != 0 || native.out.find(kSuccess) == std::string::npos) {
     GTEST_SKIP() << "SKIP: " << module << " fails natively on this host:\n"
                  << Tail(native.out + native.err);
   }
   Result sandboxed =
-      RunRunsc({"do", "--", kPython, "-m", "test", "-u-network", module});
+      Sandboxed({"do", "--", kPython, "-m", "test", "-u-network", module});
   EXPECT_EQ(sandboxed.status, 0) << Tail(sandboxed.out + sandboxed.err);
   EXPECT_NE(sandboxed.out.find(kSuccess), std::string::npos)
       << Tail(sandboxed.out + sandboxed.err);

@@ -13,9 +13,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,9 +91,24 @@ inline std::string SocketPath() {
 }
 
 // A unique abstract name for this process.
+// The abstract namespace is shared by every process of a network
+// namespace, and pids repeat across the PID namespaces of parallel test
+// runs: a random token per process keeps the names apart.
 inline std::string AbstractName(const std::string& tag) {
   static std::atomic<int> counter{0};
-  return "sandbox-test." + tag + "." + std::to_string(getpid()) + "." +
+  static const std::string token = [] {
+    uint64_t v = 0;
+    FILE* f = fopen("/dev/urandom", "re");
+    if (f == nullptr || fread(&v, sizeof(v), 1, f) != 1) {
+      v = static_cast<uint64_t>(time(nullptr)) ^
+          (static_cast<uint64_t>(getpid()) << 32);
+    }
+    if (f != nullptr) fclose(f);
+    char buf[17];
+    snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+    return std::string(buf);
+  }();
+  return "sandbox-test." + tag + "." + token + "." +
          std::to_string(counter.fetch_add(1));
 }
 
