@@ -30,9 +30,10 @@ KResult<const Family*> Lookup(int domain, int type) {
   const Family& f = t.families[domain];
   if (f.create == nullptr) {
     if (!t.logged[domain].exchange(true)) {
-      kernel::LogUnsupported("socket: address family %d is not supported "
-                             "(EAFNOSUPPORT)",
-                             domain);
+      kernel::LogUnsupported(
+          "socket: address family %d is not supported "
+          "(EAFNOSUPPORT)",
+          domain);
     }
     return kEAFNOSUPPORT;
   }

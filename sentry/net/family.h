@@ -28,8 +28,8 @@ using SocketRef = std::shared_ptr<Socket>;
 using SocketPair = std::pair<SocketRef, SocketRef>;
 
 struct Family {
-  int domain = 0;            // AF_UNIX, AF_NETLINK, ...
-  const char* name = "";     // for logs ("unix", "netlink")
+  int domain = 0;         // AF_UNIX, AF_NETLINK, ...
+  const char* name = "";  // for logs ("unix", "netlink")
   // socket(2): a new socket of `type` (without SOCK_NONBLOCK/CLOEXEC),
   // `protocol`, with open flags `flags` (O_RDWR | maybe O_NONBLOCK).
   KResult<SocketRef> (*create)(Caller& c, int type, int protocol,

@@ -109,19 +109,19 @@ class SpanIo final : public MessageIo {
 
 // sendmsg(2)'s request beyond the data.
 struct SendRequest {
-  int flags = 0;                    // MSG_* (MSG_DONTWAIT, MSG_NOSIGNAL, ...)
-  std::optional<SockAddr> to;       // msg_name / sendto's address
-  ControlMessages control;          // moved into the message sent
+  int flags = 0;               // MSG_* (MSG_DONTWAIT, MSG_NOSIGNAL, ...)
+  std::optional<SockAddr> to;  // msg_name / sendto's address
+  ControlMessages control;     // moved into the message sent
 };
 
 // recvmsg(2)'s request and its results beyond the data.
 struct RecvRequest {
-  int flags = 0;               // MSG_PEEK, MSG_WAITALL, MSG_TRUNC, ...
-  bool want_from = false;      // msg_name given: fill `from`
+  int flags = 0;           // MSG_PEEK, MSG_WAITALL, MSG_TRUNC, ...
+  bool want_from = false;  // msg_name given: fill `from`
   // Results.
-  SockAddr from;               // the sender's address (len 0: none)
-  int msg_flags = 0;           // MSG_TRUNC, MSG_EOR, MSG_CTRUNC, ...
-  ControlMessages control;     // received; the syscall layer installs fds
+  SockAddr from;            // the sender's address (len 0: none)
+  int msg_flags = 0;        // MSG_TRUNC, MSG_EOR, MSG_CTRUNC, ...
+  ControlMessages control;  // received; the syscall layer installs fds
 };
 
 }  // namespace sandbox::net

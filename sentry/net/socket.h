@@ -36,8 +36,8 @@
 #include "absl/types/span.h"
 #include "sentry/base/result.h"
 #include "sentry/net/message.h"
-#include "sentry/vfs/file_description.h"
 #include "sentry/vfs/fd_table.h"
+#include "sentry/vfs/file_description.h"
 #include "sentry/vfs/mount.h"
 
 namespace sandbox::kernel {
@@ -103,12 +103,10 @@ class Socket : public vfs::FileDescription {
   // went in unless non-blocking; a partial count when interrupted after
   // some). EPIPE is returned as is: the syscall layer raises SIGPIPE
   // unless MSG_NOSIGNAL.
-  virtual KResult<size_t> SendMsg(Caller& c, MessageIo& data,
-                                  SendRequest& req);
+  virtual KResult<size_t> SendMsg(Caller& c, MessageIo& data, SendRequest& req);
   // recvmsg(2): returns the bytes received (or, for a datagram with
   // MSG_TRUNC in req.flags, the datagram's real length).
-  virtual KResult<size_t> RecvMsg(Caller& c, MessageIo& data,
-                                  RecvRequest& req);
+  virtual KResult<size_t> RecvMsg(Caller& c, MessageIo& data, RecvRequest& req);
   // setsockopt(2)/getsockopt(2). The value is copied in by the syscall
   // layer (at most a page); GetSockOpt writes at most val.size() bytes and
   // returns how many it wrote (the new optlen). The base handles
@@ -123,10 +121,10 @@ class Socket : public vfs::FileDescription {
   virtual KResult<size_t> GetSockOpt(Caller& c, int level, int name,
                                      absl::Span<uint8_t> val);
   // The socket ioctls a family answers (FIONREAD/SIOCINQ, SIOCOUTQ, ...).
-  // The syscall layer answers the interface ioctls (SIOCGIF*) itself.
+  // Socket::Ioctl answers the interface ioctls (SIOCGIF*: stack/ifioctl.h)
+  // before asking the family.
   // ENOTTY by default.
-  virtual KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd,
-                                        uint64_t arg);
+  virtual KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd, uint64_t arg);
 
   // ---- FileDescription. ----
   // read/write/readv/writev: RecvMsg/SendMsg with no flags, through
@@ -191,8 +189,7 @@ class Socket : public vfs::FileDescription {
   // SO_OOBINLINE, SO_DONTROUTE, SO_PRIORITY, SO_LINGER, SO_RCVLOWAT,
   // SO_MARK, the timestamp flags, ...): socket.cc.
   struct Stored;
-  KResult<void> SetSolSocket(Caller& c, int name,
-                             absl::Span<const uint8_t> val)
+  KResult<void> SetSolSocket(Caller& c, int name, absl::Span<const uint8_t> val)
       ABSL_LOCKS_EXCLUDED(opt_mu_);
   KResult<size_t> GetSolSocket(Caller& c, int name, absl::Span<uint8_t> val)
       ABSL_LOCKS_EXCLUDED(opt_mu_);

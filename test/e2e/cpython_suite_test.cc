@@ -68,7 +68,7 @@ TEST_P(CpythonSuiteTest, PassesAsNatively) {
 }
 
 #ifndef CPYTHON_SUITE_MODULES
-#define CPYTHON_SUITE_MODULES                                           \
+#define CPYTHON_SUITE_MODULES                                        \
   "test_fcntl", "test_time", "test_posix", "test_shutil", "test_io", \
       "test_subprocess"
 #endif
