@@ -18,42 +18,18 @@
 #ifndef SENTRY_VFS_HOST_SOCKET_H_
 #define SENTRY_VFS_HOST_SOCKET_H_
 
-#include <unistd.h>
-
 #include <memory>
 #include <string_view>
-#include <utility>
 
+#include "gofer/protocol/unique_fd.h"
 #include "sentry/base/result.h"
 #include "sentry/vfs/inode.h"
 
 namespace sandbox::vfs {
 
-// An owned host descriptor, closed on destruction. Move-only.
-class OwnedFd {
- public:
-  OwnedFd() = default;
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  OwnedFd(OwnedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  OwnedFd& operator=(OwnedFd&& o) noexcept {
-    if (this != &o) reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  ~OwnedFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+// An owned host descriptor, closed on destruction. Move-only: the Gofer
+// protocol's (the descriptors come from it).
+using OwnedFd = ::gofer::UniqueFd;
 
 // What BindSocket made: the node (as CreateChild returns it) and the host
 // socket bound at it.
