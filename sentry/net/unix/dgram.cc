@@ -313,9 +313,7 @@ KResult<size_t> UnixSocket::DgramRecv(Caller& c, MessageIo& data,
       break;
     }
     if (!waiter.has_value()) waiter.emplace(self.wq_, vfs::kAllEvents);
-    self.io_mu_.Unlock();
-    KResult<void> w = waiter->Wait(c, deadline);
-    self.io_mu_.Lock();
+    KResult<void> w = waiter->WaitReleasing(self.io_mu_, c, deadline);
     if (!w.ok()) {
       err = w.error().number();
       break;

@@ -297,6 +297,16 @@ class Waiter {
   // First call: registers and returns ok (the caller checks again before
   // sleeping, so no wake-up is lost).
   KResult<void> Wait(const Caller& c, int64_t deadline);
+  // Wait with `held` (a reader's io_mu_) released while it sleeps and
+  // taken again before it returns.
+  KResult<void> WaitReleasing(absl::Mutex& held, const Caller& c,
+                              int64_t deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(held) {
+    held.Unlock();
+    KResult<void> r = Wait(c, deadline);
+    held.Lock();
+    return r;
+  }
 
  private:
   vfs::WaitQueue& q_;
