@@ -73,6 +73,14 @@ KResult<ControlMessages> ParseSend(absl::Span<const uint8_t> control,
         default:
           return kEINVAL;
       }
+    } else {
+      // The protocol's (ip_cmsg_send, ip6_datagram_send_ctl).
+      const uint8_t* data = control.data() + off + kHdrLen;
+      ControlMessages::Raw r;
+      r.level = h.level;
+      r.type = h.type;
+      r.data.assign(data, data + (h.len - kHdrLen));
+      out.raw.push_back(std::move(r));
     }
     // CMSG_NXTHDR (h.len <= size - off, so this cannot overflow).
     off += Align(h.len);
@@ -88,8 +96,27 @@ RecvResult PutReceived(ControlMessages& cm, bool has_control, size_t controllen,
     cm.rights.clear();
     return r;
   }
-  size_t at = 0;               // msg_control - cmsg_ptr
-  size_t room = controllen;    // msg_controllen
+  size_t at = 0;             // msg_control - cmsg_ptr
+  size_t room = controllen;  // msg_controllen
+  for (const ControlMessages::Raw& m : cm.raw) {  // put_cmsg
+    if (room < kHdrLen) {
+      r.msg_flags |= MSG_CTRUNC;
+      break;
+    }
+    size_t cmlen = Len(m.data.size());
+    if (room < cmlen) {
+      r.msg_flags |= MSG_CTRUNC;
+      cmlen = room;
+    }
+    Hdr h{cmlen, m.level, m.type};
+    if (!sink.Write(at, &h, sizeof(h)) ||
+        !sink.Write(at + kHdrLen, m.data.data(), cmlen - kHdrLen)) {
+      break;
+    }
+    size_t adv = std::min(Space(m.data.size()), room);
+    at += adv;
+    room -= adv;
+  }
   if (cm.creds.has_value()) {  // put_cmsg(SOL_SOCKET, SCM_CREDENTIALS)
     const Ucred u = *cm.creds;
     if (room < kHdrLen) {

@@ -57,7 +57,8 @@ struct SendContext {
 // SOL_SOCKET type, SCM_RIGHTS outside AF_UNIX or beyond SCM_MAX_FD in all,
 // a bad SCM_CREDENTIALS length or id; EBADF for a bad descriptor; EPERM for
 // credentials the sender may not claim; ESRCH for a pid that does not
-// exist. Messages of other levels are skipped (the protocol's).
+// exist. Messages of other levels are collected in `raw`, in order, for
+// the protocol to check (AF_UNIX ignores them, as Linux does).
 KResult<ControlMessages> ParseSend(absl::Span<const uint8_t> control,
                                    const SendContext& ctx);
 

@@ -61,8 +61,21 @@ struct ControlMessages {
   // SCM_CREDENTIALS: sent explicitly (checked by the syscall layer against
   // the sender's ids), or attached for a receiver with SO_PASSCRED.
   std::optional<Ucred> creds;
-  // SO_TIMESTAMP and the Internet families' ancillary data come later.
-  bool empty() const { return rights.empty() && !creds.has_value(); }
+  // Other ancillary data, as (level, type, payload): on a send, every
+  // message of a level other than SOL_SOCKET, in order, for the protocol
+  // to check (ip_cmsg_send: IP_PKTINFO, IP_TOS, IP_TTL, IPV6_*); on a
+  // receive, what the protocol attaches (SO_TIMESTAMP*, IP_PKTINFO,
+  // IP_TOS, IP_TTL, IP_RECVERR's sock_extended_err, IPV6_PKTINFO, ...),
+  // written before the credentials and descriptors, in order.
+  struct Raw {
+    int level = 0;
+    int type = 0;
+    std::vector<uint8_t> data;
+  };
+  std::vector<Raw> raw;
+  bool empty() const {
+    return rights.empty() && !creds.has_value() && raw.empty();
+  }
 };
 
 // The data buffer of one send or receive: the guest's iovecs (implemented

@@ -125,6 +125,7 @@ struct Socket::Stored {
   bool rxq_ovfl = false, wifi_status = false, nofcs = false;
   bool select_err_queue = false, lock_filter = false, rcvmark = false;
   bool rcvpriority = false, prefer_busy_poll = false, linger = false;
+  bool reuseport = false;
   int userlocks = 0;
   int priority = 0;
   uint32_t mark = 0;
@@ -352,6 +353,7 @@ KResult<void> Socket::SetSolSocket(Caller& c, int name,
       return OkResult();
     case kSoReuseport:
       if (b && family_ != AF_INET && family_ != AF_INET6) return kEOPNOTSUPP;
+      st.reuseport = b;
       return OkResult();
     case kSoDontroute:
       st.dontroute = b;
@@ -560,7 +562,7 @@ KResult<size_t> Socket::GetSolSocket(Caller& c, int name,
     case kSoReuseaddr:
       return PutInt(out, st.reuseaddr);
     case kSoReuseport:
-      return PutInt(out, 0);
+      return PutInt(out, st.reuseport);
     case kSoKeepalive:
       return PutInt(out, st.keepalive);
     case kSoType:
@@ -760,6 +762,25 @@ Errno Socket::IntrErrno(bool send) const {
   absl::MutexLock l(&opt_mu_);
   return (send ? sndtimeo_ : rcvtimeo_) == kMaxScheduleTimeout ? kERestartSys
                                                                : kEINTR;
+}
+
+Socket::SolFlags Socket::sol_flags() const {
+  absl::MutexLock l(&opt_mu_);
+  const Stored& st = *stored_;
+  SolFlags f;
+  f.reuseaddr = st.reuseaddr;
+  f.reuseport = st.reuseport;
+  f.keepalive = st.keepalive;
+  f.oobinline = st.oobinline;
+  f.broadcast = st.broadcast;
+  f.linger = st.linger;
+  f.lingertime = st.lingertime;
+  f.rcvlowat = st.rcvlowat;
+  f.rcvtstamp = st.rcvtstamp;
+  f.rcvtstampns = st.rcvtstampns;
+  f.bound_dev_if = st.bound_dev_if;
+  f.priority = st.priority;
+  return f;
 }
 
 void Socket::SetSoError(int err) {

@@ -154,6 +154,22 @@ class Socket : public vfs::FileDescription {
   // return ERESTARTSYS from interrupted waits; the syscall layer and
   // Read/Write map it through this.
   Errno IntrErrno(bool send) const ABSL_LOCKS_EXCLUDED(opt_mu_);
+  // The SOL_SOCKET options the Internet families act on (a snapshot).
+  struct SolFlags {
+    bool reuseaddr = false;  // SO_REUSEADDR (sk_reuse)
+    bool reuseport = false;  // SO_REUSEPORT (sk_reuseport)
+    bool keepalive = false;  // SO_KEEPALIVE
+    bool oobinline = false;  // SO_OOBINLINE
+    bool broadcast = false;  // SO_BROADCAST
+    bool linger = false;     // SO_LINGER's l_onoff
+    int64_t lingertime = 0;  // SO_LINGER's l_linger, in jiffies (kHz 100)
+    int rcvlowat = 1;        // SO_RCVLOWAT
+    bool rcvtstamp = false;  // SO_TIMESTAMP(NS)
+    bool rcvtstampns = false;
+    int bound_dev_if = 0;  // SO_BINDTODEVICE / SO_BINDTOIFINDEX
+    int priority = 0;      // SO_PRIORITY
+  };
+  SolFlags sol_flags() const ABSL_LOCKS_EXCLUDED(opt_mu_);
   // Sets SO_ERROR (a pending asynchronous error) / takes it (getsockopt
   // SO_ERROR and the next call clear it).
   void SetSoError(int err) ABSL_LOCKS_EXCLUDED(opt_mu_);

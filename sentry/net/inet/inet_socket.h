@@ -1,0 +1,173 @@
+// InetSocket: what every AF_INET/AF_INET6 socket shares (Linux's struct
+// inet_sock and ipv6_pinfo): the IP-level options of SOL_IP and SOL_IPV6,
+// the binding in the protocol's PortTable, the address checks of bind(2)
+// and the source address chosen for a destination, and the row it shows in
+// /proc/net/{tcp,tcp6,udp,udp6,raw,...}.
+//
+// Protocols derive from it (tcp/, udp/ and ping in udp/) and call
+// InetSocket::SetSockOpt/GetSockOpt for the levels they do not handle
+// themselves (SOL_IP and SOL_IPV6 here, SOL_SOCKET in net::Socket).
+//
+// Thread-safety: ip_mu_ guards the IP options and the binding; it is a
+// leaf under the protocol's own socket lock (protocol mutex -> ip_mu_ ->
+// PortTable::mu_ is never taken in another order: PortTable calls back
+// into nothing).
+#ifndef SENTRY_NET_INET_INET_SOCKET_H_
+#define SENTRY_NET_INET_INET_SOCKET_H_
+
+#include <stdint.h>
+
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "sentry/base/result.h"
+#include "sentry/net/inet/address.h"
+#include "sentry/net/inet/ports.h"
+#include "sentry/net/socket.h"
+
+namespace sandbox::net::inet {
+
+// The SOL_IP / SOL_IPV6 options (inet_sock's and ipv6_pinfo's fields).
+struct IpOptions {
+  // SOL_IP.
+  int tos = 0;             // IP_TOS (the ECN bits kept as Linux keeps them)
+  int ttl = -1;            // IP_TTL (-1: net.ipv4.ip_default_ttl)
+  bool pktinfo = false;    // IP_PKTINFO
+  bool recvtos = false;    // IP_RECVTOS
+  bool recvttl = false;    // IP_RECVTTL
+  bool recvopts = false;   // IP_RECVOPTS / IP_RETOPTS
+  bool recverr = false;    // IP_RECVERR
+  bool recverr_rfc4884 = false;
+  bool recvorigdstaddr = false;  // IP_RECVORIGDSTADDR
+  bool freebind = false;   // IP_FREEBIND
+  bool transparent = false;  // IP_TRANSPARENT (needs CAP_NET_ADMIN)
+  bool bind_address_no_port = false;  // IP_BIND_ADDRESS_NO_PORT
+  bool hdrincl = false;
+  int mtu_discover = 1;    // IP_MTU_DISCOVER: IP_PMTUDISC_WANT for TCP/UDP
+  int multicast_ttl = 1;   // IP_MULTICAST_TTL
+  bool multicast_loop = true;  // IP_MULTICAST_LOOP
+  int multicast_if = 0;    // IP_MULTICAST_IF index
+  uint32_t multicast_addr = 0;
+  bool multicast_all = true;  // IP_MULTICAST_ALL
+  bool checksum = false;   // IP_CHECKSUM
+  int local_port_lo = 0, local_port_hi = 0;  // IP_LOCAL_PORT_RANGE (0: the sysctl's)
+  // SOL_IPV6.
+  bool v6only = false;     // IPV6_V6ONLY (net.ipv6.bindv6only: 0)
+  int tclass = 0;          // IPV6_TCLASS
+  int unicast_hops = -1;   // IPV6_UNICAST_HOPS (-1: the route's, 64)
+  int multicast_hops = 1;  // IPV6_MULTICAST_HOPS
+  bool multicast_loop6 = true;
+  int multicast_if6 = 0;
+  bool recvpktinfo = false;    // IPV6_RECVPKTINFO
+  bool recvtclass = false;     // IPV6_RECVTCLASS
+  bool recvhoplimit = false;   // IPV6_RECVHOPLIMIT
+  bool recverr6 = false;       // IPV6_RECVERR
+  bool recvpathmtu = false;
+  bool recvorigdstaddr6 = false;
+  bool autoflowlabel = true;
+  int mtu_discover6 = 1;       // IPV6_MTU_DISCOVER
+  bool dontfrag = false;
+  bool freebind6 = false;
+  bool transparent6 = false;
+  bool recvfragsize = false;
+};
+
+// One row of /proc/net/{tcp,tcp6,udp,udp6} (tcp4_seq_show and friends).
+struct ProcRow {
+  InetAddr local;
+  InetAddr remote;
+  int state = 0;       // TCP_ESTABLISHED... (st column; UDP: 7 unconnected,
+                       // 1 connected)
+  uint64_t tx_queue = 0;  // bytes not yet acknowledged / in the send queue
+  uint64_t rx_queue = 0;  // bytes readable (a listener: its accept queue)
+  uint32_t uid = 0;
+  uint64_t inode = 0;
+  int refcount = 2;  // sk_refcnt as shown
+  uint64_t drops = 0;  // UDP's sk_drops
+};
+
+class InetSocket : public Socket {
+ public:
+  // `family` is AF_INET or AF_INET6.
+  InetSocket(int family, int type, int protocol, uint32_t flags,
+             const Ucred& owner, Proto proto);
+  ~InetSocket() override;
+
+  Proto proto() const { return proto_; }
+  bool v6() const { return family() == AF_INET6; }
+  const Ucred& owner_ids() const { return owner_; }
+
+  // SOL_IP and SOL_IPV6 (do_ip_setsockopt / do_ipv6_setsockopt with
+  // Linux's checks: EINVAL for short values and bad ranges, ENOPROTOOPT for
+  // unknown names and for SOL_IPV6 on an AF_INET socket, EPERM for
+  // IP_TRANSPARENT without CAP_NET_ADMIN); SOL_SOCKET goes to
+  // net::Socket. Other levels: EOPNOTSUPP (the protocol handles its own,
+  // SOL_TCP/SOL_UDP, before calling this).
+  KResult<void> SetSockOpt(Caller& c, int level, int name,
+                           absl::Span<const uint8_t> val) override;
+  KResult<size_t> GetSockOpt(Caller& c, int level, int name,
+                             absl::Span<uint8_t> val) override;
+
+  IpOptions ip_options() const ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // The TTL / hop limit a packet of this socket carries to `dst`.
+  int EffectiveTtl(Caller& c, const IpAddr& dst) const;
+
+  // ---- Binding (the protocol calls these with its own lock held). ----
+  // bind(2)'s checks and reservation (inet_bind/inet6_bind): the address
+  // parsed for this socket's family; EINVAL if already bound; an AF_INET6
+  // socket with IPV6_V6ONLY cannot bind a v4-mapped address (EINVAL);
+  // a multicast address binds as Linux allows; a non-local address is
+  // EADDRNOTAVAIL unless IP_FREEBIND/IP_TRANSPARENT/ip_nonlocal_bind;
+  // a port below net.ipv4.ip_unprivileged_port_start (1024) needs
+  // CAP_NET_BIND_SERVICE (EACCES).
+  KResult<void> BindTo(Caller& c, const InetAddr& addr)
+      ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // The binding for a connect(2) to `remote`: the existing one connected,
+  // or an ephemeral one (autobind). The source address is SourceFor.
+  KResult<InetAddr> ConnectBinding(Caller& c, const InetAddr& remote)
+      ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // UDP: an unbound socket sending gets an ephemeral port.
+  KResult<InetAddr> AutoBind(Caller& c) ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // Releases the binding (close; TCP disconnect of an auto-bound socket).
+  void Unbind() ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // Whether bound, and the binding (null if not).
+  Binding binding() const ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // The local address as getsockname reports it (0.0.0.0:0 / [::]:0 when
+  // unbound; the connected source once connected).
+  InetAddr LocalAddr() const ABSL_LOCKS_EXCLUDED(ip_mu_);
+
+  // The source address for a packet to `dst` (the route's preferred source:
+  // 127.0.0.1 for 127.0.0.0/8, ::1 for ::1, the bound address when bound
+  // to a specific one), or ENETUNREACH when there is no route (the sandbox
+  // has only lo; non-loopback destinations go through the network mode's
+  // host path, decided by the protocol), EAFNOSUPPORT for an IPv4
+  // destination of an IPV6_V6ONLY socket... (as Linux: ENETUNREACH).
+  KResult<IpAddr> SourceFor(Caller& c, const IpAddr& dst) const;
+
+  // /proc/net row of this socket.
+  virtual ProcRow proc_row() const = 0;
+
+ protected:
+  mutable absl::Mutex ip_mu_;
+  IpOptions ip_ ABSL_GUARDED_BY(ip_mu_);
+  Binding binding_ ABSL_GUARDED_BY(ip_mu_);
+  bool bound_explicitly_ ABSL_GUARDED_BY(ip_mu_) = false;
+
+ private:
+  const Proto proto_;
+  const Ucred owner_;
+};
+
+// The description as an Internet socket, or null.
+InetSocket* AsInetSocket(vfs::FileDescription* f);
+
+// Whether `ip` is a local address of namespace `ns` (an address of an up
+// interface, or a /8 of 127 while lo has 127.0.0.1/8: inet_addr_type ==
+// RTN_LOCAL; ::1 while lo is up).
+bool IsLocalAddress(NetNamespace& ns, const IpAddr& ip);
+
+}  // namespace sandbox::net::inet
+
+#endif  // SENTRY_NET_INET_INET_SOCKET_H_
