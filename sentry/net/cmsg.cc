@@ -96,8 +96,8 @@ RecvResult PutReceived(ControlMessages& cm, bool has_control, size_t controllen,
     cm.rights.clear();
     return r;
   }
-  size_t at = 0;             // msg_control - cmsg_ptr
-  size_t room = controllen;  // msg_controllen
+  size_t at = 0;                                  // msg_control - cmsg_ptr
+  size_t room = controllen;                       // msg_controllen
   for (const ControlMessages::Raw& m : cm.raw) {  // put_cmsg
     if (room < kHdrLen) {
       r.msg_flags |= MSG_CTRUNC;

@@ -32,27 +32,28 @@ namespace sandbox::net::inet {
 // The SOL_IP / SOL_IPV6 options (inet_sock's and ipv6_pinfo's fields).
 struct IpOptions {
   // SOL_IP.
-  int tos = 0;             // IP_TOS (the ECN bits kept as Linux keeps them)
-  int ttl = -1;            // IP_TTL (-1: net.ipv4.ip_default_ttl)
-  bool pktinfo = false;    // IP_PKTINFO
-  bool recvtos = false;    // IP_RECVTOS
-  bool recvttl = false;    // IP_RECVTTL
-  bool recvopts = false;   // IP_RECVOPTS / IP_RETOPTS
-  bool recverr = false;    // IP_RECVERR
+  int tos = 0;            // IP_TOS (the ECN bits kept as Linux keeps them)
+  int ttl = -1;           // IP_TTL (-1: net.ipv4.ip_default_ttl)
+  bool pktinfo = false;   // IP_PKTINFO
+  bool recvtos = false;   // IP_RECVTOS
+  bool recvttl = false;   // IP_RECVTTL
+  bool recvopts = false;  // IP_RECVOPTS / IP_RETOPTS
+  bool recverr = false;   // IP_RECVERR
   bool recverr_rfc4884 = false;
-  bool recvorigdstaddr = false;  // IP_RECVORIGDSTADDR
-  bool freebind = false;   // IP_FREEBIND
-  bool transparent = false;  // IP_TRANSPARENT (needs CAP_NET_ADMIN)
+  bool recvorigdstaddr = false;       // IP_RECVORIGDSTADDR
+  bool freebind = false;              // IP_FREEBIND
+  bool transparent = false;           // IP_TRANSPARENT (needs CAP_NET_ADMIN)
   bool bind_address_no_port = false;  // IP_BIND_ADDRESS_NO_PORT
   bool hdrincl = false;
-  int mtu_discover = 1;    // IP_MTU_DISCOVER: IP_PMTUDISC_WANT for TCP/UDP
-  int multicast_ttl = 1;   // IP_MULTICAST_TTL
+  int mtu_discover = 1;        // IP_MTU_DISCOVER: IP_PMTUDISC_WANT for TCP/UDP
+  int multicast_ttl = 1;       // IP_MULTICAST_TTL
   bool multicast_loop = true;  // IP_MULTICAST_LOOP
-  int multicast_if = 0;    // IP_MULTICAST_IF index
+  int multicast_if = 0;        // IP_MULTICAST_IF index
   uint32_t multicast_addr = 0;
   bool multicast_all = true;  // IP_MULTICAST_ALL
-  bool checksum = false;   // IP_CHECKSUM
-  int local_port_lo = 0, local_port_hi = 0;  // IP_LOCAL_PORT_RANGE (0: the sysctl's)
+  bool checksum = false;      // IP_CHECKSUM
+  int local_port_lo = 0,
+      local_port_hi = 0;  // IP_LOCAL_PORT_RANGE (0: the sysctl's)
   // SOL_IPV6.
   bool v6only = false;     // IPV6_V6ONLY (net.ipv6.bindv6only: 0)
   int tclass = 0;          // IPV6_TCLASS
@@ -60,14 +61,14 @@ struct IpOptions {
   int multicast_hops = 1;  // IPV6_MULTICAST_HOPS
   bool multicast_loop6 = true;
   int multicast_if6 = 0;
-  bool recvpktinfo = false;    // IPV6_RECVPKTINFO
-  bool recvtclass = false;     // IPV6_RECVTCLASS
-  bool recvhoplimit = false;   // IPV6_RECVHOPLIMIT
-  bool recverr6 = false;       // IPV6_RECVERR
+  bool recvpktinfo = false;   // IPV6_RECVPKTINFO
+  bool recvtclass = false;    // IPV6_RECVTCLASS
+  bool recvhoplimit = false;  // IPV6_RECVHOPLIMIT
+  bool recverr6 = false;      // IPV6_RECVERR
   bool recvpathmtu = false;
   bool recvorigdstaddr6 = false;
   bool autoflowlabel = true;
-  int mtu_discover6 = 1;       // IPV6_MTU_DISCOVER
+  int mtu_discover6 = 1;  // IPV6_MTU_DISCOVER
   bool dontfrag = false;
   bool freebind6 = false;
   bool transparent6 = false;
@@ -78,13 +79,13 @@ struct IpOptions {
 struct ProcRow {
   InetAddr local;
   InetAddr remote;
-  int state = 0;       // TCP_ESTABLISHED... (st column; UDP: 7 unconnected,
-                       // 1 connected)
+  int state = 0;          // TCP_ESTABLISHED... (st column; UDP: 7 unconnected,
+                          // 1 connected)
   uint64_t tx_queue = 0;  // bytes not yet acknowledged / in the send queue
   uint64_t rx_queue = 0;  // bytes readable (a listener: its accept queue)
   uint32_t uid = 0;
   uint64_t inode = 0;
-  int refcount = 2;  // sk_refcnt as shown
+  int refcount = 2;    // sk_refcnt as shown
   uint64_t drops = 0;  // UDP's sk_drops
 };
 

@@ -71,13 +71,13 @@ enum class Proto : uint8_t { kTcp, kUdp, kPing };
 
 // What bind(2) asks for (the socket's options at the time of the call).
 struct BindRequest {
-  InetAddr local;            // the address (any allowed); port 0: ephemeral
-  bool v6_socket = false;    // an AF_INET6 socket
-  bool v6only = false;       // IPV6_V6ONLY
-  bool reuseaddr = false;    // SO_REUSEADDR
-  bool reuseport = false;    // SO_REUSEPORT
-  uint32_t uid = 0;          // sock_i_uid: the socket's owner
-  int bound_dev_if = 0;      // SO_BINDTODEVICE
+  InetAddr local;          // the address (any allowed); port 0: ephemeral
+  bool v6_socket = false;  // an AF_INET6 socket
+  bool v6only = false;     // IPV6_V6ONLY
+  bool reuseaddr = false;  // SO_REUSEADDR
+  bool reuseport = false;  // SO_REUSEPORT
+  uint32_t uid = 0;        // sock_i_uid: the socket's owner
+  int bound_dev_if = 0;    // SO_BINDTODEVICE
 };
 
 // One socket's entry. Read its fields through the table (Snapshot);
@@ -87,10 +87,10 @@ using Binding = std::shared_ptr<BindingEntry>;
 
 // A copy of an entry's state.
 struct BindingState {
-  BindRequest req;                // as bound; req.local.port is the port
-  std::optional<InetAddr> local;  // the connected local address (TCP/UDP
-                                  // after connect: the source chosen)
-  std::optional<InetAddr> remote; // the peer after connect(2)
+  BindRequest req;                 // as bound; req.local.port is the port
+  std::optional<InetAddr> local;   // the connected local address (TCP/UDP
+                                   // after connect: the source chosen)
+  std::optional<InetAddr> remote;  // the peer after connect(2)
   bool listening = false;
   std::weak_ptr<Socket> owner;
 };
