@@ -592,8 +592,10 @@ KResult<size_t> InetSocket::GetIp(Caller&, int name, absl::Span<uint8_t> out) {
       return PutIpVal(
           out, static_cast<int>(static_cast<uint32_t>(o.local_port_hi) << 16 |
                                 static_cast<uint32_t>(o.local_port_lo)));
-    case kIpProtocol:
-      return PutIpVal(out, protocol());
+    case kIpProtocol:  // inet_num: the local port (0 unbound)
+      return PutIpVal(out, binding_ != nullptr
+                               ? table().Snapshot(binding_).req.local.port
+                               : 0);
     case kIpOptions:
       return PutOpt(out, o.options.data(), o.options.size());
     case kIpMtuDiscover:
@@ -978,17 +980,23 @@ KResult<void> InetSocket::BindTo(Caller& c, const InetAddr& addr) {
       }
     }
   }
+  // __inet6_bind: any address but :: and a v4-mapped one makes the socket
+  // IPv6-only (restored if the port cannot be had).
+  const bool saved_v6only = ip_.v6only;
+  if (v6() && !ip.is_v4() && !ip.IsAny()) ip_.v6only = true;
   if (addr.port == 0 && ip_.bind_address_no_port) {
     bound_no_port_ = ip;
     return OkResult();
   }
-  TRY(Binding b, table().Bind(RequestLocked(ip, addr.port), weak_from_this()));
-  binding_ = std::move(b);
+  KResult<Binding> b =
+      table().Bind(RequestLocked(ip, addr.port), weak_from_this());
+  if (!b.ok()) {
+    ip_.v6only = saved_v6only;
+    return b.error();
+  }
+  binding_ = std::move(b).value();
   bound_explicitly_ = true;
   bound_no_port_.reset();
-  // __inet6_bind: any address but :: and a v4-mapped one makes the socket
-  // IPv6-only.
-  if (v6() && !ip.is_v4() && !ip.IsAny()) ip_.v6only = true;
   return OkResult();
 }
 
