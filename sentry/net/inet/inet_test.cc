@@ -19,6 +19,7 @@ namespace sandbox::net::inet {
 namespace {
 
 constexpr int IP_LOCAL_PORT_RANGE = 51;  // newer than some libcs
+constexpr int IP_PROTOCOL = 52;
 
 class TestInet : public InetSocket {
  public:
@@ -314,6 +315,53 @@ TEST(BindTest, ConnectAndSources) {
   EXPECT_EQ(u->table().FindReceiver({IpAddr::LoopbackV6(), a->port},
                                     {IpAddr::LoopbackV6(), 1}),
             u);
+}
+
+TEST(BindTest, AddressNoPort) {
+  Caller c;
+  auto s = std::make_shared<TestInet>(AF_INET, SOCK_STREAM, Proto::kTcp);
+  ASSERT_TRUE(SetIntOpt(*s, c, SOL_IP, IP_BIND_ADDRESS_NO_PORT, 1).ok());
+  ASSERT_TRUE(s->BindTo(c, {IpAddr::V4(0x7f000003), 0}).ok());
+  EXPECT_EQ(s->binding(), nullptr);
+  EXPECT_EQ(s->LocalAddr().ip, IpAddr::V4(0x7f000003));
+  EXPECT_EQ(s->LocalAddr().port, 0);
+  // inet_num is still 0: bind may be repeated.
+  ASSERT_TRUE(s->BindTo(c, {IpAddr::V4(0x7f000004), 0}).ok());
+  auto l = s->ConnectBinding(c, {IpAddr::LoopbackV4(), 80});
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->ip, IpAddr::V4(0x7f000004));
+  EXPECT_NE(l->port, 0);
+  EXPECT_EQ(GetIntOpt(*s, c, SOL_IP, IP_PROTOCOL).value(), l->port);
+}
+
+TEST(IpOptTest, MulticastIf) {
+  TestInet u(AF_INET, SOCK_DGRAM, Proto::kUdp);
+  Caller c;
+  in_addr a = {htonl(0x7f000001)};
+  ASSERT_TRUE(u.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                           {reinterpret_cast<const uint8_t*>(&a), sizeof(a)})
+                  .ok());
+  in_addr got = {};
+  auto n = u.GetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                        {reinterpret_cast<uint8_t*>(&got), sizeof(got)});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), sizeof(got));
+  EXPECT_EQ(got.s_addr, a.s_addr);
+  EXPECT_EQ(u.ip_options().multicast_if, 1);
+  in_addr far = {htonl(0x0a000001)};
+  EXPECT_EQ(u.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                         {reinterpret_cast<const uint8_t*>(&far), sizeof(far)})
+                .error(),
+            kEADDRNOTAVAIL);
+  EXPECT_EQ(u.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                         {reinterpret_cast<const uint8_t*>(&far), 3})
+                .error(),
+            kEINVAL);
+  TestInet t(AF_INET, SOCK_STREAM, Proto::kTcp);
+  EXPECT_EQ(t.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                         {reinterpret_cast<const uint8_t*>(&a), sizeof(a)})
+                .error(),
+            kEINVAL);
 }
 
 TEST(LocalTest, Addresses) {
