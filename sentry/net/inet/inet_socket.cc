@@ -257,7 +257,12 @@ InetSocket::~InetSocket() {
 void InetSocket::AttachNamespace(NetNamespace& ns) {
   netns_.store(&ns);
   absl::MutexLock l(&ip_mu_);
-  if (v6()) ip_.v6only = ns.sysctl().ip6_bindv6only.load() != 0;
+  // inet6_create: net.ipv6.bindv6only; ping_init_sock makes an AF_INET6
+  // ping socket IPv6-only whatever it says.
+  if (v6()) {
+    ip_.v6only =
+        proto_ == Proto::kPing || ns.sysctl().ip6_bindv6only.load() != 0;
+  }
 }
 
 NetNamespace& InetSocket::netns() const {

@@ -88,6 +88,16 @@ TEST(CreateTest, LinuxErrnos) {
   EXPECT_EQ(CreateErr(c, AF_INET6, SOCK_DGRAM, IPPROTO_ICMP), kEPROTONOSUPPORT);
   EXPECT_EQ(CreateErr(c, AF_INET, SOCK_DGRAM, IPPROTO_ICMPV6),
             kEPROTONOSUPPORT);
+  {
+    // ping_init_sock: an AF_INET6 ping socket is IPv6-only; others follow
+    // net.ipv6.bindv6only.
+    auto p6 = CreateSocket(c, AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6, O_RDWR);
+    ASSERT_TRUE(p6.ok());
+    EXPECT_TRUE(AsInetSocket(p6.value().get())->ip_options().v6only);
+    auto u6 = CreateSocket(c, AF_INET6, SOCK_DGRAM, 0, O_RDWR);
+    ASSERT_TRUE(u6.ok());
+    EXPECT_FALSE(AsInetSocket(u6.value().get())->ip_options().v6only);
+  }
   // ping_group_range.
   NetNamespace ns;
   ns.sysctl().ping_group_lo = 1;
