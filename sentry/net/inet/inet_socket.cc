@@ -229,6 +229,76 @@ V4Type ClassifyV4(NetNamespace& ns, const IpAddr& ip) {
   return V4Type::kUnicast;
 }
 
+// ip_options_compile for options a user sets (skb == NULL): EINVAL for a
+// malformed option, a second source route / record route / timestamp,
+// and, without CAP_NET_RAW, CIPSO, security and unknown options or
+// timestamp flags. Bytes after an IPOPT_END become IPOPT_END, as there.
+bool CompileIpOptions(std::vector<uint8_t>& o, bool net_raw) {
+  constexpr uint8_t kEnd = 0, kNoop = 1, kRr = 7, kTs = 68, kLsrr = 131,
+                    kSsrr = 137, kRa = 148, kCipso = 134;
+  bool srr = false, rr = false, ts = false, cipso = false;
+  size_t i = 0;
+  while (i < o.size()) {
+    const uint8_t type = o[i];
+    if (type == kEnd) {
+      for (size_t j = i + 1; j < o.size(); j++) o[j] = kEnd;
+      return true;
+    }
+    if (type == kNoop) {
+      i++;
+      continue;
+    }
+    const size_t l = o.size() - i;
+    if (l < 2) return false;
+    const size_t len = o[i + 1];
+    if (len < 2 || len > l) return false;
+    const uint8_t* p = o.data() + i;
+    switch (type) {
+      case kSsrr:
+      case kLsrr:
+        if (len < 3 || p[2] < 4 || srr) return false;
+        if (p[2] != 4 || len < 7 || ((len - 3) & 3) != 0) return false;
+        srr = true;
+        break;
+      case kRr:
+        if (rr || len < 3 || p[2] < 4) return false;
+        if (p[2] <= len && p[2] + 3 > len) return false;
+        rr = true;
+        break;
+      case kTs:
+        if (ts || len < 4 || p[2] < 5) return false;
+        if (p[2] <= len) {
+          if (p[2] + 3 > len) return false;
+          switch (p[3] & 0xf) {
+            case 0:  // IPOPT_TS_TSONLY
+              break;
+            case 1:  // IPOPT_TS_TSANDADDR
+            case 3:  // IPOPT_TS_PRESPEC
+              if (p[2] + 7 > len) return false;
+              break;
+            default:
+              if (!net_raw) return false;
+          }
+        } else if ((p[3] & 0xf) != 3 && (p[3] >> 4) == 15) {
+          return false;
+        }
+        ts = true;
+        break;
+      case kRa:
+        if (len < 4) return false;
+        break;
+      case kCipso:
+        if (!net_raw || cipso) return false;
+        cipso = true;
+        break;
+      default:  // IPOPT_SEC, IPOPT_SID and unknown ones
+        if (!net_raw) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsLocalAddress(NetNamespace& ns, const IpAddr& ip) {
@@ -421,10 +491,13 @@ KResult<void> InetSocket::SetIp(Caller& c, int name,
       o.local_port_hi = hi;
       return OkResult();
     }
-    case kIpOptions: {  // ip_options_get
+    case kIpOptions: {  // ip_options_get + ip_options_compile
       if (optlen > 40) return kEINVAL;
       std::vector<uint8_t> opt(in.begin(), in.end());
       opt.resize((opt.size() + 3) & ~size_t{3}, 0);  // IPOPT_END padding
+      if (!opt.empty() && !CompileIpOptions(opt, Capable(c, kCapNetRaw))) {
+        return kEINVAL;
+      }
       o.options = std::move(opt);
       return OkResult();
     }

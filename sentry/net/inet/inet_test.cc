@@ -374,6 +374,47 @@ TEST(IpOptTest, MulticastIf) {
             kEINVAL);
 }
 
+TEST(IpOptTest, IpOptions) {
+  TestInet s(AF_INET, SOCK_STREAM, Proto::kTcp);
+  Caller c;
+  // A record route of 2 addresses, then NOPs: kept, padded to 4.
+  const uint8_t rr[] = {7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+  ASSERT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, rr).ok());
+  uint8_t out[40] = {};
+  auto n = s.GetSockOpt(c, SOL_IP, IP_OPTIONS, out);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 16u);
+  EXPECT_EQ(out[0], 7);
+  EXPECT_EQ(out[12], 1);
+  EXPECT_EQ(out[13], 0);
+  // After END everything reads END.
+  const uint8_t end[] = {1, 0, 1, 1};
+  ASSERT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, end).ok());
+  n = s.GetSockOpt(c, SOL_IP, IP_OPTIONS, out);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 4u);
+  EXPECT_EQ(out[2], 0);
+  // Malformed: a length past the end, two record routes, too long.
+  const uint8_t bad[] = {7, 12, 4, 0};
+  EXPECT_EQ(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, bad).error(), kEINVAL);
+  const uint8_t two[] = {7, 3, 4, 7, 3, 4, 0, 0};
+  EXPECT_EQ(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, two).error(), kEINVAL);
+  uint8_t big[41] = {};
+  EXPECT_EQ(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, big).error(), kEINVAL);
+  // An unknown option needs CAP_NET_RAW.
+  const uint8_t unknown[] = {30, 4, 0, 0};
+  kernel::Credentials user = kernel::Credentials::User(1000, 1000);
+  Caller cu;
+  cu.io.creds = &user;
+  EXPECT_EQ(s.SetSockOpt(cu, SOL_IP, IP_OPTIONS, unknown).error(), kEINVAL);
+  EXPECT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, unknown).ok());
+  // Empty clears.
+  EXPECT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, {}).ok());
+  n = s.GetSockOpt(c, SOL_IP, IP_OPTIONS, out);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 0u);
+}
+
 TEST(LocalTest, Addresses) {
   NetNamespace ns;
   EXPECT_TRUE(IsLocalAddress(ns, IpAddr::LoopbackV4()));
