@@ -18,7 +18,8 @@
 //              "::ffff:1.2.3.4"); no zone ("%eth0")
 //   prefix   = decimal, no leading zero; the address's bits past the
 //              prefix must be zero ("10.1.0.0/8" is an error naming
-//              10.0.0.0/8)
+//              10.0.0.0/8). A v6 CIDR inside ::ffff:0:0/96 is the v4 CIDR
+//              it maps ("::ffff:10.0.0.0/104" is 10.0.0.0/8).
 //   ports    = port | port "-" port         ; inclusive, lo <= hi
 //   port     = decimal 1..65535 (at most 5 digits)
 //   name     = [ "*." ] label *( "." label ) [ "." ]
