@@ -337,6 +337,20 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 }  // namespace
 
+const char kEgressPolicyHelp[] =
+    "Egress policy (--network=host):\n"
+    "  --egress-allow=ENTRY   allow a destination; repeatable\n"
+    "  --egress-policy=FILE   allow the entries of FILE, one a line (# "
+    "comments)\n"
+    "  ENTRY is a CIDR or address, optionally with a port or port range\n"
+    "  (10.0.0.0/8:443, 127.0.0.1:8000, [2001:db8::/32]:80-90, ::1), or a\n"
+    "  domain name with an optional *. wildcard and port (pypi.org,\n"
+    "  *.pythonhosted.org:443). Names resolve through the sandbox's own\n"
+    "  resolver, which answers only the names the policy allows; their\n"
+    "  addresses are then allowed on the name's ports. Anything else is\n"
+    "  refused (TCP: ECONNREFUSED, UDP: EPERM) and logged.\n"
+    "  Without either flag, host mode allows every destination.\n";
+
 IpAddress IpAddress::V4(const uint8_t b[4]) {
   IpAddress a;
   memcpy(a.bytes.data(), b, 4);

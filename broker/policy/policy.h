@@ -167,6 +167,10 @@ absl::StatusOr<Entry> ParseEntry(std::string_view text);
 absl::StatusOr<std::vector<Entry>> ParsePolicyFile(std::string_view contents,
                                                    std::string_view origin);
 
+// The egress section of `runsc do --help` (the flags, the grammar in
+// short, and that without a policy host mode allows everything).
+extern const char kEgressPolicyHelp[];
+
 // The outcome of Policy::Check, for the caller's log line.
 struct Decision {
   bool allowed = false;
@@ -219,7 +223,9 @@ class Policy {
   // name is not allowed or under AllowAll. An address pinned by several
   // names keeps each name's ports (the first names are reported). Pins do
   // not expire (programs keep addresses past their TTL); kMaxPins bounds
-  // them.
+  // them. Pin under the name the guest asked for: when it is a CNAME, the
+  // addresses of the chain's end (dns::ExtractAddresses) are pinned under
+  // the asked name, whose entries allowed the lookup.
   bool Pin(std::string_view name, std::span<const IpAddress> addresses)
       ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -419,5 +419,11 @@ TEST(IpAddress, SockaddrAndText) {
   EXPECT_EQ(Ip("::ffff:1.2.3.4").Unmapped().ToString(), "1.2.3.4");
 }
 
+TEST(Policy, HelpSaysNoPolicyAllowsEverything) {
+  EXPECT_THAT(std::string(kEgressPolicyHelp),
+              HasSubstr("Without either flag, host mode allows every "
+                        "destination."));
+}
+
 }  // namespace
 }  // namespace sandbox::broker::policy
