@@ -21,7 +21,7 @@
 //              10.0.0.0/8). A v6 CIDR inside ::ffff:0:0/96 is the v4 CIDR
 //              it maps ("::ffff:10.0.0.0/104" is 10.0.0.0/8).
 //   ports    = port | port "-" port         ; inclusive, lo <= hi
-//   port     = decimal 1..65535 (at most 5 digits)
+//   port     = decimal 1..65535, no leading zero
 //   name     = [ "*." ] label *( "." label ) [ "." ]
 //   label    = 1..63 of [A-Za-z0-9_-], neither first nor last "-"
 //
