@@ -6,7 +6,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "sentry/kernel/auth/credentials.h"
@@ -413,6 +416,39 @@ TEST(IpOptTest, IpOptions) {
   n = s.GetSockOpt(c, SOL_IP, IP_OPTIONS, out);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(n.value(), 0u);
+}
+
+// Sockets made, bound, found and dropped from several threads: a lookup
+// that holds the last reference of a socket unbinds it after the table's
+// lock is released (no deadlock, no entry left behind).
+TEST(ConcurrencyTest, BindLookupDrop) {
+  NetNamespace ns;
+  std::atomic<int> found{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&ns, &found, t] {
+      Caller c;
+      for (int i = 0; i < 300; i++) {
+        auto s = std::make_shared<TestInet>(t % 2 ? AF_INET6 : AF_INET,
+                                            SOCK_DGRAM, Proto::kUdp);
+        s->AttachNamespace(ns);
+        if (!s->BindTo(c, {t % 2 ? IpAddr::AnyV6() : IpAddr::AnyV4(), 0})
+                 .ok()) {
+          continue;
+        }
+        const uint16_t port = s->LocalAddr().port;
+        auto& table = PortTable::Of(ns, Proto::kUdp);
+        // Drop our reference while another thread may hold it.
+        if (i % 2) s.reset();
+        auto got = table.FindReceiver({IpAddr::LoopbackV4(), port},
+                                      {IpAddr::LoopbackV4(), 9});
+        if (got != nullptr) found++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_GT(found.load(), 0);
+  EXPECT_TRUE(PortTable::Of(ns, Proto::kUdp).List().empty());
 }
 
 TEST(LocalTest, Addresses) {
