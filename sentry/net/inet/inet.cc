@@ -17,9 +17,13 @@ namespace {
 constexpr int kIpprotoMax = 263;  // IPPROTO_MAX (with IPPROTO_MPTCP, 262)
 constexpr int kAfPacket = 17;     // AF_PACKET
 constexpr int kSockPacket = 10;   // SOCK_PACKET
+#ifndef IPPROTO_MPTCP
+constexpr int IPPROTO_MPTCP = 262;
+#endif
 
 std::atomic<bool> raw_logged{false};
 std::atomic<bool> packet_logged{false};
+std::atomic<bool> other_logged{false};
 
 using Ctor = KResult<SocketRef> (*)(Caller&, int, uint32_t);
 
@@ -88,6 +92,15 @@ KResult<SocketRef> Create(int family, Caller& c, int type, int protocol,
   }
   if (answer == nullptr) {
     if (err == Errno(0)) err = kEPROTONOSUPPORT;
+    // Protocols a distribution kernel has as modules: say so once.
+    if ((protocol == IPPROTO_UDPLITE || protocol == IPPROTO_SCTP ||
+         protocol == IPPROTO_MPTCP) &&
+        !other_logged.exchange(true)) {
+      kernel::LogUnsupported(
+          "socket: Internet protocol %d (UDP-Lite, SCTP, MPTCP) is not "
+          "supported (%s)",
+          protocol, err.name());
+    }
     return err;
   }
   if (answer->ctor == nullptr) {  // SOCK_RAW without CAP_NET_RAW
