@@ -898,6 +898,58 @@ KResult<void> InetSocket::SetIpv6(Caller& c, int name,
       }
       return kEADDRNOTAVAIL;
     }
+    case kIpv6Pktinfo: {  // the sticky in6_pktinfo {addr, ifindex}
+      if (optlen < 20) return kEINVAL;
+      int ifindex;
+      memcpy(&ifindex, in.data() + 16, sizeof(ifindex));
+      if (sol_dev != 0 && sol_dev != ifindex) return kEINVAL;
+      memcpy(o.sticky_addr.data(), in.data(), 16);
+      o.sticky_ifindex = ifindex;
+      return OkResult();
+    }
+    case kIpv6AddrPreferences: {  // __ip6_sock_set_addr_preferences
+      if (short_int) return kEINVAL;
+      constexpr uint32_t kTmp = 0x1, kPublic = 0x2, kCoa = 0x4, kCga = 0x8,
+                         kPubtmpDefault = 0x100, kHome = 0x400, kNoncga = 0x800;
+      const uint32_t v = static_cast<uint32_t>(val);
+      uint32_t pref = 0, mask = ~0u;
+      switch (v & (kPublic | kTmp | kPubtmpDefault)) {
+        case kPublic:
+        case kTmp:
+          pref |= v & (kPublic | kTmp);
+          mask &= ~(kPublic | kTmp);
+          break;
+        case kPubtmpDefault:
+          mask &= ~(kPublic | kTmp);
+          break;
+        case 0:
+          break;
+        default:
+          return kEINVAL;
+      }
+      switch (v & (kHome | kCoa)) {
+        case kHome:
+          mask &= ~kCoa;
+          break;
+        case kCoa:
+          pref |= kCoa;
+          break;
+        case 0:
+          break;
+        default:
+          return kEINVAL;
+      }
+      switch (v & (kCga | kNoncga)) {
+        case kCga:
+        case kNoncga:
+        case 0:
+          break;
+        default:
+          return kEINVAL;
+      }
+      o.srcprefs = (o.srcprefs & mask) | pref;
+      return OkResult();
+    }
     case kIpv6Addrform:
       kernel::LogUnsupported("setsockopt(IPV6_ADDRFORM) is not supported");
       return kENOPROTOOPT;
@@ -990,6 +1042,12 @@ KResult<size_t> InetSocket::GetIpv6(Caller&, int name,
       return PutInt(out, o.rtalert_isolate);
     case kIpv6RecverrRfc4884:
       return PutInt(out, o.recverr6_rfc4884);
+    case kIpv6AddrPreferences: {
+      // TMP, else PUBLIC, else PUBTMP_DEFAULT; COA, else HOME.
+      int v = (o.srcprefs & 0x1) ? 0x1 : (o.srcprefs & 0x2) ? 0x2 : 0x100;
+      v |= (o.srcprefs & 0x4) ? 0x4 : 0x400;
+      return PutInt(out, v);
+    }
     default:
       return kENOPROTOOPT;
   }

@@ -107,6 +107,10 @@ struct IpOptions {
     int ifindex = 0;
   };
   std::vector<Mc6Group> mc6_groups;
+  uint32_t srcprefs = 0;  // IPV6_ADDR_PREFERENCES (IPV6_PREFER_SRC_*)
+  // IPV6_PKTINFO set as a sticky option (np->sticky_pktinfo).
+  std::array<uint8_t, 16> sticky_addr = {};
+  int sticky_ifindex = 0;
 };
 
 // One row of /proc/net/{tcp,tcp6,udp,udp6} (tcp4_seq_show and friends).

@@ -238,6 +238,29 @@ TEST(Ipv6OptTest, V6only) {
   EXPECT_EQ(GetIntOpt(s, c, SOL_IPV6, 9999).error(), kENOPROTOOPT);
 }
 
+TEST(Ipv6OptTest, AddrPreferencesAndPktinfo) {
+  TestInet s(AF_INET6, SOCK_DGRAM, Proto::kUdp);
+  Caller c;
+  constexpr int kPrefs = 72;  // IPV6_ADDR_PREFERENCES
+  EXPECT_EQ(GetIntOpt(s, c, SOL_IPV6, kPrefs).value(), 0x500);
+  EXPECT_TRUE(SetIntOpt(s, c, SOL_IPV6, kPrefs, 0x1 | 0x4).ok());
+  EXPECT_EQ(GetIntOpt(s, c, SOL_IPV6, kPrefs).value(), 0x1 | 0x4);
+  EXPECT_EQ(SetIntOpt(s, c, SOL_IPV6, kPrefs, 0x1 | 0x2).error(), kEINVAL);
+  EXPECT_EQ(SetIntOpt(s, c, SOL_IPV6, kPrefs, 0x4 | 0x400).error(), kEINVAL);
+  EXPECT_TRUE(SetIntOpt(s, c, SOL_IPV6, kPrefs, 0x100 | 0x400).ok());
+  EXPECT_EQ(GetIntOpt(s, c, SOL_IPV6, kPrefs).value(), 0x500);
+  in6_pktinfo pi = {};
+  pi.ipi6_ifindex = 1;
+  EXPECT_TRUE(s.SetSockOpt(c, SOL_IPV6, IPV6_PKTINFO,
+                           {reinterpret_cast<const uint8_t*>(&pi), sizeof(pi)})
+                  .ok());
+  EXPECT_EQ(s.ip_options().sticky_ifindex, 1);
+  EXPECT_EQ(s.SetSockOpt(c, SOL_IPV6, IPV6_PKTINFO,
+                         {reinterpret_cast<const uint8_t*>(&pi), 19})
+                .error(),
+            kEINVAL);
+}
+
 TEST(Ipv6OptTest, BindingV6AddressSetsV6only) {
   TestInet s(AF_INET6, SOCK_DGRAM, Proto::kUdp);
   Caller c;
