@@ -691,9 +691,49 @@ KResult<size_t> InetSocket::GetIp(Caller&, int name, absl::Span<uint8_t> out) {
       uint32_t a = htonl(o.multicast_addr);
       return PutOpt(out, &a, sizeof(a));
     }
-    case kIpPktoptions:  // no IP_PKTOPTIONS data kept: msg_controllen 0
+    case kIpPktoptions: {
+      // The cmsgs a stream socket's last packet would carry (put_cmsg
+      // into the buffer, truncating as it does): IP_PKTINFO with the
+      // bound address and the multicast interface, IP_TTL with the
+      // multicast TTL, IP_TOS with the received TOS (none kept: 0).
       if (type() != SOCK_STREAM) return kENOPROTOOPT;
-      return size_t{0};
+      uint32_t rcv = 0;
+      if (binding_ != nullptr) {
+        const BindingState st = table().Snapshot(binding_);
+        const IpAddr ip = st.local.has_value() ? st.local->ip : st.req.local.ip;
+        if (ip.is_v4()) rcv = htonl(ip.v4());
+      }
+      size_t at = 0;
+      auto put = [&](int ctype, const void* data, size_t len) {
+        struct {
+          uint64_t len;
+          int32_t level, type;
+        } h = {16 + len, kSolIp, ctype};
+        const size_t room = out.size() - at;
+        if (room < sizeof(h)) return;
+        size_t cmlen = std::min<size_t>(h.len, room);
+        h.len = cmlen;
+        memcpy(out.data() + at, &h, sizeof(h));
+        memcpy(out.data() + at + sizeof(h), data, cmlen - sizeof(h));
+        at += std::min<size_t>(16 + ((len + 7) & ~size_t{7}), room);
+      };
+      if (o.pktinfo) {
+        struct {
+          int32_t ifindex;
+          uint32_t spec_dst, addr;
+        } info = {o.multicast_if, rcv, rcv};
+        put(kIpPktinfo, &info, sizeof(info));
+      }
+      if (o.recvttl) {
+        int32_t ttl = o.multicast_ttl;
+        put(kIpTtl, &ttl, sizeof(ttl));
+      }
+      if (o.recvtos) {
+        int32_t tos = 0;
+        put(kIpTos, &tos, sizeof(tos));
+      }
+      return at;
+    }
     default:
       return kENOPROTOOPT;
   }

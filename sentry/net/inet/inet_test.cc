@@ -474,6 +474,35 @@ TEST(ConcurrencyTest, BindLookupDrop) {
   EXPECT_TRUE(PortTable::Of(ns, Proto::kUdp).List().empty());
 }
 
+TEST(IpOptTest, PktoptionsOfAStream) {
+  Caller c;
+  auto s = std::make_shared<TestInet>(AF_INET, SOCK_STREAM, Proto::kTcp);
+  uint8_t buf[64];
+  auto n = s->GetSockOpt(c, SOL_IP, IP_PKTOPTIONS, buf);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 0u);
+  ASSERT_TRUE(SetIntOpt(*s, c, SOL_IP, IP_PKTINFO, 1).ok());
+  ASSERT_TRUE(SetIntOpt(*s, c, SOL_IP, IP_RECVTTL, 1).ok());
+  ASSERT_TRUE(s->BindTo(c, {IpAddr::LoopbackV4(), 0}).ok());
+  n = s->GetSockOpt(c, SOL_IP, IP_PKTOPTIONS, buf);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 32u + 24u);  // CMSG_SPACE(12) + CMSG_SPACE(4)
+  cmsghdr h;
+  memcpy(&h, buf, sizeof(h));
+  EXPECT_EQ(h.cmsg_len, CMSG_LEN(sizeof(in_pktinfo)));
+  EXPECT_EQ(h.cmsg_level, SOL_IP);
+  EXPECT_EQ(h.cmsg_type, IP_PKTINFO);
+  in_pktinfo pi;
+  memcpy(&pi, CMSG_DATA(reinterpret_cast<cmsghdr*>(buf)), sizeof(pi));
+  EXPECT_EQ(ntohl(pi.ipi_addr.s_addr), 0x7f000001u);
+  // A short buffer: the first message truncated.
+  n = s->GetSockOpt(c, SOL_IP, IP_PKTOPTIONS, {buf, 20});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 20u);
+  TestInet u(AF_INET, SOCK_DGRAM, Proto::kUdp);
+  EXPECT_EQ(u.GetSockOpt(c, SOL_IP, IP_PKTOPTIONS, buf).error(), kENOPROTOOPT);
+}
+
 TEST(LocalTest, Addresses) {
   NetNamespace ns;
   EXPECT_TRUE(IsLocalAddress(ns, IpAddr::LoopbackV4()));
