@@ -316,7 +316,10 @@ InetSocket::InetSocket(int family, int type, int protocol, uint32_t flags,
                        const Ucred& owner, Proto proto)
     : Socket(family, type, protocol, flags, owner),
       proto_(proto),
-      owner_(owner) {}
+      owner_(owner) {
+  // inet6_create does not set the IPv4 MC_ALL bit that inet_create sets.
+  if (family == AF_INET6) ip_.multicast_all = false;
+}
 
 InetSocket::~InetSocket() {
   absl::MutexLock l(&ip_mu_);

@@ -94,6 +94,7 @@ TEST_P(InetOptsTest, FlagsAndRanges) {
   EXPECT_THAT(SetInt(s.get(), SOL_IP, IP_MTU_DISCOVER, 6),
               SyscallFailsWithErrno(EINVAL));
   EXPECT_EQ(GetInt(s.get(), SOL_IP, IP_MULTICAST_LOOP), 1);
+  EXPECT_EQ(GetInt(s.get(), SOL_IP, IP_MULTICAST_ALL), 1);
   EXPECT_EQ(GetInt(s.get(), SOL_IP, IP_MULTICAST_TTL), 1);
   EXPECT_THAT(SetInt(s.get(), SOL_IP, IP_MULTICAST_ALL, 2),
               SyscallFailsWithErrno(EINVAL));
@@ -118,6 +119,28 @@ TEST_P(InetOptsTest, FlagsAndRanges) {
                 SyscallSucceeds());
     EXPECT_EQ(GetInt(s.get(), SOL_IP, IP_MULTICAST_TTL), 1);
   }
+}
+
+// IP_PROTOCOL reads inet_num: 0, then the local port once bound.
+TEST_P(InetOptsTest, IpProtocolIsTheBoundPort) {
+  constexpr int kIpProtocol = 52;
+  FileDescriptor s = Sock(AF_INET);
+  ASSERT_TRUE(s.valid());
+  int v = -1;
+  socklen_t len = sizeof(v);
+  if (getsockopt(s.get(), SOL_IP, kIpProtocol, &v, &len) != 0) {
+    GTEST_SKIP() << "no IP_PROTOCOL: " << strerror(errno);
+  }
+  EXPECT_EQ(v, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_THAT(bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)),
+              SyscallSucceeds());
+  len = sizeof(a);
+  ASSERT_THAT(getsockname(s.get(), reinterpret_cast<sockaddr*>(&a), &len),
+              SyscallSucceeds());
+  EXPECT_EQ(GetInt(s.get(), SOL_IP, kIpProtocol), ntohs(a.sin_port));
 }
 
 TEST_P(InetOptsTest, LocalPortRange) {
@@ -156,9 +179,12 @@ TEST_P(InetOptsTest, Ipv6Options) {
   unsigned char b = 1;
   EXPECT_THAT(setsockopt(s.get(), SOL_IPV6, IPV6_V6ONLY, &b, 1),
               SyscallFailsWithErrno(EINVAL));
-  // SOL_IP reaches an AF_INET6 socket.
+  // SOL_IP reaches an AF_INET6 socket (whose IPv4 MC_ALL bit is clear:
+  // inet6_create does not set it).
   ASSERT_THAT(SetInt(s.get(), SOL_IP, IP_TTL, 5), SyscallSucceeds());
   EXPECT_EQ(GetInt(s.get(), SOL_IP, IP_TTL), 5);
+  EXPECT_EQ(GetInt(s.get(), SOL_IP, IP_MULTICAST_ALL), 0);
+  EXPECT_EQ(GetInt(s.get(), SOL_IPV6, IPV6_MULTICAST_ALL), 1);
   EXPECT_EQ(GetInt(s.get(), SOL_IPV6, IPV6_ADDR_PREFERENCES),
             kPreferSrcPubtmpDefault | kPreferSrcHome);
   EXPECT_THAT(SetInt(s.get(), SOL_IPV6, IPV6_ADDR_PREFERENCES,
