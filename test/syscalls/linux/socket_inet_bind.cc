@@ -151,6 +151,35 @@ TEST_P(InetBindTest, AnyLoopbackAddressBinds) {
   EXPECT_THAT(Bind(s.get(), V4("127.1.2.3", 0)), SyscallSucceeds());
 }
 
+// inet_addr_valid_or_nonlocal: local, multicast and broadcast addresses
+// bind; __inet6_bind: IPv6 multicast only for datagrams, and an
+// interface-local or link-local scope needs an interface.
+TEST_P(InetBindTest, SpecialAddresses) {
+  for (const char* ip :
+       {"224.0.0.1", "255.255.255.255", "127.255.255.255", "127.0.0.0"}) {
+    FileDescriptor s = Sock(AF_INET);
+    ASSERT_TRUE(s.valid());
+    EXPECT_THAT(Bind(s.get(), V4(ip, 0)), SyscallSucceeds()) << ip;
+  }
+  int nonlocal = 0;
+  ReadInts("/proc/sys/net/ipv4/ip_nonlocal_bind", &nonlocal);
+  if (nonlocal == 0) {
+    FileDescriptor s = Sock(AF_INET);
+    EXPECT_THAT(Bind(s.get(), V4("0.0.0.1", 0)),
+                SyscallFailsWithErrno(EADDRNOTAVAIL));
+  }
+  if (!HaveV6()) return;
+  FileDescriptor a = Sock(AF_INET6), b = Sock(AF_INET6), c = Sock(AF_INET6);
+  EXPECT_THAT(Bind(a.get(), V6("ff02::1", 0)), SyscallFailsWithErrno(EINVAL));
+  if (type() == SOCK_STREAM) {
+    EXPECT_THAT(Bind(b.get(), V6("ff0e::1", 0)), SyscallFailsWithErrno(EINVAL));
+  } else {
+    EXPECT_THAT(Bind(b.get(), V6("ff0e::1", 0)), SyscallSucceeds());
+  }
+  // A v4-mapped multicast address binds as IPv4 (no stream check).
+  EXPECT_THAT(Bind(c.get(), V6("::ffff:224.0.0.1", 0)), SyscallSucceeds());
+}
+
 TEST_P(InetBindTest, SamePortConflicts) {
   FileDescriptor a = Sock(AF_INET), b = Sock(AF_INET), c = Sock(AF_INET);
   ASSERT_TRUE(a.valid() && b.valid() && c.valid());
