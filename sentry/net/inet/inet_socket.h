@@ -145,7 +145,8 @@ class InetSocket : public Socket,
 
   // The network namespace the socket lives in (sock_net): set by the
   // family's socket(2) (inet.cc) right after the protocol made the socket,
-  // with the namespace's defaults (IPV6_V6ONLY from net.ipv6.bindv6only);
+  // with the namespace's defaults (IPV6_V6ONLY from net.ipv6.bindv6only;
+  // always set for an AF_INET6 ping socket, as ping_init_sock does);
   // an accepted socket gets its listener's. Root until set.
   void AttachNamespace(NetNamespace& ns) ABSL_LOCKS_EXCLUDED(ip_mu_);
   NetNamespace& netns() const;
