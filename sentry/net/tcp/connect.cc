@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "sentry/net/inet/mib.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/tcp/tcp.h"
 #include "sentry/net/tcp/tcp_socket.h"
@@ -58,6 +59,7 @@ class Sleeper {
 // A RST reaching `peer` (tcp_reset), and its wake-up.
 void ResetPeer(const EndpointRef& peer) {
   if (peer == nullptr) return;
+  inet::Count(peer->netns(), inet::TcpMib::kOutRsts);
   {
     absl::MutexLock l(&peer->mu_);
     peer->ResetLocked();
@@ -82,6 +84,7 @@ void Refuse(const EndpointRef& conn) {
   {
     absl::MutexLock l(&conn->mu_);
     if (conn->state_ != kSynSent) return;
+    inet::Count(conn->netns(), inet::TcpMib::kAttemptFails);
     conn->err_ = ECONNREFUSED;
     conn->DoneLocked();
   }
@@ -114,6 +117,9 @@ void Endpoint::ResetLocked() {
     default:
       err_ = ECONNRESET;
       break;
+  }
+  if (state_ == kEstablished || state_ == kCloseWait) {
+    inet::Count(netns_, inet::TcpMib::kEstabResets);
   }
   DoneLocked();
 }
@@ -153,7 +159,7 @@ void EstablishLocked(Endpoint& listener, Endpoint& conn) {
     child->opts_ = listener.opts_;
     child->rcv_limit_.store(listener.rcv_limit_.load());
     child->snd_limit_.store(listener.snd_limit_.load());
-    child->segs_in_ = 2;  // SYN, ACK
+    child->segs_in_ = 2;   // SYN, ACK
     child->segs_out_ = 1;  // SYN-ACK
   }
   conn.peer_ = child;
@@ -162,6 +168,7 @@ void EstablishLocked(Endpoint& listener, Endpoint& conn) {
   conn.segs_in_ += 1;
   conn.waiting_on_.reset();
   listener.accept_q_.push_back(std::move(child));
+  inet::Count(listener.netns_, inet::TcpMib::kPassiveOpens);
 }
 
 // ---- The socket. ----
@@ -282,7 +289,8 @@ KResult<vfs::FileRef> TcpSocket::Accept(Caller& c, uint32_t flags,
     local = child->local_;
     remote = child->remote_;
   }
-  auto s = std::make_shared<TcpSocket>(family(), O_RDWR | flags, c.ucred, child);
+  auto s =
+      std::make_shared<TcpSocket>(family(), O_RDWR | flags, c.ucred, child);
   s->AttachNamespace(netns());
   if (inet::Binding lb = binding(); lb != nullptr) {
     s->AdoptBinding(table().Inherit(lb, local, remote, s->weak_from_this()));
@@ -360,6 +368,7 @@ KResult<void> TcpSocket::ConnectLoopback(Caller& c,
     ep_->err_ = 0;
     ep_->segs_out_ = 1;  // the SYN
   }
+  inet::Count(netns(), inet::TcpMib::kActiveOpens);
   ss_ = SockState::kConnecting;
   std::shared_ptr<Socket> ls = table().FindListener(remote, local);
   auto* lsock = dynamic_cast<TcpSocket*>(ls.get());
@@ -373,6 +382,8 @@ KResult<void> TcpSocket::ConnectLoopback(Caller& c,
       if (static_cast<int64_t>(lep.accept_q_.size()) > lep.backlog_) {
         // sk_acceptq_is_full: the SYN is dropped and retried; it gets
         // through when accept(2) makes room (Accept completes it).
+        inet::Count(netns(), inet::TcpExtMib::kListenOverflows);
+        inet::Count(netns(), inet::TcpExtMib::kListenDrops);
         lep.syn_q_.push_back(ep_);
         ep_->waiting_on_ = lep.shared_from_this();
       } else {
@@ -563,6 +574,9 @@ void TcpSocket::Close() {
         const bool unread = ep_->rx_.size() > 0;
         peer = ep_->peer_;
         if (unread || (sol.linger && sol.lingertime == 0)) {
+          inet::Count(ep_->netns(), unread
+                                        ? inet::TcpExtMib::kTCPAbortOnClose
+                                        : inet::TcpExtMib::kTCPAbortOnLinger);
           reset = true;
           ep_->DoneLocked();
         } else if (!(ep_->shutdown_ & kSendShutdown)) {

@@ -144,7 +144,8 @@ KResult<size_t> TcpSocket::SendMsg(Caller& c, MessageIo& data,
         break;
       }
       peer->window_ = SendWindow(*peer);
-      const int64_t room = peer->window_ - static_cast<int64_t>(peer->rx_.size());
+      const int64_t room =
+          peer->window_ - static_cast<int64_t>(peer->rx_.size());
       if (len == 0) break;
       if (room > 0) {
         n = std::min<size_t>(len - sent, static_cast<size_t>(room));
@@ -365,9 +366,9 @@ KResult<size_t> TcpSocket::RecvMsg(Caller& c, MessageIo& data,
           ep.urg_valid_ = ep.urg_read_ = false;
         }
         // sk_stream_write_space: wake the writer once a third is free.
-        if (ep.writer_blocked_ && 3 * (ep.window_ - static_cast<int64_t>(
-                                                        ep.rx_.size())) >=
-                                      ep.window_) {
+        if (ep.writer_blocked_ &&
+            3 * (ep.window_ - static_cast<int64_t>(ep.rx_.size())) >=
+                ep.window_) {
           ep.writer_blocked_ = false;
           wake = ep.peer_;
         }

@@ -17,19 +17,19 @@ namespace sandbox::net::tcp {
 namespace {
 
 // Option numbers (linux/tcp.h; not all in glibc's netinet/tcp.h).
-constexpr int kTcpNodelay = 1, kTcpMaxseg = 2, kTcpCork = 3,
-              kTcpKeepidle = 4, kTcpKeepintvl = 5, kTcpKeepcnt = 6,
-              kTcpSyncnt = 7, kTcpLinger2 = 8, kTcpDeferAccept = 9,
-              kTcpWindowClamp = 10, kTcpInfo = 11, kTcpQuickack = 12,
-              kTcpCongestion = 13, kTcpThinLinear = 16, kTcpThinDupack = 17,
-              kTcpUserTimeout = 18, kTcpFastopen = 23, kTcpNotsentLowat = 25,
-              kTcpFastopenConnect = 30, kTcpFastopenNoCookie = 34,
-              kTcpInq = 36, kTcpTxDelay = 37;
+constexpr int kTcpNodelay = 1, kTcpMaxseg = 2, kTcpCork = 3, kTcpKeepidle = 4,
+              kTcpKeepintvl = 5, kTcpKeepcnt = 6, kTcpSyncnt = 7,
+              kTcpLinger2 = 8, kTcpDeferAccept = 9, kTcpWindowClamp = 10,
+              kTcpInfo = 11, kTcpQuickack = 12, kTcpCongestion = 13,
+              kTcpThinLinear = 16, kTcpThinDupack = 17, kTcpUserTimeout = 18,
+              kTcpFastopen = 23, kTcpNotsentLowat = 25,
+              kTcpFastopenConnect = 30, kTcpFastopenNoCookie = 34, kTcpInq = 36,
+              kTcpTxDelay = 37;
 constexpr int kTcpCaNameMax = 16;
 constexpr int kMaxKeepidle = 32767, kMaxKeepintvl = 32767, kMaxKeepcnt = 127,
               kMaxSyncnt = 127;
 constexpr int kTcpMinMss = 88, kMaxTcpWindow = 65535;
-constexpr int kFinTimeoutMax = 120;  // TCP_FIN_TIMEOUT_MAX / HZ
+constexpr int kFinTimeoutMax = 120;   // TCP_FIN_TIMEOUT_MAX / HZ
 constexpr int kMinRcvbufHalf = 2304;  // SOCK_MIN_RCVBUF / 2
 constexpr uint32_t kTcpMssDefault = 536;
 constexpr uint32_t kLoopbackMtu = 65536;
@@ -288,8 +288,8 @@ KResult<size_t> TcpSocket::GetTcp(Caller&, int name, absl::Span<uint8_t> val) {
   absl::MutexLock l(&ep_->mu_);
   const TcpOptions& o = ep_->opts_;
   const TcpState state = ep_->state_;
-  const bool connected = state != kClose && state != kListen &&
-                         state != kSynSent;
+  const bool connected =
+      state != kClose && state != kListen && state != kSynSent;
   const uint32_t hdr = (v6() && !ep_->remote_.ip.is_v4()) ? 60 : 40;
   // mss_cache: the route's MTU less the headers and the timestamp option
   // once connected; TCP_MSS_DEFAULT before.
@@ -308,29 +308,27 @@ KResult<size_t> TcpSocket::GetTcp(Caller&, int name, absl::Span<uint8_t> val) {
       if (o.maxseg != 0 && !connected) return PutInt(val, o.maxseg);
       return PutInt(val, static_cast<int32_t>(mss));
     case kTcpKeepidle:
-      return PutInt(val, o.keepidle != 0
-                             ? o.keepidle
-                             : static_cast<int32_t>(
-                                   sys.tcp_keepalive_time.load()));
+      return PutInt(val, o.keepidle != 0 ? o.keepidle
+                                         : static_cast<int32_t>(
+                                               sys.tcp_keepalive_time.load()));
     case kTcpKeepintvl:
-      return PutInt(val, o.keepintvl != 0
-                             ? o.keepintvl
-                             : static_cast<int32_t>(
-                                   sys.tcp_keepalive_intvl.load()));
+      return PutInt(val,
+                    o.keepintvl != 0
+                        ? o.keepintvl
+                        : static_cast<int32_t>(sys.tcp_keepalive_intvl.load()));
     case kTcpKeepcnt:
-      return PutInt(val, o.keepcnt != 0
-                             ? o.keepcnt
-                             : static_cast<int32_t>(
-                                   sys.tcp_keepalive_probes.load()));
+      return PutInt(val, o.keepcnt != 0 ? o.keepcnt
+                                        : static_cast<int32_t>(
+                                              sys.tcp_keepalive_probes.load()));
     case kTcpSyncnt:
-      return PutInt(val, o.syncnt != 0
-                             ? o.syncnt
-                             : static_cast<int32_t>(sys.tcp_syn_retries.load()));
+      return PutInt(val, o.syncnt != 0 ? o.syncnt
+                                       : static_cast<int32_t>(
+                                             sys.tcp_syn_retries.load()));
     case kTcpLinger2:
       if (o.linger2 < 0) return PutInt(val, -1);
-      return PutInt(val, o.linger2 != 0
-                             ? o.linger2
-                             : static_cast<int32_t>(sys.tcp_fin_timeout.load()));
+      return PutInt(val, o.linger2 != 0 ? o.linger2
+                                        : static_cast<int32_t>(
+                                              sys.tcp_fin_timeout.load()));
     case kTcpDeferAccept:
       return PutInt(val, RetransToSecs(o.defer_accept));
     case kTcpWindowClamp:

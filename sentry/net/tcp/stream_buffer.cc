@@ -24,7 +24,8 @@ std::vector<absl::Span<uint8_t>> StreamBuffer::Reserve(size_t n) {
   uint64_t pos = tail_;
   while (pos < end) {
     const size_t in_block = kBlockSize - (pos - base_) % kBlockSize;
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(in_block, end - pos));
+    const size_t len =
+        static_cast<size_t>(std::min<uint64_t>(in_block, end - pos));
     out.emplace_back(At(pos), len);
     pos += len;
   }
@@ -38,7 +39,8 @@ std::vector<absl::Span<const uint8_t>> StreamBuffer::Readable(size_t off,
   const uint64_t end = std::min<uint64_t>(tail_, pos + n);
   while (pos < end) {
     const size_t in_block = kBlockSize - (pos - base_) % kBlockSize;
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(in_block, end - pos));
+    const size_t len =
+        static_cast<size_t>(std::min<uint64_t>(in_block, end - pos));
     out.emplace_back(At(pos), len);
     pos += len;
   }

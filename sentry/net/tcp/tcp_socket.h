@@ -55,8 +55,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "sentry/base/result.h"
-#include "sentry/net/inet/address.h"
 #include "sentry/net/family.h"
+#include "sentry/net/inet/address.h"
 #include "sentry/net/inet/inet_socket.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/tcp/stream_buffer.h"
@@ -91,22 +91,22 @@ inline constexpr int64_t kAutoSndWindow = 256 << 10;
 // The options of SOL_TCP a socket keeps (tcp_sock / inet_connection_sock
 // fields), inherited by accepted sockets (sk_clone_lock).
 struct TcpOptions {
-  bool nodelay = false;       // TCP_NODELAY
-  bool cork = false;          // TCP_CORK
-  bool quickack = true;       // TCP_QUICKACK (icsk_ack.pingpong == 0)
-  int keepidle = 0;           // TCP_KEEPIDLE (0: tcp_keepalive_time)
-  int keepintvl = 0;          // TCP_KEEPINTVL (0: the sysctl's)
-  int keepcnt = 0;            // TCP_KEEPCNT (0: the sysctl's)
-  int user_timeout = 0;       // TCP_USER_TIMEOUT (ms)
-  int defer_accept = 0;       // TCP_DEFER_ACCEPT (as retransmits)
-  int maxseg = 0;             // TCP_MAXSEG (user_mss)
-  int linger2 = 0;            // TCP_LINGER2 (0: tcp_fin_timeout)
-  int syncnt = 0;             // TCP_SYNCNT (0: tcp_syn_retries)
-  int window_clamp = 0;       // TCP_WINDOW_CLAMP
-  int notsent_lowat = 0;      // TCP_NOTSENT_LOWAT (0: none)
-  int fastopen = 0;           // TCP_FASTOPEN (qlen)
+  bool nodelay = false;   // TCP_NODELAY
+  bool cork = false;      // TCP_CORK
+  bool quickack = true;   // TCP_QUICKACK (icsk_ack.pingpong == 0)
+  int keepidle = 0;       // TCP_KEEPIDLE (0: tcp_keepalive_time)
+  int keepintvl = 0;      // TCP_KEEPINTVL (0: the sysctl's)
+  int keepcnt = 0;        // TCP_KEEPCNT (0: the sysctl's)
+  int user_timeout = 0;   // TCP_USER_TIMEOUT (ms)
+  int defer_accept = 0;   // TCP_DEFER_ACCEPT (as retransmits)
+  int maxseg = 0;         // TCP_MAXSEG (user_mss)
+  int linger2 = 0;        // TCP_LINGER2 (0: tcp_fin_timeout)
+  int syncnt = 0;         // TCP_SYNCNT (0: tcp_syn_retries)
+  int window_clamp = 0;   // TCP_WINDOW_CLAMP
+  int notsent_lowat = 0;  // TCP_NOTSENT_LOWAT (0: none)
+  int fastopen = 0;       // TCP_FASTOPEN (qlen)
   bool fastopen_connect = false;
-  bool thin_linear = false;   // TCP_THIN_LINEAR_TIMEOUTS
+  bool thin_linear = false;  // TCP_THIN_LINEAR_TIMEOUTS
   bool autocork = true;
   int tx_delay = 0;
   std::string congestion = "cubic";  // TCP_CONGESTION
@@ -135,9 +135,9 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
 
   TcpState state_ ABSL_GUARDED_BY(mu_) = kClose;
   uint8_t shutdown_ ABSL_GUARDED_BY(mu_) = 0;
-  int err_ ABSL_GUARDED_BY(mu_) = 0;  // sk_err
-  bool done_ ABSL_GUARDED_BY(mu_) = false;   // SOCK_DONE: peer FIN/closed
-  bool dead_ ABSL_GUARDED_BY(mu_) = false;   // the file is gone (orphan)
+  int err_ ABSL_GUARDED_BY(mu_) = 0;        // sk_err
+  bool done_ ABSL_GUARDED_BY(mu_) = false;  // SOCK_DONE: peer FIN/closed
+  bool dead_ ABSL_GUARDED_BY(mu_) = false;  // the file is gone (orphan)
   EndpointRef peer_ ABSL_GUARDED_BY(mu_);
   // The connection's addresses as this side sees them (accept, names).
   inet::InetAddr local_ ABSL_GUARDED_BY(mu_);
@@ -241,7 +241,8 @@ class TcpSocket final : public inet::InetSocket {
                                 bool nonblock)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   // Waits while the connection is in SYN_SENT (inet_wait_for_connect).
-  KResult<void> WaitConnected(Caller& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+  KResult<void> WaitConnected(Caller& c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   KResult<size_t> RecvUrgent(MessageIo& data, RecvRequest& req);
   bool bound_explicitly() const;
   // The window of the peer's buffer this socket writes into.
