@@ -2,6 +2,7 @@
 
 #include "sentry/net/inet/inet.h"
 #include "sentry/net/netlink/netlink.h"
+#include "sentry/net/tcp/tcp.h"
 #include "sentry/net/unix/unix.h"
 
 namespace sandbox::net {
@@ -13,6 +14,7 @@ void RegisterBuiltinFamilies() {
   // The Internet protocols fill inet::RegisteredProtocols() first (the
   // lead wires them: tcp::Register(); udp::Register();), then the
   // families register AF_INET/AF_INET6/AF_PACKET over them.
+  tcp::Register();
   inet::Register();
 }
 
