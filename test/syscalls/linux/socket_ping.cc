@@ -64,8 +64,7 @@ class PingRangeEnv : public ::testing::Environment {
   std::string old_;
   bool changed_ = false;
 };
-const auto* const kEnv =
-    ::testing::AddGlobalTestEnvironment(new PingRangeEnv);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new PingRangeEnv);
 
 class PingTest : public ::testing::TestWithParam<int> {
  protected:
@@ -169,7 +168,8 @@ TEST_P(PingTest, EchoToLoopbackGetsReply) {
   socklen_t mlen = sizeof(me);
   ASSERT_THAT(getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&me), &mlen),
               SyscallSucceeds());
-  const uint16_t id = (static_cast<uint8_t>(r[4]) << 8) | static_cast<uint8_t>(r[5]);
+  const uint16_t id =
+      (static_cast<uint8_t>(r[4]) << 8) | static_cast<uint8_t>(r[5]);
   EXPECT_EQ(id, PortOf(me));
   EXPECT_NE(id, 0);
   EXPECT_EQ(r[6], 0);
@@ -204,7 +204,8 @@ TEST_P(PingTest, BindSetsEchoId) {
   pollfd p = {fd_.get(), POLLIN, 0};
   ASSERT_THAT(poll(&p, 1, 10000), SyscallSucceedsWithValue(1));
   unsigned char buf[64];
-  ASSERT_THAT(recv(fd_.get(), buf, sizeof(buf), 0), SyscallSucceedsWithValue(9));
+  ASSERT_THAT(recv(fd_.get(), buf, sizeof(buf), 0),
+              SyscallSucceedsWithValue(9));
   EXPECT_EQ((buf[4] << 8) | buf[5], 4242);
   // Bound twice: EINVAL.
   EXPECT_THAT(bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), len),

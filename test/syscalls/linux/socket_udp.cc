@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/errqueue.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -24,8 +25,6 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <linux/sockios.h>
 
 #include <set>
 #include <sstream>
@@ -245,8 +244,7 @@ TEST_P(UdpTest, DatagramBoundariesKept) {
   Addr ra;
   FileDescriptor r = BoundUdp(F(), &ra);
   FileDescriptor s = Udp(F());
-  ASSERT_THAT(sendto(s.get(), "abc", 3, 0, ra.sa(), ra.len),
-              SyscallSucceeds());
+  ASSERT_THAT(sendto(s.get(), "abc", 3, 0, ra.sa(), ra.len), SyscallSucceeds());
   ASSERT_THAT(sendto(s.get(), "defgh", 5, 0, ra.sa(), ra.len),
               SyscallSucceeds());
   char buf[16];
@@ -643,9 +641,9 @@ TEST_P(UdpTest, RecvErrOnUnconnectedSocket) {
 TEST_P(UdpTest, ReadinessExact) {
   Addr ra;
   FileDescriptor r = BoundUdp(F(), &ra);
-  pollfd p = {r.get(), static_cast<short>(POLLIN | POLLOUT | POLLRDNORM |
-                                          POLLWRNORM | POLLWRBAND | POLLPRI |
-                                          POLLRDHUP),
+  pollfd p = {r.get(),
+              static_cast<short>(POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM |
+                                 POLLWRBAND | POLLPRI | POLLRDHUP),
               0};
   ASSERT_THAT(poll(&p, 1, 0), SyscallSucceedsWithValue(1));
   EXPECT_EQ(p.revents, POLLOUT | POLLWRNORM | POLLWRBAND);

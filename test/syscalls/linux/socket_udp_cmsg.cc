@@ -83,7 +83,8 @@ struct Received {
   T Get(int level, int type) const {
     T v{};
     const C* c = Find(level, type);
-    if (c != nullptr) memcpy(&v, c->bytes.data(), std::min(sizeof(T), c->bytes.size()));
+    if (c != nullptr)
+      memcpy(&v, c->bytes.data(), std::min(sizeof(T), c->bytes.size()));
     return v;
   }
 };
@@ -105,10 +106,9 @@ Received Recv(int fd, size_t ctl_len = 512) {
   out.flags = m.msg_flags;
   out.data.assign(buf, out.n);
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-    out.cmsgs.push_back(
-        {c->cmsg_level, c->cmsg_type,
-         std::string(reinterpret_cast<char*>(CMSG_DATA(c)),
-                     c->cmsg_len - CMSG_LEN(0))});
+    out.cmsgs.push_back({c->cmsg_level, c->cmsg_type,
+                         std::string(reinterpret_cast<char*>(CMSG_DATA(c)),
+                                     c->cmsg_len - CMSG_LEN(0))});
   }
   return out;
 }
