@@ -51,6 +51,7 @@ void Register() {
   inet::Protocols& p = inet::RegisteredProtocols();
   p.udp = &NewUdpSocket;
   p.ping = &NewPingSocket;
+  RegisterProcFiles();
 }
 
 }  // namespace sandbox::net::udp
