@@ -255,6 +255,15 @@ KResult<void> DgramSocket::Connect(Caller& c, const SockAddr& addr) {
       return kENETUNREACH;  // no route for it from an unspecified source
     }
   }
+  {
+    // An address kept by a disconnect binds again with a new port first.
+    bool kept;
+    {
+      absl::MutexLock l(&mu_);
+      kept = kept_addr_.has_value();
+    }
+    if (kept) TRY_VOID(EnsureBound(c));
+  }
   absl::MutexLock b(&bind_mu_);
   KResult<inet::InetAddr> local = ConnectBinding(c, dst);
   if (!local.ok()) return local.error();

@@ -27,6 +27,9 @@
 
 #include <stdint.h>
 
+#include <optional>
+#include <vector>
+
 #include "sentry/base/result.h"
 #include "sentry/net/family.h"
 #include "sentry/net/udp/dgram_socket.h"
@@ -58,8 +61,23 @@ class UdpSocket final : public DgramSocket {
                            absl::Span<const uint8_t> val) override;
   KResult<size_t> GetSockOpt(Caller& c, int level, int name,
                              absl::Span<uint8_t> val) override;
+  // SIOCOUTQ counts a corked datagram (sk_wmem_alloc of the pending
+  // frames); the rest is DgramSocket's.
+  KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd, uint64_t arg) override;
 
  private:
+  // A datagram being built under UDP_CORK / MSG_MORE (up->pending): its
+  // route and header fields are those of its first send; later sends
+  // append to it until one without MSG_MORE (cork off) pushes it.
+  struct Pending {
+    RouteKind route = RouteKind::kLocal;
+    inet::InetAddr src, dst;
+    bool v4 = true;
+    int tos = 0, ttl = 64, gso = 0;
+    std::vector<uint8_t> data;
+  };
+  // Sends `p` (udp_push_pending_frames), cut in UDP_SEGMENT segments.
+  void Push(Caller& c, Pending p);
   // Sends one datagram (a UDP_SEGMENT segment) from `src` to `dst`.
   void SendLocal(Caller& c, RouteKind route, const inet::InetAddr& src,
                  const inet::InetAddr& dst, bool v4, int tos, int ttl,
@@ -72,6 +90,7 @@ class UdpSocket final : public DgramSocket {
   int no_check6_rx_ ABSL_GUARDED_BY(udp_mu_) = 0;
   int gso_size_ ABSL_GUARDED_BY(udp_mu_) = 0;
   int gro_ ABSL_GUARDED_BY(udp_mu_) = 0;
+  std::optional<Pending> pending_ ABSL_GUARDED_BY(udp_mu_);
 };
 
 class PingSocket final : public DgramSocket {

@@ -1,9 +1,11 @@
 // UDP's send path and SOL_UDP: udp_sendmsg / udpv6_sendmsg and
 // udp_lib_setsockopt, for datagrams that stay on loopback.
 #include <errno.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -106,6 +108,36 @@ KResult<size_t> UdpSocket::SendMsg(Caller& c, MessageIo& data,
   // inet_send_prepare: the autobind comes first.
   TRY_VOID(EnsureBound(c));
   if (len > 0xFFFF) return kEMSGSIZE;
+  if (!v6() && (req.flags & MSG_OOB)) return kEOPNOTSUPP;
+  bool corkreq;
+  {
+    absl::ReleasableMutexLock l(&udp_mu_);
+    corkreq = cork_ || (req.flags & MSG_MORE);
+    if (pending_.has_value()) {
+      // do_append_data: the address of this send is not looked at.
+      Pending& p = *pending_;
+      const size_t have = p.data.size();
+      if (have + len > (p.v4 ? kMaxUdp4Payload : kMaxUdp6Payload)) {
+        pending_.reset();  // udp_flush_pending_frames
+        return kEMSGSIZE;
+      }
+      p.data.resize(have + len);
+      if (len != 0) {
+        KResult<size_t> got =
+            data.CopyIn(0, absl::MakeSpan(p.data.data() + have, len));
+        if (!got.ok() || *got != len) {
+          pending_.reset();
+          return kEFAULT;
+        }
+      }
+      if (corkreq) return len;
+      Pending out = std::move(p);
+      pending_.reset();
+      l.Release();
+      Push(c, std::move(out));
+      return len;
+    }
+  }
   const bool named = req.to.has_value() && req.to->len > 0;
   // The destination and which of udp_sendmsg / udpv6_sendmsg handles it.
   inet::InetAddr dst;
@@ -228,18 +260,55 @@ KResult<size_t> UdpSocket::SendMsg(Caller& c, MessageIo& data,
   const inet::IpOptions ip = ip_options();
   int tos = p.tos >= 0 ? p.tos : (v4 ? ip.tos : ip.tclass);
   int ttl = p.ttl > 0 ? p.ttl : EffectiveTtl(c, dst.ip);
-  if (gso > 0 && len > static_cast<size_t>(gso)) {
-    // UDP GSO: the receiver sees segments of gso_size bytes.
-    for (size_t off = 0; off < len; off += gso) {
-      const size_t n = std::min<size_t>(gso, len - off);
-      std::vector<uint8_t> seg(payload.begin() + off,
-                               payload.begin() + off + n);
-      SendLocal(c, route, src, dst, v4, tos, ttl, std::move(seg));
+  Pending out;
+  out.route = route;
+  out.src = src;
+  out.dst = dst;
+  out.v4 = v4;
+  out.tos = tos;
+  out.ttl = ttl;
+  out.gso = gso;
+  out.data = std::move(payload);
+  if (corkreq) {
+    absl::MutexLock l(&udp_mu_);
+    if (!pending_.has_value()) {
+      pending_ = std::move(out);
+      return len;
     }
-    return len;
+    // Another thread corked meanwhile (Linux's lock_sock orders them):
+    // this one is sent on its own.
   }
-  SendLocal(c, route, src, dst, v4, tos, ttl, std::move(payload));
+  Push(c, std::move(out));
   return len;
+}
+
+void UdpSocket::Push(Caller& c, Pending p) {
+  const size_t len = p.data.size();
+  if (p.gso > 0 && len > static_cast<size_t>(p.gso)) {
+    // UDP GSO: the receiver sees segments of gso_size bytes.
+    for (size_t off = 0; off < len; off += p.gso) {
+      const size_t n = std::min<size_t>(p.gso, len - off);
+      std::vector<uint8_t> seg(p.data.begin() + off, p.data.begin() + off + n);
+      SendLocal(c, p.route, p.src, p.dst, p.v4, p.tos, p.ttl, std::move(seg));
+    }
+    return;
+  }
+  SendLocal(c, p.route, p.src, p.dst, p.v4, p.tos, p.ttl, std::move(p.data));
+}
+
+KResult<uint64_t> UdpSocket::SocketIoctl(Caller& c, uint32_t cmd,
+                                         uint64_t arg) {
+  if (cmd != SIOCOUTQ) return DgramSocket::SocketIoctl(c, cmd, arg);
+  int32_t amount = 0;
+  {
+    absl::MutexLock l(&udp_mu_);
+    if (pending_.has_value()) {
+      amount = static_cast<int32_t>(TrueSize(pending_->data.size()));
+    }
+  }
+  if (c.io.user == nullptr) return kEFAULT;
+  TRY_VOID(c.io.user->CopyOutFull(arg, &amount, sizeof(amount)));
+  return uint64_t{0};
 }
 
 KResult<void> UdpSocket::SetSockOpt(Caller& c, int level, int name,
@@ -248,11 +317,18 @@ KResult<void> UdpSocket::SetSockOpt(Caller& c, int level, int name,
   if (val.size() < sizeof(int)) return kEINVAL;
   int v;
   memcpy(&v, val.data(), sizeof(v));
-  absl::MutexLock l(&udp_mu_);
+  absl::ReleasableMutexLock l(&udp_mu_);
   switch (name) {
-    case UDP_CORK:
+    case UDP_CORK: {
       cork_ = v != 0;
+      if (cork_ || !pending_.has_value()) return OkResult();
+      // Uncorking sends what was corked (udp_push_pending_frames).
+      Pending p = std::move(*pending_);
+      pending_.reset();
+      l.Release();
+      Push(c, std::move(p));
       return OkResult();
+    }
     case UDP_ENCAP:
       // udp_lib_setsockopt: the encapsulations Linux knows (ESP in UDP,
       // L2TP, GTP...) are stored; loopback decapsulates nothing.

@@ -14,7 +14,12 @@
 #include <fcntl.h>
 #include <linux/errqueue.h>
 #include <linux/sockios.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -840,6 +845,71 @@ TEST_P(UdpTest, ReusePortSpreadsBySourceAndKeepsFlows) {
   // A hash of 32 sources puts some on each (all on one: p = 2^-31).
   EXPECT_GT(at_a, 0);
   EXPECT_GT(at_b, 0);
+}
+
+TEST_P(UdpTest, MsgMoreAndCorkBuildOneDatagram) {
+  Addr ra, xa;
+  FileDescriptor r = BoundUdp(F(), &ra);
+  FileDescriptor x = BoundUdp(F(), &xa);
+  FileDescriptor s = Udp(F());
+  ASSERT_THAT(sendto(s.get(), "ab", 2, MSG_MORE, ra.sa(), ra.len),
+              SyscallSucceedsWithValue(2));
+  // Appended: the address of a later send is not looked at.
+  ASSERT_THAT(sendto(s.get(), "cd", 2, MSG_MORE, xa.sa(), xa.len),
+              SyscallSucceedsWithValue(2));
+  EXPECT_EQ(PollFor(r.get(), POLLIN, 50), 0);
+  int outq = -1;
+  ASSERT_THAT(ioctl(s.get(), SIOCOUTQ, &outq), SyscallSucceeds());
+  EXPECT_GT(outq, 0);
+  ASSERT_THAT(send(s.get(), "ef", 2, 0), SyscallSucceedsWithValue(2));
+  char buf[16];
+  ASSERT_THAT(recv(r.get(), buf, sizeof(buf), 0), SyscallSucceedsWithValue(6));
+  EXPECT_EQ(std::string(buf, 6), "abcdef");
+  EXPECT_EQ(PollFor(x.get(), POLLIN, 0), 0);
+  ASSERT_THAT(ioctl(s.get(), SIOCOUTQ, &outq), SyscallSucceeds());
+  EXPECT_EQ(outq, 0);
+
+  ASSERT_THAT(SetInt(s.get(), SOL_UDP, UDP_CORK, 1), SyscallSucceeds());
+  EXPECT_EQ(GetInt(s.get(), SOL_UDP, UDP_CORK), 1);
+  ASSERT_THAT(sendto(s.get(), "12", 2, 0, ra.sa(), ra.len), SyscallSucceeds());
+  ASSERT_THAT(sendto(s.get(), "34", 2, 0, ra.sa(), ra.len), SyscallSucceeds());
+  EXPECT_EQ(PollFor(r.get(), POLLIN, 50), 0);
+  ASSERT_THAT(SetInt(s.get(), SOL_UDP, UDP_CORK, 0), SyscallSucceeds());
+  ASSERT_THAT(recv(r.get(), buf, sizeof(buf), 0), SyscallSucceedsWithValue(4));
+  EXPECT_EQ(std::string(buf, 4), "1234");
+}
+
+TEST_P(UdpTest, UdpSegmentSplitsASend) {
+  Addr ra;
+  FileDescriptor r = BoundUdp(F(), &ra);
+  FileDescriptor s = Udp(F());
+  if (SetInt(s.get(), SOL_UDP, UDP_SEGMENT, 100) != 0) {
+    GTEST_SKIP() << "UDP_SEGMENT: " << strerror(errno);
+  }
+  EXPECT_EQ(GetInt(s.get(), SOL_UDP, UDP_SEGMENT), 100);
+  std::vector<char> d(250, 'g');
+  ASSERT_THAT(sendto(s.get(), d.data(), d.size(), 0, ra.sa(), ra.len),
+              SyscallSucceedsWithValue(250));
+  char buf[512];
+  for (int want : {100, 100, 50}) {
+    ASSERT_EQ(PollFor(r.get(), POLLIN) & POLLIN, POLLIN);
+    EXPECT_THAT(recv(r.get(), buf, sizeof(buf), MSG_DONTWAIT),
+                SyscallSucceedsWithValue(want));
+  }
+}
+
+TEST_P(UdpTest, SolUdpOptions) {
+  FileDescriptor s = Udp(F());
+  EXPECT_EQ(GetInt(s.get(), SOL_UDP, UDP_CORK), 0);
+  char small = 1;
+  EXPECT_THAT(setsockopt(s.get(), SOL_UDP, UDP_CORK, &small, 1),
+              SyscallFailsWithErrno(EINVAL));
+  int v = 1;
+  EXPECT_THAT(setsockopt(s.get(), SOL_UDP, 12345, &v, sizeof(v)),
+              SyscallFailsWithErrno(ENOPROTOOPT));
+  socklen_t l = sizeof(v);
+  EXPECT_THAT(getsockopt(s.get(), SOL_UDP, 12345, &v, &l),
+              SyscallFailsWithErrno(ENOPROTOOPT));
 }
 
 TEST_P(UdpTest, SendmmsgRecvmmsg) {
