@@ -69,8 +69,10 @@ struct NetSysctls {
   std::atomic<int64_t> ip_unprivileged_port_start{1024};
   // net.ipv6.bindv6only: IPV6_V6ONLY's default.
   std::atomic<int64_t> ip6_bindv6only{0};
-  // net.ipv6.conf.all.disable_ipv6 (read only here: 0).
+  // net.ipv6.conf.all.disable_ipv6 (stored; IPv6 stays on).
   std::atomic<int64_t> ip6_disable_ipv6{0};
+  // net.ipv4.tcp_congestion_control: 0 reno, 1 cubic.
+  std::atomic<int64_t> tcp_congestion{1};
 };
 
 class NetNamespace {

@@ -8,6 +8,7 @@
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/log.h"
 #include "sentry/net/inet/inet_socket.h"
+#include "sentry/net/inet/proc.h"
 #include "sentry/net/namespace.h"
 
 namespace sandbox::net::inet {
@@ -138,6 +139,7 @@ void Register() {
   RegisterFamily({AF_INET, "inet", &Create4, nullptr});
   RegisterFamily({AF_INET6, "inet6", &Create6, nullptr});
   RegisterFamily({kAfPacket, "packet", &CreatePacket, nullptr});
+  RegisterProcFiles();
 }
 
 }  // namespace sandbox::net::inet

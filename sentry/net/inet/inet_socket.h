@@ -120,6 +120,17 @@ struct ProcRow {
   uint64_t inode = 0;
   int refcount = 2;    // sk_refcnt as shown
   uint64_t drops = 0;  // UDP's sk_drops
+  // TCP's columns after the inode (get_tcp4_sock), as clock_t (USER_HZ
+  // 100) where they are times: the pending timer (tr: 0 none, 1
+  // retransmit, 2 keepalive, 3 TIME_WAIT, 4 zero window probe) and when it
+  // fires, retransmits, probes_out, rto, ato, quick<<1|pingpong, cwnd,
+  // ssthresh (-1 in initial slow start; a listener: its fastopen queue).
+  int timer_active = 0;
+  int64_t timer_when = 0;
+  uint32_t retransmits = 0;
+  int probes = 0;
+  uint32_t rto = 20, ato = 4, quick_pingpong = 0, cwnd = 10;
+  int ssthresh = -1;
 };
 
 // Made with std::make_shared (the port table names the socket through
