@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "sentry/net/inet/mib.h"
 #include "sentry/vfs/file_description.h"
 
 namespace sandbox::net::udp {
@@ -97,20 +98,30 @@ DgramSocket* AsDgramSocket(Socket* s) {
 
 // ---- Delivery. ----
 
+void DgramSocket::CountArrival(bool v4) const {
+  inet::Count(ns(), inet::IpMib::kInReceives, !v4);
+  inet::Count(ns(), inet::IpMib::kInDelivers, !v4);
+}
+
 bool DgramSocket::Deliver(Datagram d) {
   const int64_t rcvbuf = this->rcvbuf();
   d.truesize = TrueSize(d.data.size());
+  const bool v4 = d.v4;
+  auto drop = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++drops_;
+    if (proto() == inet::Proto::kUdp) {
+      inet::Count(ns(), inet::UdpMib::kRcvbufErrors, !v4);
+      inet::Count(ns(), inet::UdpMib::kInErrors, !v4);
+    }
+    return false;
+  };
   {
     absl::MutexLock l(&mu_);
     // __udp_enqueue_schedule_skb: over the buffer, drop (one datagram
     // always fits in an empty queue).
-    if (rmem_ + d.truesize > rcvbuf && rmem_ > rcvbuf) {
-      ++drops_;
-      return false;
-    }
+    if (rmem_ + d.truesize > rcvbuf && rmem_ > rcvbuf) return drop();
     if (rmem_ + d.truesize > rcvbuf && rcvbuf > (INT32_MAX >> 1)) {
-      ++drops_;
-      return false;
+      return drop();
     }
     rmem_ += d.truesize;
     rq_.push_back(std::move(d));
@@ -384,8 +395,15 @@ KResult<size_t> DgramSocket::RecvMsg(Caller& c, MessageIo& data,
     if (!peek) {
       absl::MutexLock l(&mu_);
       ++drops_;
+      if (proto() == inet::Proto::kUdp) {
+        inet::Count(ns(), inet::UdpMib::kInErrors, !d.v4);
+      }
     }
     return n.error();
+  }
+  // udp_recvmsg: InDatagrams once a datagram is read (not peeked).
+  if (!peek && proto() == inet::Proto::kUdp) {
+    inet::Count(ns(), inet::UdpMib::kInDatagrams, !d.v4);
   }
   if (req.want_from) req.from = FromAddr(d.src);
   AppendRecvCmsgs(d, family(), ip_options(), sol_flags(), &req.control.raw);

@@ -91,8 +91,11 @@ class DgramSocket : public inet::InetSocket {
   // one from an IPV6_V6ONLY socket), kOffHost for one outside loopback.
   KResult<RouteKind> Route(Caller& c, const inet::IpAddr& dst) const;
 
-  // Counters (/proc/net/snmp; tests).
+  // sk_drops (/proc/net/udp's drops column; tests).
   uint64_t drops() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The SNMP counters of one datagram arriving (Ip InReceives, InDelivers)
+  // and, for UDP, of its fate (Udp InErrors/RcvbufErrors on a drop).
+  void CountArrival(bool v4) const;
 
  protected:
   // The namespace of this socket (the caller's at socket(2)).

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "sentry/net/inet/mib.h"
 #include "sentry/net/udp/udp.h"
 
 namespace sandbox::net::udp {
@@ -110,6 +111,10 @@ KResult<size_t> PingSocket::SendMsg(Caller& c, MessageIo& data,
   const uint16_t ident = src.port;
   msg[4] = static_cast<uint8_t>(ident >> 8);
   msg[5] = static_cast<uint8_t>(ident & 0xff);
+  // icmp_out_count / icmpv6_push_pending_frames: the request goes out.
+  inet::Count(ns(), inet::IcmpMib::kOutMsgs, v6());
+  inet::CountIcmpMsg(ns(), v6(), /*out=*/true, want);
+  inet::Count(ns(), inet::IpMib::kOutRequests, v6());
   if (route == RouteKind::kBroadcast) {
     // icmp_echo_ignore_broadcasts (1): nobody answers.
     return len;
@@ -118,7 +123,18 @@ KResult<size_t> PingSocket::SendMsg(Caller& c, MessageIo& data,
   // The reply: the request with the reply's type, from the address the
   // request went to, checksummed as the replier's stack fills it (IPv4:
   // over the ICMP message; ICMPv6: with the pseudo-header).
-  msg[0] = v6() ? kIcmp6EchoReply : kIcmpEchoReply;
+  // The request arrives; the reply leaves and arrives.
+  const uint8_t reply = v6() ? kIcmp6EchoReply : kIcmpEchoReply;
+  CountArrival(!v6());
+  inet::Count(ns(), inet::IcmpMib::kInMsgs, v6());
+  inet::CountIcmpMsg(ns(), v6(), /*out=*/false, want);
+  inet::Count(ns(), inet::IcmpMib::kOutMsgs, v6());
+  inet::CountIcmpMsg(ns(), v6(), /*out=*/true, reply);
+  inet::Count(ns(), inet::IpMib::kOutRequests, v6());
+  CountArrival(!v6());
+  inet::Count(ns(), inet::IcmpMib::kInMsgs, v6());
+  inet::CountIcmpMsg(ns(), v6(), /*out=*/false, reply);
+  msg[0] = reply;
   msg[2] = msg[3] = 0;
   uint16_t sum;
   if (!v6()) {

@@ -51,7 +51,6 @@ void Register() {
   inet::Protocols& p = inet::RegisteredProtocols();
   p.udp = &NewUdpSocket;
   p.ping = &NewPingSocket;
-  RegisterProcFiles();
 }
 
 }  // namespace sandbox::net::udp

@@ -38,9 +38,9 @@ namespace sandbox::net::udp {
 
 // Sets inet::RegisteredProtocols().udp and .ping (start-up, before
 // inet::Register).
-// Also registers /proc/net/udp, udp6, icmp and icmp6 (proc.cc).
+// (/proc/net/udp, udp6, icmp and icmp6 are sentry/net/inet's, from
+// proc_row().)
 void Register();
-void RegisterProcFiles();
 
 // socket(2) of a UDP socket / a ping socket of `family` (AF_INET or
 // AF_INET6). A ping socket needs the caller's egid or one of its

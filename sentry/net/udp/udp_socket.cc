@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "sentry/net/inet/mib.h"
 #include "sentry/net/udp/udp.h"
 
 #ifndef UDP_SEGMENT
@@ -53,6 +54,8 @@ void UdpSocket::SendLocal(Caller& c, RouteKind route, const inet::InetAddr& src,
   d.tos = tos;
   d.ttl = ttl;
   d.tstamp_ns = RealtimeNowNs();
+  inet::Count(ns(), inet::UdpMib::kOutDatagrams, !v4);
+  inet::Count(ns(), inet::IpMib::kOutRequests, !v4);
   inet::PortTable& table = inet::PortTable::Of(ns(), inet::Proto::kUdp);
   if (route == RouteKind::kBroadcast) {
     // __udp4_lib_mcast_deliver: a copy for every socket on the port whose
@@ -76,16 +79,29 @@ void UdpSocket::SendLocal(Caller& c, RouteKind route, const inet::InetAddr& src,
         continue;
       }
       std::shared_ptr<Socket> owner = s.owner.lock();
-      if (DgramSocket* r = AsDgramSocket(owner.get())) r->Deliver(d);
+      if (DgramSocket* r = AsDgramSocket(owner.get())) {
+        r->CountArrival(v4);
+        r->Deliver(d);
+      }
     }
     return;
   }
   std::shared_ptr<Socket> rs = table.FindReceiver(dst, src);
+  CountArrival(v4);
   if (DgramSocket* r = AsDgramSocket(rs.get())) {
     d.data = std::move(payload);
     r->Deliver(std::move(d));
     return;
   }
+  // __udp4_lib_rcv: NoPorts, and the ICMP error sent and received back.
+  inet::Count(ns(), inet::UdpMib::kNoPorts, !v4);
+  const uint8_t icmp_type = v4 ? 3 : 1;
+  inet::Count(ns(), inet::IcmpMib::kOutMsgs, !v4);
+  inet::CountIcmpMsg(ns(), !v4, /*out=*/true, icmp_type);
+  inet::Count(ns(), inet::IpMib::kOutRequests, !v4);
+  CountArrival(v4);
+  inet::Count(ns(), inet::IcmpMib::kInMsgs, !v4);
+  inet::CountIcmpMsg(ns(), !v4, /*out=*/false, icmp_type);
   // Nobody on the port: the ICMP port unreachable (icmp_send from
   // __udp4_lib_rcv) comes back to this socket (__udp4_lib_err), from the
   // address the datagram was sent to.

@@ -779,6 +779,57 @@ TEST_P(UdpTest, LoopbackSendNeverBlocksAndFullReceiverDrops) {
   EXPECT_TRUE(found) << path;
 }
 
+// A counter of the Udp MIB: /proc/net/snmp's "Udp:" lines (IPv4) or
+// /proc/net/snmp6's "Udp6NAME N" (IPv6); -1 if absent.
+long long UdpCounter(bool v6, const std::string& name) {
+  if (v6) {
+    std::istringstream in(ReadFileOrEmpty("/proc/net/snmp6"));
+    std::string k;
+    long long v;
+    while (in >> k >> v) {
+      if (k == "Udp6" + name) return v;
+    }
+    return -1;
+  }
+  std::istringstream in(ReadFileOrEmpty("/proc/net/snmp"));
+  std::string line, names;
+  while (std::getline(in, line)) {
+    if (line.rfind("Udp: ", 0) != 0) continue;
+    if (names.empty()) {
+      names = line;
+      continue;
+    }
+    std::istringstream n(names), v(line);
+    std::string key, val;
+    while (n >> key && v >> val) {
+      if (key == name) return std::stoll(val);
+    }
+  }
+  return -1;
+}
+
+TEST_P(UdpTest, SnmpCountersMove) {
+  const long long in0 = UdpCounter(V6(), "InDatagrams");
+  const long long out0 = UdpCounter(V6(), "OutDatagrams");
+  const long long noports0 = UdpCounter(V6(), "NoPorts");
+  if (in0 < 0 || out0 < 0 || noports0 < 0) {
+    GTEST_SKIP() << "no Udp counters in /proc/net/snmp(6)";
+  }
+  Addr ra;
+  FileDescriptor r = BoundUdp(F(), &ra);
+  FileDescriptor s = Udp(F());
+  ASSERT_THAT(sendto(s.get(), "c", 1, 0, ra.sa(), ra.len), SyscallSucceeds());
+  char c;
+  ASSERT_THAT(recv(r.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
+  Addr closed = Addr::Loopback(F(), ClosedPort(F()));
+  ASSERT_THAT(sendto(s.get(), "c", 1, 0, closed.sa(), closed.len),
+              SyscallSucceeds());
+  // Other processes may count too: at least ours.
+  EXPECT_GE(UdpCounter(V6(), "InDatagrams"), in0 + 1);
+  EXPECT_GE(UdpCounter(V6(), "OutDatagrams"), out0 + 2);
+  EXPECT_GE(UdpCounter(V6(), "NoPorts"), noports0 + 1);
+}
+
 TEST_P(UdpTest, SoBroadcastNeededForLoopbackBroadcast) {
   if (V6()) GTEST_SKIP() << "IPv6 has no broadcast";
   Addr ra;
