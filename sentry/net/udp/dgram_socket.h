@@ -49,6 +49,8 @@ inline constexpr uint8_t kSendShutdown = 2;
 enum class RouteKind {
   kLocal,      // a local address: delivered inside the Sentry
   kBroadcast,  // lo's broadcast (RTN_BROADCAST): every matching socket
+  kMulticast,  // an IPv4 group out of lo (a source or IP_MULTICAST_IF on
+               // lo): the sockets on the port, if lo has the group
   kOffHost,    // anything else: the network mode's host path (hostinet)
 };
 

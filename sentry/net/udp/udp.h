@@ -17,11 +17,13 @@
 // Destinations outside loopback go to DatagramHostPath() (dgram_socket.h):
 // ENETUNREACH until the network mode's host path sets it.
 //
-// Multicast: the sandbox's namespace has only lo, which has no
-// IFF_MULTICAST; sends to a multicast group take the off-host branch
-// (ENETUNREACH with --network=none, as Linux on a namespace with only lo
-// and no route for the group), IP_ADD_MEMBERSHIP and friends are kept by
-// InetSocket's options without delivery.
+// Multicast (IPv4, over lo as Linux does in a namespace with only lo): a
+// send to a group whose source is on lo (a bound local address,
+// IP_MULTICAST_IF or IP_PKTINFO naming lo) reaches, if some socket joined
+// the group on lo, every socket on the port bound to the wildcard or the
+// group that joined it or keeps IP_MULTICAST_ALL, with TTL
+// IP_MULTICAST_TTL; any other multicast send is the off-host branch
+// (ENETUNREACH with --network=none). IPv6 groups: the off-host branch.
 #ifndef SENTRY_NET_UDP_UDP_H_
 #define SENTRY_NET_UDP_UDP_H_
 

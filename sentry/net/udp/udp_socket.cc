@@ -57,6 +57,46 @@ void UdpSocket::SendLocal(Caller& c, RouteKind route, const inet::InetAddr& src,
   inet::Count(ns(), inet::UdpMib::kOutDatagrams, !v4);
   inet::Count(ns(), inet::IpMib::kOutRequests, !v4);
   inet::PortTable& table = inet::PortTable::Of(ns(), inet::Proto::kUdp);
+  if (route == RouteKind::kMulticast) {
+    // lo accepts the group only if a socket joined it there
+    // (ip_check_mc_rcu); then __udp4_lib_mcast_deliver gives a copy to
+    // every socket on the port bound to the wildcard or the group that
+    // joined it or has IP_MULTICAST_ALL (ip_mc_sf_allow). One copy on lo
+    // whatever IP_MULTICAST_LOOP says (lo loops what it transmits).
+    const uint32_t group = dst.ip.v4();
+    std::vector<std::pair<std::shared_ptr<Socket>, bool>> ports;
+    bool lo_has_group = false;
+    for (const inet::BindingState& s : table.List()) {
+      std::shared_ptr<Socket> owner = s.owner.lock();
+      DgramSocket* r = AsDgramSocket(owner.get());
+      if (r == nullptr) continue;
+      const inet::IpOptions o = r->ip_options();
+      bool joined = false;
+      for (const auto& g : o.mc_groups) {
+        if (g.group == group) joined = true;
+      }
+      lo_has_group = lo_has_group || joined;
+      if (s.req.local.port != dst.port) continue;
+      const inet::IpAddr ip =
+          s.local.has_value() ? s.local->ip : s.req.local.ip;
+      if (s.req.v6_socket && s.req.v6only) continue;
+      if (!ip.IsAny() && ip != dst.ip) continue;
+      if (s.remote.has_value() &&
+          (s.remote->ip != src.ip || s.remote->port != src.port)) {
+        continue;
+      }
+      if (!joined && !o.multicast_all) continue;
+      ports.emplace_back(std::move(owner), joined);
+    }
+    if (!lo_has_group) return;
+    d.data = std::move(payload);
+    for (auto& [owner, joined] : ports) {
+      DgramSocket* r = AsDgramSocket(owner.get());
+      r->CountArrival(v4);
+      r->Deliver(d);
+    }
+    return;
+  }
   if (route == RouteKind::kBroadcast) {
     // __udp4_lib_mcast_deliver: a copy for every socket on the port whose
     // address is the wildcard or the destination and which is not
@@ -238,6 +278,16 @@ KResult<size_t> UdpSocket::SendMsg(Caller& c, MessageIo& data,
     // with only lo (fib_lookup fails), as any other off-host address.
     route = RouteKind::kOffHost;
   }
+  if (route == RouteKind::kOffHost && v4 && dst.ip.IsMulticast()) {
+    // ip_route_output_key_hash_rcu: a multicast destination with a local
+    // source, or IP_MULTICAST_IF / IP_PKTINFO naming lo, goes out of lo.
+    const inet::IpOptions ipo = ip_options();
+    if ((local.has_value() && !local->ip.IsAny() && local->ip.is_v4()) ||
+        (p.src.has_value() && p.src->is_v4()) || p.ifindex == 1 ||
+        ipo.multicast_if == 1) {
+      route = RouteKind::kMulticast;
+    }
+  }
   if (route == RouteKind::kOffHost) {
     HostPath& hp = DatagramHostPath();
     if (hp.send == nullptr) return kENETUNREACH;
@@ -276,6 +326,7 @@ KResult<size_t> UdpSocket::SendMsg(Caller& c, MessageIo& data,
   const inet::IpOptions ip = ip_options();
   int tos = p.tos >= 0 ? p.tos : (v4 ? ip.tos : ip.tclass);
   int ttl = p.ttl > 0 ? p.ttl : EffectiveTtl(c, dst.ip);
+  if (route == RouteKind::kMulticast && p.ttl <= 0) ttl = ip.multicast_ttl;
   Pending out;
   out.route = route;
   out.src = src;

@@ -860,6 +860,86 @@ TEST_P(UdpTest, SoBroadcastNeededForLoopbackBroadcast) {
   EXPECT_EQ(c, 'B');
 }
 
+TEST(UdpV4Test, MulticastOverLoopback) {
+  // A group joined on lo (by its address 127.0.0.1) and a sender whose
+  // source is on lo: the sockets on the port get one copy each.
+  const uint16_t port = ClosedPort(AF_INET);
+  auto receiver = [&](bool join) {
+    FileDescriptor r = Udp(AF_INET);
+    EXPECT_THAT(SetInt(r.get(), SOL_SOCKET, SO_REUSEADDR, 1),
+                SyscallSucceeds());
+    Addr any = Addr::Any(AF_INET, port);
+    EXPECT_THAT(bind(r.get(), any.sa(), any.len), SyscallSucceeds());
+    if (join) {
+      ip_mreq m = {};
+      inet_pton(AF_INET, "224.1.1.1", &m.imr_multiaddr);
+      inet_pton(AF_INET, "127.0.0.1", &m.imr_interface);
+      EXPECT_THAT(setsockopt(r.get(), SOL_IP, IP_ADD_MEMBERSHIP, &m, sizeof(m)),
+                  SyscallSucceeds());
+    }
+    return r;
+  };
+  FileDescriptor joined = receiver(true);
+  FileDescriptor other = receiver(false);
+  ASSERT_THAT(SetInt(joined.get(), SOL_IP, IP_RECVTTL, 1), SyscallSucceeds());
+  Addr sa;
+  FileDescriptor s = BoundUdp(AF_INET, &sa);
+  Addr group = Addr::V4("224.1.1.1", port);
+  ASSERT_THAT(sendto(s.get(), "mc", 2, 0, group.sa(), group.len),
+              SyscallSucceedsWithValue(2));
+  char buf[8];
+  char ctl[64];
+  iovec iov = {buf, sizeof(buf)};
+  msghdr m = {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof(ctl);
+  ASSERT_EQ(PollFor(joined.get(), POLLIN) & POLLIN, POLLIN);
+  ASSERT_THAT(recvmsg(joined.get(), &m, MSG_DONTWAIT),
+              SyscallSucceedsWithValue(2));
+  cmsghdr* cm = CMSG_FIRSTHDR(&m);
+  ASSERT_NE(cm, nullptr);
+  int ttl = 0;
+  memcpy(&ttl, CMSG_DATA(cm), sizeof(ttl));
+  EXPECT_EQ(ttl, 1);  // IP_MULTICAST_TTL's default
+  // IP_MULTICAST_ALL (default on): a socket on the port that did not join
+  // gets it too; exactly one copy each.
+  ASSERT_EQ(PollFor(other.get(), POLLIN) & POLLIN, POLLIN);
+  EXPECT_THAT(recv(other.get(), buf, sizeof(buf), MSG_DONTWAIT),
+              SyscallSucceedsWithValue(2));
+  EXPECT_EQ(PollFor(joined.get(), POLLIN, 50), 0);
+  EXPECT_EQ(PollFor(other.get(), POLLIN, 0), 0);
+  // IP_MULTICAST_IF naming lo lets an unbound socket send to the group.
+  FileDescriptor u = Udp(AF_INET);
+  in_addr lo;
+  inet_pton(AF_INET, "127.0.0.1", &lo);
+  ASSERT_THAT(setsockopt(u.get(), SOL_IP, IP_MULTICAST_IF, &lo, sizeof(lo)),
+              SyscallSucceeds());
+  ASSERT_THAT(sendto(u.get(), "if", 2, 0, group.sa(), group.len),
+              SyscallSucceeds());
+  ASSERT_EQ(PollFor(joined.get(), POLLIN) & POLLIN, POLLIN);
+  EXPECT_THAT(recv(joined.get(), buf, sizeof(buf), MSG_DONTWAIT),
+              SyscallSucceedsWithValue(2));
+  ASSERT_EQ(PollFor(other.get(), POLLIN) & POLLIN, POLLIN);
+  EXPECT_THAT(recv(other.get(), buf, sizeof(buf), MSG_DONTWAIT),
+              SyscallSucceedsWithValue(2));
+  // Without IP_MULTICAST_ALL only members hear it.
+  ASSERT_THAT(SetInt(other.get(), SOL_IP, IP_MULTICAST_ALL, 0),
+              SyscallSucceeds());
+  ASSERT_THAT(sendto(s.get(), "m2", 2, 0, group.sa(), group.len),
+              SyscallSucceeds());
+  ASSERT_EQ(PollFor(joined.get(), POLLIN) & POLLIN, POLLIN);
+  EXPECT_EQ(PollFor(other.get(), POLLIN, 50), 0);
+  // A group nobody joined on lo: sent, heard by nobody.
+  Addr group2 = Addr::V4("224.2.2.2", port);
+  ASSERT_THAT(recv(joined.get(), buf, sizeof(buf), MSG_DONTWAIT),
+              SyscallSucceeds());
+  ASSERT_THAT(sendto(s.get(), "no", 2, 0, group2.sa(), group2.len),
+              SyscallSucceedsWithValue(2));
+  EXPECT_EQ(PollFor(joined.get(), POLLIN, 50), 0);
+}
+
 TEST_P(UdpTest, ReusePortSpreadsBySourceAndKeepsFlows) {
   FileDescriptor a = Udp(F()), b = Udp(F());
   ASSERT_THAT(SetInt(a.get(), SOL_SOCKET, SO_REUSEPORT, 1), SyscallSucceeds());
