@@ -293,7 +293,9 @@ KResult<size_t> TcpSocket::GetTcp(Caller&, int name, absl::Span<uint8_t> val) {
   const uint32_t hdr = (v6() && !ep_->remote_.ip.is_v4()) ? 60 : 40;
   // mss_cache: the route's MTU less the headers and the timestamp option
   // once connected; TCP_MSS_DEFAULT before.
-  uint32_t mss = connected ? kLoopbackMtu - hdr - 12 : kTcpMssDefault;
+  // (tcp_bound_to_half_wnd halves it while the largest window the peer
+  // advertised is the initial 64 KiB, as after a loopback handshake.)
+  uint32_t mss = connected ? (kLoopbackMtu - hdr - 12) / 2 : kTcpMssDefault;
   if (o.maxseg != 0 && connected) {
     mss = std::min<uint32_t>(mss, static_cast<uint32_t>(o.maxseg) - 12);
   }
@@ -377,7 +379,9 @@ KResult<size_t> TcpSocket::GetTcp(Caller&, int name, absl::Span<uint8_t> val) {
       info.tcpi_rcv_space = connected ? 65483 : 0;
       info.tcpi_pacing_rate = ~uint64_t{0};
       info.tcpi_max_pacing_rate = ~uint64_t{0};
-      info.tcpi_bytes_acked = ep_->bytes_sent_;
+      // snd_una's advance: the SYN and the FIN count one each.
+      info.tcpi_bytes_acked = ep_->bytes_sent_ + (connected ? 1 : 0) +
+                              ((ep_->shutdown_ & kSendShutdown) ? 1 : 0);
       info.tcpi_bytes_sent = ep_->bytes_sent_;
       info.tcpi_bytes_received = ep_->rx_.tail();
       info.tcpi_segs_out = static_cast<uint32_t>(ep_->segs_out_);
