@@ -19,6 +19,8 @@
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -846,6 +848,33 @@ TEST_P(TcpTest, UrgentByteInline) {
   EXPECT_EQ(buf[0], 'c');
 }
 
+TEST_P(TcpTest, BadBuffersAreEfault) {
+  ConnectedPair p(family());
+  ASSERT_TRUE(p.ok());
+  // Raw syscalls: the wrappers may touch the pointer themselves.
+  EXPECT_THAT(syscall(SYS_write, p.client.get(), nullptr, 5),
+              SyscallFailsWithErrno(EFAULT));
+  ASSERT_THAT(send(p.client.get(), "abcde", 5, 0), SyscallSucceedsWithValue(5));
+  ASSERT_TRUE(WaitInq(p.server.get(), 5));
+  EXPECT_THAT(syscall(SYS_read, p.server.get(), nullptr, 5),
+              SyscallFailsWithErrno(EFAULT));
+  // Nothing was consumed.
+  EXPECT_EQ(RecvN(p.server.get(), 5), "abcde");
+}
+
+TEST_P(TcpTest, ReadvWritevAcrossSegments) {
+  ConnectedPair p(family());
+  ASSERT_TRUE(p.ok());
+  char a[] = "abc", b[] = "defgh";
+  iovec w[2] = {{a, 3}, {b, 5}};
+  ASSERT_THAT(writev(p.client.get(), w, 2), SyscallSucceedsWithValue(8));
+  ASSERT_TRUE(WaitInq(p.server.get(), 8));
+  char x[2], y[6];
+  iovec r[2] = {{x, 2}, {y, 6}};
+  ASSERT_THAT(readv(p.server.get(), r, 2), SyscallSucceedsWithValue(8));
+  EXPECT_EQ(std::string(x, 2) + std::string(y, 6), "abcdefgh");
+}
+
 INSTANTIATE_TEST_SUITE_P(V4V6, TcpTest, ::testing::Values(AF_INET, AF_INET6),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return i.param == AF_INET ? "V4" : "V6";
@@ -949,7 +978,6 @@ TEST(TcpAddrTest, ProcNetTcpListsListener) {
   EXPECT_NE(table.find(want), std::string::npos) << table;
 }
 
-
 // ---- SOL_TCP and the buffer options. ----
 
 // The n-th (0-based) number of a /proc/sys file, or `def` if unreadable.
@@ -1025,9 +1053,8 @@ TEST(TcpOptTest, TimersAndCounts) {
   SetInt(s.get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, 5);
   EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_DEFER_ACCEPT), 7);
   v = -1;
-  EXPECT_THAT(
-      setsockopt(s.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v)),
-      SyscallFailsWithErrno(EINVAL));
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v)),
+              SyscallFailsWithErrno(EINVAL));
   SetInt(s.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, 5000);
   EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 5000);
   SetInt(s.get(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, 16384);
