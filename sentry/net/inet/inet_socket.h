@@ -11,7 +11,8 @@
 // Thread-safety: ip_mu_ guards the IP options and the binding; it is a
 // leaf under the protocol's own socket lock (protocol mutex -> ip_mu_ ->
 // PortTable::mu_ is never taken in another order: PortTable calls back
-// into nothing).
+// into nothing). Binding calls read the SOL_SOCKET flags with ip_mu_ held
+// (ip_mu_ -> Socket::opt_mu_, a leaf).
 #ifndef SENTRY_NET_INET_INET_SOCKET_H_
 #define SENTRY_NET_INET_INET_SOCKET_H_
 
