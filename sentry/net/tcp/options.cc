@@ -285,15 +285,32 @@ KResult<size_t> TcpSocket::GetSockOpt(Caller& c, int level, int name,
 
 KResult<size_t> TcpSocket::GetTcp(Caller&, int name, absl::Span<uint8_t> val) {
   NetSysctls& sys = ep_->netns().sysctl();
-  absl::MutexLock l(&ep_->mu_);
-  const TcpOptions& o = ep_->opts_;
-  const TcpState state = ep_->state_;
+  // A snapshot of what the options report, taken under the lock.
+  Endpoint& ep = *ep_;
+  TcpOptions o;
+  TcpState state;
+  bool remote_v4;
+  uint64_t bytes_sent, bytes_received, segs_out, segs_in;
+  uint8_t shutdown;
+  {
+    absl::MutexLock l(&ep.mu_);
+    o = ep.opts_;
+    state = ep.state_;
+    remote_v4 = ep.remote_.ip.is_v4();
+    bytes_sent = ep.bytes_sent_;
+    bytes_received = ep.rx_.tail();
+    segs_out = ep.segs_out_;
+    segs_in = ep.segs_in_;
+    shutdown = ep.shutdown_;
+  }
   const bool connected =
       state != kClose && state != kListen && state != kSynSent;
-  const uint32_t hdr = (v6() && !ep_->remote_.ip.is_v4()) ? 60 : 40;
+  const uint32_t hdr = (v6() && !remote_v4) ? 60 : 40;
   // mss_cache: the route's MTU less the headers and the timestamp option
   // once connected; TCP_MSS_DEFAULT before.
-  uint32_t mss = connected ? kLoopbackMtu - hdr - 12 : kTcpMssDefault;
+  // (tcp_bound_to_half_wnd halves it while the largest window the peer
+  // advertised is the initial 64 KiB, as after a loopback handshake.)
+  uint32_t mss = connected ? (kLoopbackMtu - hdr - 12) / 2 : kTcpMssDefault;
   if (o.maxseg != 0 && connected) {
     mss = std::min<uint32_t>(mss, static_cast<uint32_t>(o.maxseg) - 12);
   }
@@ -377,13 +394,15 @@ KResult<size_t> TcpSocket::GetTcp(Caller&, int name, absl::Span<uint8_t> val) {
       info.tcpi_rcv_space = connected ? 65483 : 0;
       info.tcpi_pacing_rate = ~uint64_t{0};
       info.tcpi_max_pacing_rate = ~uint64_t{0};
-      info.tcpi_bytes_acked = ep_->bytes_sent_;
-      info.tcpi_bytes_sent = ep_->bytes_sent_;
-      info.tcpi_bytes_received = ep_->rx_.tail();
-      info.tcpi_segs_out = static_cast<uint32_t>(ep_->segs_out_);
-      info.tcpi_segs_in = static_cast<uint32_t>(ep_->segs_in_);
+      // snd_una's advance: the SYN and the FIN count one each.
+      info.tcpi_bytes_acked = bytes_sent + (connected ? 1 : 0) +
+                              ((shutdown & kSendShutdown) ? 1 : 0);
+      info.tcpi_bytes_sent = bytes_sent;
+      info.tcpi_bytes_received = bytes_received;
+      info.tcpi_segs_out = static_cast<uint32_t>(segs_out);
+      info.tcpi_segs_in = static_cast<uint32_t>(segs_in);
       info.tcpi_min_rtt = connected ? 5 : ~uint32_t{0};
-      info.tcpi_delivered = static_cast<uint32_t>(ep_->segs_out_);
+      info.tcpi_delivered = static_cast<uint32_t>(segs_out);
       info.tcpi_snd_wnd = connected ? 65536 : 0;
       info.tcpi_rcv_wnd = connected ? 65536 : 0;
       return PutBytes(val, &info, sizeof(info));

@@ -225,6 +225,13 @@ class TcpSocket final : public inet::InetSocket {
                              absl::Span<uint8_t> val) override;
   KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd, uint64_t arg) override;
 
+  // read/write without the syscall layer's bounce buffer (direct_io.cc).
+  bool CanDirectIo(const platform::MemoryFile&) const override { return true; }
+  KResult<size_t> ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
+                             int64_t offset) override;
+  KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
+                              int64_t offset) override;
+
   uint32_t Readiness(uint32_t mask) override;
   void EventRegister(vfs::WaitEntry* e, uint32_t mask) override {
     ep_->wq_.Register(e, mask);

@@ -19,6 +19,8 @@
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -846,6 +848,33 @@ TEST_P(TcpTest, UrgentByteInline) {
   EXPECT_EQ(buf[0], 'c');
 }
 
+TEST_P(TcpTest, BadBuffersAreEfault) {
+  ConnectedPair p(family());
+  ASSERT_TRUE(p.ok());
+  // Raw syscalls: the wrappers may touch the pointer themselves.
+  EXPECT_THAT(syscall(SYS_write, p.client.get(), nullptr, 5),
+              SyscallFailsWithErrno(EFAULT));
+  ASSERT_THAT(send(p.client.get(), "abcde", 5, 0), SyscallSucceedsWithValue(5));
+  ASSERT_TRUE(WaitInq(p.server.get(), 5));
+  EXPECT_THAT(syscall(SYS_read, p.server.get(), nullptr, 5),
+              SyscallFailsWithErrno(EFAULT));
+  // Nothing was consumed.
+  EXPECT_EQ(RecvN(p.server.get(), 5), "abcde");
+}
+
+TEST_P(TcpTest, ReadvWritevAcrossSegments) {
+  ConnectedPair p(family());
+  ASSERT_TRUE(p.ok());
+  char a[] = "abc", b[] = "defgh";
+  iovec w[2] = {{a, 3}, {b, 5}};
+  ASSERT_THAT(writev(p.client.get(), w, 2), SyscallSucceedsWithValue(8));
+  ASSERT_TRUE(WaitInq(p.server.get(), 8));
+  char x[2], y[6];
+  iovec r[2] = {{x, 2}, {y, 6}};
+  ASSERT_THAT(readv(p.server.get(), r, 2), SyscallSucceedsWithValue(8));
+  EXPECT_EQ(std::string(x, 2) + std::string(y, 6), "abcdefgh");
+}
+
 INSTANTIATE_TEST_SUITE_P(V4V6, TcpTest, ::testing::Values(AF_INET, AF_INET6),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return i.param == AF_INET ? "V4" : "V6";
@@ -947,6 +976,194 @@ TEST(TcpAddrTest, ProcNetTcpListsListener) {
   // "0100007F:PORT 00000000:0000 0A": 127.0.0.1, listening.
   snprintf(want, sizeof(want), "0100007F:%04X 00000000:0000 0A", port);
   EXPECT_NE(table.find(want), std::string::npos) << table;
+}
+
+// ---- SOL_TCP and the buffer options. ----
+
+// The n-th (0-based) number of a /proc/sys file, or `def` if unreadable.
+int SysctlField(const std::string& path, int n, int def) {
+  std::string s = ReadFileOrEmpty(path);
+  if (s.empty()) return def;
+  int v[3] = {def, def, def};
+  if (sscanf(s.c_str(), "%d %d %d", &v[0], &v[1], &v[2]) < n + 1) return def;
+  return v[n];
+}
+
+TEST(TcpOptTest, BufferDefaultsAreTcpRmemWmem) {
+  FileDescriptor s = TcpSocket(AF_INET);
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_RCVBUF),
+            SysctlField("/proc/sys/net/ipv4/tcp_rmem", 1, 131072));
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_SNDBUF),
+            SysctlField("/proc/sys/net/ipv4/tcp_wmem", 1, 16384));
+}
+
+TEST(TcpOptTest, NodelayCorkQuickack) {
+  FileDescriptor s = TcpSocket(AF_INET);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_NODELAY), 0);
+  SetInt(s.get(), IPPROTO_TCP, TCP_NODELAY, 5);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_NODELAY), 1);
+  SetInt(s.get(), IPPROTO_TCP, TCP_CORK, 1);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_CORK), 1);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_QUICKACK), 1);
+  char c = 1;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &c, 1),
+              SyscallFailsWithErrno(EINVAL));
+  int v = 1;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, 200, &v, sizeof(v)),
+              SyscallFailsWithErrno(ENOPROTOOPT));
+}
+
+TEST(TcpOptTest, KeepaliveRanges) {
+  FileDescriptor s = TcpSocket(AF_INET6);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_KEEPIDLE),
+            SysctlField("/proc/sys/net/ipv4/tcp_keepalive_time", 0, 7200));
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_KEEPINTVL),
+            SysctlField("/proc/sys/net/ipv4/tcp_keepalive_intvl", 0, 75));
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_KEEPCNT),
+            SysctlField("/proc/sys/net/ipv4/tcp_keepalive_probes", 0, 9));
+  SetInt(s.get(), IPPROTO_TCP, TCP_KEEPIDLE, 10);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_KEEPIDLE), 10);
+  int v = 0;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v)),
+              SyscallFailsWithErrno(EINVAL));
+  v = 32768;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_KEEPINTVL, &v, sizeof(v)),
+              SyscallFailsWithErrno(EINVAL));
+  v = 128;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_KEEPCNT, &v, sizeof(v)),
+              SyscallFailsWithErrno(EINVAL));
+  SetInt(s.get(), SOL_SOCKET, SO_KEEPALIVE, 1);
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_KEEPALIVE), 1);
+}
+
+TEST(TcpOptTest, TimersAndCounts) {
+  FileDescriptor s = TcpSocket(AF_INET);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_SYNCNT),
+            SysctlField("/proc/sys/net/ipv4/tcp_syn_retries", 0, 6));
+  int v = 0;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_SYNCNT, &v, sizeof(v)),
+              SyscallFailsWithErrno(EINVAL));
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_LINGER2),
+            SysctlField("/proc/sys/net/ipv4/tcp_fin_timeout", 0, 60));
+  SetInt(s.get(), IPPROTO_TCP, TCP_LINGER2, -5);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_LINGER2), -1);
+  SetInt(s.get(), IPPROTO_TCP, TCP_LINGER2, 1000);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_LINGER2), 120);
+  // Seconds become SYN-ACK retransmits and back: 5 s -> 3 -> 1+2+4 s.
+  SetInt(s.get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, 5);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_DEFER_ACCEPT), 7);
+  v = -1;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v)),
+              SyscallFailsWithErrno(EINVAL));
+  SetInt(s.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, 5000);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_USER_TIMEOUT), 5000);
+  SetInt(s.get(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, 16384);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_NOTSENT_LOWAT), 16384);
+  SetInt(s.get(), IPPROTO_TCP, TCP_FASTOPEN, 5);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_FASTOPEN), 5);
+}
+
+TEST(TcpOptTest, Maxseg) {
+  FileDescriptor s = TcpSocket(AF_INET);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_MAXSEG), 536);
+  int v = 87;
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_MAXSEG, &v, sizeof(v)),
+              SyscallFailsWithErrno(EINVAL));
+  SetInt(s.get(), IPPROTO_TCP, TCP_MAXSEG, 1000);
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_MAXSEG), 1000);
+}
+
+TEST(TcpOptTest, MaxsegOfLoopbackConnection) {
+  // At most lo's MTU (65536) less the IP and TCP headers and the
+  // timestamps (tcp_bound_to_half_wnd may halve it), above the default.
+  ConnectedPair p4(AF_INET);
+  ASSERT_TRUE(p4.ok());
+  EXPECT_LE(IntOpt(p4.client.get(), IPPROTO_TCP, TCP_MAXSEG), 65483);
+  EXPECT_GT(IntOpt(p4.client.get(), IPPROTO_TCP, TCP_MAXSEG), 536);
+  ConnectedPair p6(AF_INET6);
+  ASSERT_TRUE(p6.ok());
+  EXPECT_LE(IntOpt(p6.client.get(), IPPROTO_TCP, TCP_MAXSEG), 65464);
+  EXPECT_GT(IntOpt(p6.client.get(), IPPROTO_TCP, TCP_MAXSEG), 536);
+}
+
+TEST(TcpOptTest, Congestion) {
+  FileDescriptor s = TcpSocket(AF_INET);
+  std::string def =
+      ReadFileOrEmpty("/proc/sys/net/ipv4/tcp_congestion_control");
+  if (!def.empty() && def.back() == '\n') def.pop_back();
+  if (def.empty()) def = "cubic";
+  char name[32] = {};
+  socklen_t len = sizeof(name);
+  ASSERT_THAT(getsockopt(s.get(), IPPROTO_TCP, TCP_CONGESTION, name, &len),
+              SyscallSucceeds());
+  EXPECT_EQ(len, 16u);  // TCP_CA_NAME_MAX
+  EXPECT_EQ(std::string(name), def);
+  ASSERT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_CONGESTION, "reno", 4),
+              SyscallSucceeds());
+  len = sizeof(name);
+  ASSERT_THAT(getsockopt(s.get(), IPPROTO_TCP, TCP_CONGESTION, name, &len),
+              SyscallSucceeds());
+  EXPECT_EQ(std::string(name), "reno");
+  EXPECT_THAT(setsockopt(s.get(), IPPROTO_TCP, TCP_CONGESTION, "nosuch", 6),
+              SyscallFailsWithErrno(ENOENT));
+}
+
+TEST(TcpOptTest, InfoState) {
+  auto state = [](int fd) {
+    uint8_t info[256] = {};
+    socklen_t len = sizeof(info);
+    EXPECT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &len), 0);
+    EXPECT_GE(len, 104u);
+    return info[0];
+  };
+  FileDescriptor s = TcpSocket(AF_INET);
+  EXPECT_EQ(state(s.get()), TCP_CLOSE);
+  FileDescriptor l = TcpListener(AF_INET);
+  ASSERT_TRUE(l.valid());
+  EXPECT_EQ(state(l.get()), TCP_LISTEN);
+  ConnectedPair p(AF_INET);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(state(p.client.get()), TCP_ESTABLISHED);
+  EXPECT_EQ(state(p.server.get()), TCP_ESTABLISHED);
+  ASSERT_THAT(shutdown(p.client.get(), SHUT_WR), SyscallSucceeds());
+  ASSERT_EQ(PollWait(p.server.get(), POLLRDHUP, 5000) & POLLRDHUP, POLLRDHUP);
+  EXPECT_EQ(state(p.server.get()), TCP_CLOSE_WAIT);
+  // FIN_WAIT1 until the FIN's ACK arrives (it may be delayed).
+  const uint8_t closer = state(p.client.get());
+  EXPECT_TRUE(closer == TCP_FIN_WAIT1 || closer == TCP_FIN_WAIT2) << closer;
+  // A short buffer gets the first bytes.
+  uint8_t one = 0xff;
+  socklen_t len = 1;
+  ASSERT_THAT(getsockopt(p.server.get(), IPPROTO_TCP, TCP_INFO, &one, &len),
+              SyscallSucceeds());
+  EXPECT_EQ(len, 1u);
+  EXPECT_EQ(one, TCP_CLOSE_WAIT);
+}
+
+TEST(TcpOptTest, InfoCountsBytes) {
+  ConnectedPair p(AF_INET);
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(send(p.client.get(), "0123456789", 10, 0),
+              SyscallSucceedsWithValue(10));
+  EXPECT_EQ(RecvN(p.server.get(), 10), "0123456789");
+  // struct tcp_info of Linux >= 4.1: tcpi_bytes_acked at 120,
+  // tcpi_bytes_received at 128.
+  auto field = [](int fd, size_t off) {
+    uint8_t info[256] = {};
+    socklen_t len = sizeof(info);
+    EXPECT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &len), 0);
+    uint64_t v = 0;
+    memcpy(&v, info + off, sizeof(v));
+    return v;
+  };
+  EXPECT_EQ(field(p.server.get(), 128), 10u);
+  uint64_t acked = 0;
+  for (int i = 0; i < 500; ++i) {
+    acked = field(p.client.get(), 120);
+    if (acked == 11) break;
+    usleep(10000);
+  }
+  EXPECT_EQ(acked, 11u);
 }
 
 }  // namespace
