@@ -150,6 +150,13 @@ TEST_P(PingTest, SocketOptionsNameThePingProtocol) {
   EXPECT_EQ(v, SOCK_DGRAM);
 }
 
+TEST_P(PingTest, NoPeekOffset) {
+  // inet_sockraw_ops has no set_peek_off.
+  int v = 0;
+  EXPECT_THAT(setsockopt(fd_.get(), SOL_SOCKET, SO_PEEK_OFF, &v, sizeof(v)),
+              SyscallFailsWithErrno(EOPNOTSUPP));
+}
+
 TEST_P(PingTest, EchoToLoopbackGetsReply) {
   ASSERT_THAT(SendTo(Echo(7, "hello ping")), SyscallSucceedsWithValue(18));
   pollfd p = {fd_.get(), POLLIN, 0};

@@ -297,6 +297,38 @@ TEST_P(UdpTest, PeekLeavesDatagramQueued) {
   EXPECT_EQ(std::string(buf, 4), "peek");
 }
 
+TEST_P(UdpTest, PeekOffset) {
+  Addr ra;
+  FileDescriptor r = BoundUdp(F(), &ra);
+  EXPECT_EQ(GetInt(r.get(), SOL_SOCKET, SO_PEEK_OFF), -1);
+  ASSERT_THAT(SetInt(r.get(), SOL_SOCKET, SO_PEEK_OFF, 0), SyscallSucceeds());
+  FileDescriptor s = Udp(F());
+  ASSERT_THAT(sendto(s.get(), "abcdef", 6, 0, ra.sa(), ra.len),
+              SyscallSucceeds());
+  ASSERT_THAT(sendto(s.get(), "XYZ", 3, 0, ra.sa(), ra.len), SyscallSucceeds());
+  ASSERT_EQ(PollFor(r.get(), POLLIN) & POLLIN, POLLIN);
+  char buf[16];
+  // Each peek continues where the last stopped, across datagrams.
+  ASSERT_THAT(recv(r.get(), buf, 2, MSG_PEEK), SyscallSucceedsWithValue(2));
+  EXPECT_EQ(std::string(buf, 2), "ab");
+  ASSERT_THAT(recv(r.get(), buf, 2, MSG_PEEK), SyscallSucceedsWithValue(2));
+  EXPECT_EQ(std::string(buf, 2), "cd");
+  ASSERT_THAT(recv(r.get(), buf, 10, MSG_PEEK), SyscallSucceedsWithValue(2));
+  EXPECT_EQ(std::string(buf, 2), "ef");
+  ASSERT_THAT(recv(r.get(), buf, 10, MSG_PEEK), SyscallSucceedsWithValue(3));
+  EXPECT_EQ(std::string(buf, 3), "XYZ");
+  EXPECT_EQ(GetInt(r.get(), SOL_SOCKET, SO_PEEK_OFF), 9);
+  // A read takes the first datagram and moves the offset back by its
+  // length.
+  ASSERT_THAT(recv(r.get(), buf, 10, 0), SyscallSucceedsWithValue(6));
+  EXPECT_EQ(std::string(buf, 6), "abcdef");
+  EXPECT_EQ(GetInt(r.get(), SOL_SOCKET, SO_PEEK_OFF), 3);
+  EXPECT_THAT(recv(r.get(), buf, 10, MSG_PEEK | MSG_DONTWAIT),
+              SyscallFailsWithErrno(EAGAIN));
+  ASSERT_THAT(recv(r.get(), buf, 10, 0), SyscallSucceedsWithValue(3));
+  EXPECT_EQ(GetInt(r.get(), SOL_SOCKET, SO_PEEK_OFF), 0);
+}
+
 TEST_P(UdpTest, ZeroLengthDatagram) {
   Addr ra;
   FileDescriptor r = BoundUdp(F(), &ra);
