@@ -972,6 +972,25 @@ TEST(UdpV4Test, MulticastOverLoopback) {
   EXPECT_EQ(PollFor(joined.get(), POLLIN, 50), 0);
 }
 
+TEST_P(UdpTest, NoRouteOffLoopback) {
+  // TEST-NET addresses: ENETUNREACH where nothing routes them (a namespace
+  // with only lo, the sandbox's --network=none); a host with a default
+  // route connects, and the case is skipped.
+  FileDescriptor probe = Udp(F());
+  Addr far = V6() ? Addr::V6("2001:db8::1", 9) : Addr::V4("192.0.2.1", 9);
+  if (connect(probe.get(), far.sa(), far.len) == 0) {
+    GTEST_SKIP() << "this host routes " << far.ip();
+  }
+  EXPECT_EQ(errno, ENETUNREACH);
+  FileDescriptor s = Udp(F());
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, far.sa(), far.len),
+              SyscallFailsWithErrno(ENETUNREACH));
+  // Multicast without a source on lo: no route either.
+  Addr group = V6() ? Addr::V6("ff0e::1", 9) : Addr::V4("239.1.2.3", 9);
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, group.sa(), group.len),
+              SyscallFailsWithErrno(ENETUNREACH));
+}
+
 TEST_P(UdpTest, ReusePortSpreadsBySourceAndKeepsFlows) {
   FileDescriptor a = Udp(F()), b = Udp(F());
   ASSERT_THAT(SetInt(a.get(), SOL_SOCKET, SO_REUSEPORT, 1), SyscallSucceeds());
