@@ -862,6 +862,25 @@ TEST_P(UdpTest, SnmpCountersMove) {
   EXPECT_GE(UdpCounter(V6(), "NoPorts"), noports0 + 1);
 }
 
+TEST_P(UdpTest, FullReceiverCountsRcvbufErrors) {
+  const long long before = UdpCounter(V6(), "RcvbufErrors");
+  if (before < 0) GTEST_SKIP() << "no Udp counters in /proc/net/snmp(6)";
+  Addr ra;
+  FileDescriptor r = BoundUdp(F(), &ra);
+  ASSERT_THAT(SetInt(r.get(), SOL_SOCKET, SO_RCVBUF, 4096), SyscallSucceeds());
+  FileDescriptor s = Udp(F());
+  std::vector<char> d(1000, 'd');
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_THAT(sendto(s.get(), d.data(), d.size(), 0, ra.sa(), ra.len),
+                SyscallSucceeds());
+  }
+  int got = 0;
+  char buf[2048];
+  while (got <= 50 && recv(r.get(), buf, sizeof(buf), MSG_DONTWAIT) >= 0) ++got;
+  ASSERT_LT(got, 50);
+  EXPECT_GE(UdpCounter(V6(), "RcvbufErrors"), before + (50 - got));
+}
+
 TEST_P(UdpTest, SoBroadcastNeededForLoopbackBroadcast) {
   if (V6()) GTEST_SKIP() << "IPv6 has no broadcast";
   Addr ra;
