@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -155,6 +156,13 @@ TEST_P(PingTest, NoPeekOffset) {
   int v = 0;
   EXPECT_THAT(setsockopt(fd_.get(), SOL_SOCKET, SO_PEEK_OFF, &v, sizeof(v)),
               SyscallFailsWithErrno(EOPNOTSUPP));
+}
+
+TEST_P(PingTest, QueueIoctlsAreEnotty) {
+  // ping_prot has no ioctl: FIONREAD and TIOCOUTQ are ENOTTY.
+  int n = 0;
+  EXPECT_THAT(ioctl(fd_.get(), FIONREAD, &n), SyscallFailsWithErrno(ENOTTY));
+  EXPECT_THAT(ioctl(fd_.get(), TIOCOUTQ, &n), SyscallFailsWithErrno(ENOTTY));
 }
 
 TEST_P(PingTest, EchoToLoopbackGetsReply) {
