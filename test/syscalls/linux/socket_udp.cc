@@ -539,6 +539,44 @@ TEST_P(UdpTest, ConnectBadAddresses) {
   }
 }
 
+TEST_P(UdpTest, SendtoAddressChecks) {
+  Addr ra;
+  FileDescriptor r = BoundUdp(F(), &ra);
+  FileDescriptor s = Udp(F());
+  Addr shortaddr = ra;
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, shortaddr.sa(), V6() ? 23 : 15),
+              SyscallFailsWithErrno(EINVAL));
+  Addr port0 = Addr::Loopback(F(), 0);
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, port0.sa(), port0.len),
+              SyscallFailsWithErrno(EINVAL));
+  Addr unix_family = ra;
+  unix_family.ss.ss_family = AF_UNIX;
+  // udp_sendmsg: EAFNOSUPPORT; udpv6_sendmsg: EINVAL.
+  EXPECT_THAT(sendto(s.get(), "x", 1, 0, unix_family.sa(), unix_family.len),
+              SyscallFailsWithErrno(V6() ? EINVAL : EAFNOSUPPORT));
+  // AF_UNSPEC: udp_sendmsg reads it as AF_INET; udpv6_sendmsg as "no
+  // address" (EDESTADDRREQ unconnected).
+  Addr unspec = ra;
+  unspec.ss.ss_family = AF_UNSPEC;
+  if (!V6()) {
+    ASSERT_THAT(sendto(s.get(), "u", 1, 0, unspec.sa(), unspec.len),
+                SyscallSucceedsWithValue(1));
+    char c;
+    ASSERT_THAT(recv(r.get(), &c, 1, 0), SyscallSucceedsWithValue(1));
+  } else {
+    EXPECT_THAT(sendto(s.get(), "u", 1, 0, unspec.sa(), unspec.len),
+                SyscallFailsWithErrno(EDESTADDRREQ));
+  }
+  // The wildcard destination is loopback.
+  Addr any = Addr::Any(F(), ra.port());
+  ASSERT_THAT(sendto(s.get(), "w", 1, 0, any.sa(), any.len),
+              SyscallSucceedsWithValue(1));
+  char c;
+  ASSERT_EQ(PollFor(r.get(), POLLIN) & POLLIN, POLLIN);
+  ASSERT_THAT(recv(r.get(), &c, 1, MSG_DONTWAIT), SyscallSucceedsWithValue(1));
+  EXPECT_EQ(c, 'w');
+}
+
 TEST(UdpV6Test, ConnectWithSockaddrIn) {
   // ip6_datagram_connect takes an AF_INET address as its v4-mapped form.
   Addr ra;
