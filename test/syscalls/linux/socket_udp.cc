@@ -21,6 +21,8 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -768,6 +770,29 @@ TEST_P(UdpTest, BlockingRecvWokenBySend) {
   char buf[8];
   EXPECT_THAT(recv(r.get(), buf, sizeof(buf), 0), SyscallSucceedsWithValue(4));
   sender.join();
+}
+
+void NoopHandler(int) {}
+
+TEST_P(UdpTest, BlockingRecvInterruptedBySignal) {
+  Addr ra;
+  FileDescriptor r = BoundUdp(F(), &ra);
+  struct sigaction sa = {}, old = {};
+  sa.sa_handler = NoopHandler;  // no SA_RESTART
+  ASSERT_THAT(sigaction(SIGUSR1, &sa, &old), SyscallSucceeds());
+  // SO_RCVTIMEO bounds the wait (and makes the interrupted wait EINTR).
+  timeval tv = {10, 0};
+  ASSERT_THAT(setsockopt(r.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
+              SyscallSucceeds());
+  const pthread_t self = pthread_self();
+  std::thread killer([self] {
+    usleep(50 * 1000);
+    pthread_kill(self, SIGUSR1);
+  });
+  char c;
+  EXPECT_THAT(recv(r.get(), &c, 1, 0), SyscallFailsWithErrno(EINTR));
+  killer.join();
+  sigaction(SIGUSR1, &old, nullptr);
 }
 
 TEST_P(UdpTest, RecvTimeout) {
