@@ -479,6 +479,30 @@ TEST_P(UdpTest, ConnectedBeatsUnconnectedOnOnePort) {
               SyscallFailsWithErrno(EAGAIN));
 }
 
+TEST_P(UdpTest, ReuseAddrNewestSocketWins) {
+  // Two unconnected SO_REUSEADDR sockets on one address and port: the one
+  // bound last is first in the hash chain (hlist_add_head_rcu) and gets
+  // every unicast datagram.
+  FileDescriptor a = Udp(F()), b = Udp(F());
+  ASSERT_THAT(SetInt(a.get(), SOL_SOCKET, SO_REUSEADDR, 1), SyscallSucceeds());
+  ASSERT_THAT(SetInt(b.get(), SOL_SOCKET, SO_REUSEADDR, 1), SyscallSucceeds());
+  Addr lo = Addr::Loopback(F());
+  ASSERT_THAT(bind(a.get(), lo.sa(), lo.len), SyscallSucceeds());
+  Addr port = SockName(a.get());
+  ASSERT_THAT(bind(b.get(), port.sa(), port.len), SyscallSucceeds());
+  FileDescriptor s = Udp(F());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT(sendto(s.get(), "n", 1, 0, port.sa(), port.len),
+                SyscallSucceeds());
+  }
+  char c;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(PollFor(b.get(), POLLIN) & POLLIN, POLLIN);
+    EXPECT_THAT(recv(b.get(), &c, 1, MSG_DONTWAIT), SyscallSucceeds());
+  }
+  EXPECT_EQ(PollFor(a.get(), POLLIN, 50), 0);
+}
+
 TEST_P(UdpTest, DisconnectWithAfUnspec) {
   Addr ra;
   FileDescriptor r = BoundUdp(F(), &ra);
