@@ -40,6 +40,7 @@ struct Datagram {
   int ttl = 64;               // IPv4 TTL / IPv6 hop limit
   int64_t tstamp_ns = 0;      // CLOCK_REALTIME at arrival (skb->tstamp)
   int64_t truesize = 0;       // what it charges sk_rmem_alloc
+  bool peeked = false;        // a zero-length datagram seen by MSG_PEEK
 };
 
 // One ICMP error report (ip_icmp_error / ipv6_icmp_error).

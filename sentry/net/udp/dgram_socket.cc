@@ -60,14 +60,19 @@ class Waiter {
 // Copies `d` (at most the buffer) out; sets MSG_TRUNC. Returns the bytes
 // copied or EFAULT.
 KResult<size_t> CopyOutData(MessageIo& io, const std::vector<uint8_t>& d,
-                            RecvRequest& req) {
-  size_t n = d.size();
-  if (io.size() < n) {
-    n = io.size();
+                            RecvRequest& req, size_t off = 0) {
+  // udp_recvmsg: copied = min(len, ulen - off); MSG_TRUNC when the buffer
+  // was the limit and shorter than the datagram (even if what was left
+  // after the peek offset fitted exactly).
+  off = std::min(off, d.size());
+  size_t n = io.size();
+  if (n > d.size() - off) {
+    n = d.size() - off;
+  } else if (n < d.size()) {
     req.msg_flags |= MSG_TRUNC;
   }
   if (n != 0) {
-    TRY(size_t got, io.CopyOut(0, absl::MakeConstSpan(d.data(), n)));
+    TRY(size_t got, io.CopyOut(0, absl::MakeConstSpan(d.data() + off, n)));
     if (got != n) return kEFAULT;
   }
   return n;
@@ -366,19 +371,33 @@ KResult<size_t> DgramSocket::RecvMsg(Caller& c, MessageIo& data,
   const int64_t deadline = EarlierDeadline(RecvDeadline(), c.deadline_ns);
   std::optional<Waiter> waiter;
   Datagram d;
+  size_t skip = 0;  // the peek offset inside `d`
   for (;;) {
     {
       absl::MutexLock l(&mu_);
       // __skb_recv_udp: a pending error before the queue.
       if (int e = TakeErrLocked(); e != 0) return Errno(e);
-      if (!rq_.empty()) {
-        if (peek) {
-          d = rq_.front();
-        } else {
-          d = std::move(rq_.front());
-          rq_.pop_front();
-          rmem_ -= d.truesize;
+      if (peek) {
+        // __skb_try_recv_from_queue with sk_peek_offset.
+        const bool at_off = peek_off_ >= 0;
+        size_t off = at_off ? static_cast<size_t>(peek_off_) : 0;
+        bool found = false;
+        for (Datagram& q : rq_) {
+          if (at_off && off >= q.data.size() && (off != 0 || q.peeked)) {
+            off -= q.data.size();
+            continue;
+          }
+          if (q.data.empty()) q.peeked = true;
+          d = q;
+          skip = off;
+          found = true;
+          break;
         }
+        if (found) break;
+      } else if (!rq_.empty()) {
+        d = std::move(rq_.front());
+        rq_.pop_front();
+        rmem_ -= d.truesize;
         break;
       }
       if (nonblock) return kEAGAIN;
@@ -389,7 +408,7 @@ KResult<size_t> DgramSocket::RecvMsg(Caller& c, MessageIo& data,
     TRY_VOID(waiter->Wait(c, deadline));
   }
   waiter.reset();
-  KResult<size_t> n = CopyOutData(data, d.data, req);
+  KResult<size_t> n = CopyOutData(data, d.data, req, skip);
   if (!n.ok()) {
     // udp_recvmsg: a datagram that could not be copied is dropped.
     if (!peek) {
@@ -407,8 +426,19 @@ KResult<size_t> DgramSocket::RecvMsg(Caller& c, MessageIo& data,
   }
   if (req.want_from) req.from = FromAddr(d.src);
   AppendRecvCmsgs(d, family(), ip_options(), sol_flags(), &req.control.raw);
-  if ((flags & MSG_TRUNC) && TruncReturnsFullLength()) return d.data.size();
-  return *n;
+  size_t ret = *n;
+  if ((flags & MSG_TRUNC) && TruncReturnsFullLength()) ret = d.data.size();
+  {
+    // skb_consume_udp: the peek offset moves past what was returned.
+    absl::MutexLock l(&mu_);
+    if (peek_off_ >= 0) {
+      const int64_t moved = peek ? int64_t{peek_off_} + int64_t(ret)
+                                 : int64_t{peek_off_} - int64_t(ret);
+      peek_off_ =
+          static_cast<int32_t>(std::clamp<int64_t>(moved, 0, INT32_MAX));
+    }
+  }
+  return ret;
 }
 
 // ip_recv_error / ipv6_recv_error: never blocks.
@@ -436,8 +466,33 @@ KResult<size_t> DgramSocket::RecvErrQueue(Caller& c, MessageIo& data,
   return n;
 }
 
+KResult<void> DgramSocket::SetSockOpt(Caller& c, int level, int name,
+                                      absl::Span<const uint8_t> val) {
+  if (level == SOL_SOCKET && name == SO_PEEK_OFF) {
+    if (proto() != inet::Proto::kUdp) return kEOPNOTSUPP;
+    if (val.size() < sizeof(int)) return kEINVAL;
+    int v;
+    memcpy(&v, val.data(), sizeof(v));
+    absl::MutexLock l(&mu_);
+    peek_off_ = v;  // sk_set_peek_off: negative is "off"
+    return OkResult();
+  }
+  return inet::InetSocket::SetSockOpt(c, level, name, val);
+}
+
 KResult<size_t> DgramSocket::GetSockOpt(Caller& c, int level, int name,
                                         absl::Span<uint8_t> val) {
+  if (level == SOL_SOCKET && name == SO_PEEK_OFF &&
+      proto() == inet::Proto::kUdp) {
+    int v;
+    {
+      absl::MutexLock l(&mu_);
+      v = peek_off_;
+    }
+    const size_t n = std::min(val.size(), sizeof(v));
+    memcpy(val.data(), &v, n);
+    return n;
+  }
   if (level == SOL_SOCKET && name == SO_ERROR) {
     int e;
     {

@@ -79,6 +79,11 @@ class DgramSocket : public inet::InetSocket {
   KResult<void> Shutdown(Caller& c, int how) override;
   KResult<size_t> RecvMsg(Caller& c, MessageIo& data,
                           RecvRequest& req) override;
+  // SO_PEEK_OFF (UDP: inet_dgram_ops' set_peek_off; ping: EOPNOTSUPP as
+  // inet_sockraw_ops has none), SO_ERROR (sk_err first); the rest to
+  // InetSocket.
+  KResult<void> SetSockOpt(Caller& c, int level, int name,
+                           absl::Span<const uint8_t> val) override;
   KResult<size_t> GetSockOpt(Caller& c, int level, int name,
                              absl::Span<uint8_t> val) override;
   KResult<uint64_t> SocketIoctl(Caller& c, uint32_t cmd, uint64_t arg) override;
@@ -145,6 +150,7 @@ class DgramSocket : public inet::InetSocket {
   int err_ ABSL_GUARDED_BY(mu_) = 0;  // sk_err
   uint8_t shutdown_ ABSL_GUARDED_BY(mu_) = 0;
   bool connected_ ABSL_GUARDED_BY(mu_) = false;  // TCP_ESTABLISHED
+  int32_t peek_off_ ABSL_GUARDED_BY(mu_) = -1;   // SO_PEEK_OFF (-1: off)
   // What bind(2) named (SOCK_BINDADDR_LOCK / SOCK_BINDPORT_LOCK): kept
   // across a disconnect; an address kept without a port binds again with
   // it at the next autobind.

@@ -24,7 +24,9 @@ constexpr uint8_t kIcmp6EchoRequest = 128, kIcmp6EchoReply = 129;
 
 PingSocket::PingSocket(int family, uint32_t flags, const Ucred& owner,
                        NetNamespace& ns)
-    : DgramSocket(family, family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6,
+    : DgramSocket(family,
+                  family == AF_INET ? static_cast<int>(IPPROTO_ICMP)
+                                    : static_cast<int>(IPPROTO_ICMPV6),
                   flags, owner, inet::Proto::kPing, ns) {}
 
 // ping_bind -> ping_check_bind_addr: the whole sockaddr (sizeof

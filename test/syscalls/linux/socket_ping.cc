@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -148,6 +149,20 @@ TEST_P(PingTest, SocketOptionsNameThePingProtocol) {
   ASSERT_THAT(getsockopt(fd_.get(), SOL_SOCKET, SO_TYPE, &v, &l),
               SyscallSucceeds());
   EXPECT_EQ(v, SOCK_DGRAM);
+}
+
+TEST_P(PingTest, NoPeekOffset) {
+  // inet_sockraw_ops has no set_peek_off.
+  int v = 0;
+  EXPECT_THAT(setsockopt(fd_.get(), SOL_SOCKET, SO_PEEK_OFF, &v, sizeof(v)),
+              SyscallFailsWithErrno(EOPNOTSUPP));
+}
+
+TEST_P(PingTest, QueueIoctlsAreEnotty) {
+  // ping_prot has no ioctl: FIONREAD and TIOCOUTQ are ENOTTY.
+  int n = 0;
+  EXPECT_THAT(ioctl(fd_.get(), FIONREAD, &n), SyscallFailsWithErrno(ENOTTY));
+  EXPECT_THAT(ioctl(fd_.get(), TIOCOUTQ, &n), SyscallFailsWithErrno(ENOTTY));
 }
 
 TEST_P(PingTest, EchoToLoopbackGetsReply) {
