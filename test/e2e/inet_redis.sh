@@ -14,12 +14,16 @@ server=$!
 # The server never outlives the script (nor its directory).
 trap 'kill "$server" 2>/dev/null; rm -rf "$dir"' EXIT
 up=no
-for ((i = 0; i < 500; i++)); do
+while ((SECONDS < 10)) && kill -0 "$server" 2>/dev/null; do
   if [[ $(/usr/bin/redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]]; then up=yes; break; fi
   sleep 0.02
 done
 echo "server up: $up"
-[[ $up == yes ]] || exit 1
+if [[ $up != yes ]]; then
+  echo "redis-server's log:" >&2
+  cat "$dir/log" >&2
+  exit 1
+fi
 timeout 120 /usr/bin/redis-benchmark -h 127.0.0.1 -p "$port" -q -n "$n" >"$dir/bench" 2>&1
 echo "benchmark exit: $?"
 # -q prints progress with \r, then "NAME: N requests per second, p50=..." per test.
