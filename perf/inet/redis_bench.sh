@@ -83,11 +83,14 @@ awk -F"\"" "NR > 1 && \$2 != \"\" {
   print name \"_rps=\" \$4 }" "$dir/csv"
 '
 
-# A port on the host's 127.0.0.1 where nothing answers now (the sandbox
-# has a loopback of its own: the same number serves there).
+# A port on the host's 127.0.0.1 where nothing listens now, below the
+# ephemeral range (so no outgoing connection holds it); the sandbox has a
+# loopback of its own: the same number serves there.
+read -r low _ </proc/sys/net/ipv4/ip_local_port_range || low=32768
+((low > 12000)) || low=32768
 port=
 for ((i = 0; i < 50; i++)); do
-  p=$((20000 + RANDOM % 20000))
+  p=$((10000 + RANDOM % (low - 10000)))
   if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
     port=$p
     break

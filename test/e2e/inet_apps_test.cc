@@ -12,8 +12,10 @@
 // package is absent (tools/install-deps.sh installs them all).
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -47,21 +49,29 @@ class TempDir {
   std::string path_;
 };
 
-// A TCP port on 127.0.0.1 that nobody listens on now (the native run's
-// server takes it; the sandbox has a loopback of its own).
+// A TCP port on 127.0.0.1 that nobody holds now, below the ephemeral range
+// (so that no outgoing connection takes it before the native run's server
+// binds it); the sandbox has a loopback of its own. -1 if none was found.
 int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
+  int low = 32768, high = 0;
+  if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (fscanf(f, "%d %d", &low, &high) != 2 || low <= 12000) low = 32768;
+    fclose(f);
   }
-  close(fd);
-  return ntohs(a.sin_port);
+  srand(getpid() ^ time(nullptr));
+  for (int i = 0; i < 100; i++) {
+    const int port = 10000 + rand() % (low - 10000);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  return -1;
 }
 
 // Skips unless a sandbox can start and serve the host's root.
