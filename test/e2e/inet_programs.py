@@ -288,6 +288,119 @@ def socketserver_threaded():
         srv.shutdown()
         t.join(10)
 
+def tcp_details():
+    # The TCP behaviours servers lean on, each as Linux shows it.
+    # sendfile(2) from a file to a TCP socket (socket.sendfile).
+    import tempfile
+    d = tempfile.mkdtemp()
+    fn = os.path.join(d, 'f')
+    with open(fn, 'wb') as f:
+        f.write(bytes(range(256)) * 40000)
+    l = socket.socket()
+    l.bind(('127.0.0.1', 0))
+    l.listen()
+    a = socket.create_connection(l.getsockname(), timeout=10)
+    b, _ = l.accept()
+    got = []
+    def reader():
+        n = 0
+        b.settimeout(10)
+        while True:
+            x = b.recv(1 << 16)
+            if not x:
+                break
+            n += len(x)
+        got.append(n)
+    t = threading.Thread(target=reader)
+    t.start()
+    with open(fn, 'rb') as f:
+        print('sendfile sent', a.sendfile(f))
+    a.close()
+    t.join(20)
+    print('sendfile received', got)
+    os.unlink(fn)
+    os.rmdir(d)
+    # The server closes first: its port stays in TIME_WAIT, so a new
+    # listener there needs SO_REUSEADDR (a restarted server's case).
+    port = l.getsockname()[1]
+    b.close()
+    l.close()
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(('127.0.0.1', port))
+    l.listen()
+    c = socket.create_connection(('127.0.0.1', port), timeout=10)
+    s, _ = l.accept()
+    s.close()  # Active close: s's 4-tuple goes to TIME_WAIT after c closes.
+    time.sleep(0.1)
+    c.close()
+    l.close()
+    time.sleep(0.1)
+    for reuse in (0, 1):
+        x = socket.socket()
+        x.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, reuse)
+        try:
+            x.bind(('127.0.0.1', port))
+            print('bind over TIME_WAIT, SO_REUSEADDR=%d: ok' % reuse)
+        except OSError as e:
+            print('bind over TIME_WAIT, SO_REUSEADDR=%d:' % reuse, os.strerror(e.errno))
+        x.close()
+    # Closing with unread data sends a reset: the peer's next send fails.
+    l = socket.socket()
+    l.bind(('127.0.0.1', 0))
+    l.listen()
+    a = socket.create_connection(l.getsockname(), timeout=10)
+    b, _ = l.accept()
+    a.sendall(b'never read')
+    time.sleep(0.1)
+    b.close()
+    time.sleep(0.1)
+    try:
+        a.sendall(b'x')
+        print('after reset: send ok, recv', a.recv(10))
+    except OSError as e:
+        print('after reset:', os.strerror(e.errno))
+    a.close()
+    l.close()
+    # A dual-stack listener on :: takes a v4 client as ::ffff:127.0.0.1.
+    l = socket.socket(socket.AF_INET6)
+    l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    l.bind(('::', 0))
+    l.listen()
+    port = l.getsockname()[1]
+    for host in ('127.0.0.1', '::1'):
+        c = socket.create_connection((host, port), timeout=10)
+        s, peer = l.accept()
+        print('dual stack: client', host, 'seen as', peer[0], 'server end',
+              s.getsockname()[0])
+        s.close()
+        c.close()
+    l.close()
+    # SO_REUSEPORT: connections spread over both listeners.
+    ls = []
+    for i in range(2):
+        x = socket.socket()
+        x.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        x.bind(('127.0.0.1', 0 if i == 0 else ls[0].getsockname()[1]))
+        x.listen(64)
+        ls.append(x)
+    cs = [socket.create_connection(ls[0].getsockname(), timeout=10) for _ in range(40)]
+    time.sleep(0.2)
+    counts = []
+    for x in ls:
+        x.setblocking(False)
+        n = 0
+        try:
+            while n < 100:
+                x.accept()[0].close()
+                n += 1
+        except BlockingIOError:
+            pass
+        counts.append(n)
+    print('SO_REUSEPORT: accepted', sum(counts), 'every listener took some', all(counts))
+    for x in cs + ls:
+        x.close()
+
 def curl():
     import tempfile, shutil
     if not os.access('/usr/bin/curl', os.X_OK):
@@ -330,7 +443,8 @@ def curl():
     shutil.rmtree(d)
 
 SECTIONS = {f.__name__: f for f in (
-    http_v4, http_v6, asyncio_tcp, asyncio_udp, socketserver_threaded, curl)}
+    http_v4, http_v6, asyncio_tcp, asyncio_udp, socketserver_threaded,
+    tcp_details, curl)}
 
 if __name__ == '__main__':
     for name in sys.argv[1:] or SECTIONS:

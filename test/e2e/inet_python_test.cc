@@ -10,6 +10,10 @@
 //  - asyncio_udp: asyncio datagram endpoints, connected and not, over both;
 //  - socketserver_threaded: ThreadingTCPServer (v4 and v6) with eight
 //    client threads, and ThreadingUDPServer;
+//  - tcp_details: socket.sendfile to a TCP socket, bind over a TIME_WAIT
+//    port with and without SO_REUSEADDR, ECONNRESET after a close with
+//    unread data, a dual-stack :: listener's v4-mapped peer, SO_REUSEPORT
+//    spreading connections over two listeners;
 //  - curl: Debian's curl against `python3 -m http.server` in the same
 //    sandbox (GET, 404, HEAD, three URLs, exit 7 on a refused port).
 //
@@ -73,7 +77,8 @@ TEST_P(InetPythonTest, PrintsWhatItPrintsNatively) {
 INSTANTIATE_TEST_SUITE_P(Sections, InetPythonTest,
                          ::testing::Values("http_v4", "http_v6", "asyncio_tcp",
                                            "asyncio_udp",
-                                           "socketserver_threaded", "curl"),
+                                           "socketserver_threaded",
+                                           "tcp_details", "curl"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param);
                          });
