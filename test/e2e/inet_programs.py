@@ -320,31 +320,8 @@ def tcp_details():
     print('sendfile received', got)
     os.unlink(fn)
     os.rmdir(d)
-    # The server closes first: its port stays in TIME_WAIT, so a new
-    # listener there needs SO_REUSEADDR (a restarted server's case).
-    port = l.getsockname()[1]
     b.close()
     l.close()
-    l = socket.socket()
-    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(('127.0.0.1', port))
-    l.listen()
-    c = socket.create_connection(('127.0.0.1', port), timeout=10)
-    s, _ = l.accept()
-    s.close()  # Active close: s's 4-tuple goes to TIME_WAIT after c closes.
-    time.sleep(0.1)
-    c.close()
-    l.close()
-    time.sleep(0.1)
-    for reuse in (0, 1):
-        x = socket.socket()
-        x.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, reuse)
-        try:
-            x.bind(('127.0.0.1', port))
-            print('bind over TIME_WAIT, SO_REUSEADDR=%d: ok' % reuse)
-        except OSError as e:
-            print('bind over TIME_WAIT, SO_REUSEADDR=%d:' % reuse, os.strerror(e.errno))
-        x.close()
     # Closing with unread data sends a reset: the peer's next send fails.
     l = socket.socket()
     l.bind(('127.0.0.1', 0))
@@ -401,6 +378,32 @@ def tcp_details():
     for x in cs + ls:
         x.close()
 
+def tcp_time_wait():
+    # The server closes first: its port stays in TIME_WAIT, so a new
+    # listener there needs SO_REUSEADDR (a restarted server's case; Linux's
+    # inet_csk_bind_conflict: both sockets must have it).
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(('127.0.0.1', 0))
+    l.listen()
+    port = l.getsockname()[1]
+    c = socket.create_connection(('127.0.0.1', port), timeout=10)
+    s, _ = l.accept()
+    s.close()  # Active close: s's 4-tuple goes to TIME_WAIT after c closes.
+    time.sleep(0.1)
+    c.close()
+    l.close()
+    time.sleep(0.1)
+    for reuse in (0, 1):
+        x = socket.socket()
+        x.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, reuse)
+        try:
+            x.bind(('127.0.0.1', port))
+            print('bind over TIME_WAIT, SO_REUSEADDR=%d: ok' % reuse)
+        except OSError as e:
+            print('bind over TIME_WAIT, SO_REUSEADDR=%d:' % reuse, os.strerror(e.errno))
+        x.close()
+
 def curl():
     import tempfile, shutil
     if not os.access('/usr/bin/curl', os.X_OK):
@@ -444,7 +447,7 @@ def curl():
 
 SECTIONS = {f.__name__: f for f in (
     http_v4, http_v6, asyncio_tcp, asyncio_udp, socketserver_threaded,
-    tcp_details, curl)}
+    tcp_details, tcp_time_wait, curl)}
 
 if __name__ == '__main__':
     for name in sys.argv[1:] or SECTIONS:

@@ -10,10 +10,11 @@
 //  - asyncio_udp: asyncio datagram endpoints, connected and not, over both;
 //  - socketserver_threaded: ThreadingTCPServer (v4 and v6) with eight
 //    client threads, and ThreadingUDPServer;
-//  - tcp_details: socket.sendfile to a TCP socket, bind over a TIME_WAIT
-//    port with and without SO_REUSEADDR, ECONNRESET after a close with
-//    unread data, a dual-stack :: listener's v4-mapped peer, SO_REUSEPORT
-//    spreading connections over two listeners;
+//  - tcp_details: socket.sendfile to a TCP socket, ECONNRESET after a
+//    close with unread data, a dual-stack :: listener's v4-mapped peer,
+//    SO_REUSEPORT spreading connections over two listeners;
+//  - tcp_time_wait: bind over a port in TIME_WAIT, with and without
+//    SO_REUSEADDR (a restarted server's case);
 //  - curl: Debian's curl against `python3 -m http.server` in the same
 //    sandbox (GET, 404, HEAD, three URLs, exit 7 on a refused port).
 //
@@ -78,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(Sections, InetPythonTest,
                          ::testing::Values("http_v4", "http_v6", "asyncio_tcp",
                                            "asyncio_udp",
                                            "socketserver_threaded",
-                                           "tcp_details", "curl"),
+                                           "tcp_details", "tcp_time_wait",
+                                           "curl"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param);
                          });
