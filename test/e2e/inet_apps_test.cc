@@ -4,10 +4,12 @@
 //  - Redis: Debian's redis-server on 127.0.0.1 and `redis-benchmark -q -n
 //    20000` against it (inet_redis.sh prints each completed test's name,
 //    not its figures, so the comparison says that every test line came);
-//  - Node: a node http server and client (inet_http.js), v4 and v6;
-//  - Go: a net/http server and client (inet_http.go) built here with
-//    Debian's golang-go, CGO_ENABLED=0, offline (GOCACHE and GOPATH in the
-//    test's temporary directory, GOPROXY=off, no modules).
+//  - Node: a node http server and client (inet_http.js), v4 and v6, and a
+//    server started with listen(0) (dual-stack ::) reached over both;
+//  - Go: a net/http server and client (inet_http.go; v4, v6 and a ":0"
+//    dual-stack listener) built here with Debian's golang-go,
+//    CGO_ENABLED=0, offline (GOCACHE and GOPATH in the test's temporary
+//    directory, GOPROXY=off, no modules).
 // Only loopback addresses. Each case skips with the reason where its
 // package is absent (tools/install-deps.sh installs them all).
 #include <arpa/inet.h>
@@ -145,7 +147,9 @@ TEST(InetAppsTest, NodeHttpServerAndClient) {
   for (const char* want :
        {"127.0.0.1 peer 200 IPv4 127.0.0.1\n", "::1 peer 200 IPv6 ::1\n",
         "127.0.0.1 after close ECONNREFUSED\n",
-        "::1 after close ECONNREFUSED\n"}) {
+        "::1 after close ECONNREFUSED\n",
+        "default listen, client 127.0.0.1 200 ::ffff:127.0.0.1 "
+        "::ffff:127.0.0.1\n"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want << " in " << out;
   }
 }
@@ -176,7 +180,8 @@ TEST(InetAppsTest, GoNetHttpServerAndClient) {
   for (const char* want :
        {"127.0.0.1 peer 200 127.0.0.1\n", "::1 peer 200 ::1\n",
         "127.0.0.1 concurrent 16 200:1048576 200:1048576\n",
-        "::1 after close refused true\n"}) {
+        "::1 after close refused true\n",
+        "default listen, client 127.0.0.1 200 127.0.0.1\n"}) {
     EXPECT_NE(out.find(want), std::string::npos) << want << " in " << out;
   }
 }

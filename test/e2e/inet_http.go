@@ -102,7 +102,36 @@ func one(host string) {
 	fmt.Println(host, "after close refused", err != nil && strings.Contains(err.Error(), "connection refused"))
 }
 
+// net.Listen("tcp", ":0"), as most servers are started: Go binds :: with
+// IPV6_V6ONLY off, and a v4 client is seen as 127.0.0.1.
+func dualStack() {
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		fail("dual stack", err)
+	}
+	fmt.Println("default listen", ln.Addr().(*net.TCPAddr).IP)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, _, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprint(w, h)
+	})}
+	go srv.Serve(ln)
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, h := range []string{"127.0.0.1", "::1"} {
+		resp, err := client.Get("http://" + net.JoinHostPort(h, port) + "/")
+		if err != nil {
+			fail(h, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println("default listen, client", h, resp.StatusCode, string(b))
+	}
+	client.CloseIdleConnections()
+	srv.Close()
+}
+
 func main() {
 	one("127.0.0.1")
 	one("::1")
+	dualStack()
 }

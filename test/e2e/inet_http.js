@@ -73,7 +73,24 @@ async function one(host) {
   });
 }
 
+// listen(0) with no host, as most servers are started: node binds :: with
+// IPV6_V6ONLY off, and a v4 client is seen as ::ffff:127.0.0.1.
+async function dualStack() {
+  const server = http.createServer((req, res) => {
+    res.end(req.socket.remoteAddress + ' ' + req.socket.localAddress);
+  });
+  await new Promise((resolve) => server.listen(0, resolve));
+  const port = server.address().port;
+  console.log('default listen', server.address().address, server.address().family);
+  for (const host of ['127.0.0.1', '::1']) {
+    const r = await request({host, port, path: '/', agent: false});
+    console.log('default listen, client', host, r.status, r.body.toString());
+  }
+  await new Promise((resolve) => server.close(resolve));
+}
+
 (async () => {
   await one('127.0.0.1');
   await one('::1');
+  await dualStack();
 })().catch((e) => { console.log('error', e.message); process.exit(1); });
