@@ -25,6 +25,14 @@ PACKAGES=(
   python3-ipykernel
   python3-jupyter-client
   python3-numpy
+  # test/e2e/inet_apps_test, inet_python_test and perf/inet/redis_bench:
+  # real servers and clients over the sandbox's loopback (each case skips
+  # without its package).
+  curl
+  redis-server
+  redis-tools
+  golang-go
+  nodejs
 )
 
 # --dev: also the tools of tools/fuzz.sh, tools/thread-safety.sh and
