@@ -6,7 +6,7 @@
 
 #include "gofer/protocol/wire.h"
 
-namespace broker {
+namespace sandbox::broker {
 namespace {
 
 void PutIp(gofer::Writer& w, const Ip& ip) {
@@ -167,4 +167,4 @@ std::string EndpointToString(const Endpoint& e) {
   return "[" + IpToString(e.ip) + "]:" + std::to_string(e.port);
 }
 
-}  // namespace broker
+}  // namespace sandbox::broker

@@ -9,7 +9,7 @@
 
 #include "broker/protocol/messages.h"
 
-namespace broker {
+namespace sandbox::broker {
 
 // The record for `m` (header and fields). A string field longer than its
 // bound is cut to it, so the result always decodes.
@@ -25,6 +25,6 @@ bool Decode(std::string_view record, Message* m);
 std::string IpToString(const Ip& ip);
 std::string EndpointToString(const Endpoint& e);
 
-}  // namespace broker
+}  // namespace sandbox::broker
 
 #endif  // BROKER_PROTOCOL_CODEC_H_

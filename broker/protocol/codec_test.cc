@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 
-namespace broker {
+namespace sandbox::broker {
 namespace {
 
 Endpoint V4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint16_t port) {
@@ -176,4 +176,4 @@ TEST(Codec, Text) {
 }
 
 }  // namespace
-}  // namespace broker
+}  // namespace sandbox::broker

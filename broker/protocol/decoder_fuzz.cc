@@ -9,9 +9,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  broker::Message m;
-  if (!broker::Decode(in, &m)) return 0;
-  if (broker::Encode(m) != in) std::abort();
-  (void)broker::EndpointToString(m.endpoint);
+  sandbox::broker::Message m;
+  if (!sandbox::broker::Decode(in, &m)) return 0;
+  if (sandbox::broker::Encode(m) != in) std::abort();
+  (void)sandbox::broker::EndpointToString(m.endpoint);
   return 0;
 }

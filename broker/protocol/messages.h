@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace broker {
+namespace sandbox::broker {
 
 inline constexpr uint8_t kVersion = 1;
 // The largest record either side sends or accepts.
@@ -126,6 +126,6 @@ inline int FdsFor(const Message& m) {
   }
 }
 
-}  // namespace broker
+}  // namespace sandbox::broker
 
 #endif  // BROKER_PROTOCOL_MESSAGES_H_

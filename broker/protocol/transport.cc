@@ -7,7 +7,7 @@
 
 #include "broker/protocol/codec.h"
 
-namespace broker {
+namespace sandbox::broker {
 
 int SendRecord(int sock, std::string_view record, int fd, int flags) {
   if (record.size() > kMaxRecord) return EMSGSIZE;
@@ -81,4 +81,4 @@ int RecvMessage(int sock, Received* out, int flags) {
   return 0;
 }
 
-}  // namespace broker
+}  // namespace sandbox::broker

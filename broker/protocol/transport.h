@@ -13,7 +13,7 @@
 #include "broker/protocol/messages.h"
 #include "gofer/protocol/unique_fd.h"
 
-namespace broker {
+namespace sandbox::broker {
 
 using gofer::UniqueFd;
 
@@ -38,6 +38,6 @@ struct Received {
 // non-blocking socket with nothing to read, or recvmsg's errno.
 int RecvMessage(int sock, Received* out, int flags = 0);
 
-}  // namespace broker
+}  // namespace sandbox::broker
 
 #endif  // BROKER_PROTOCOL_TRANSPORT_H_

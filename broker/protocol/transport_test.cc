@@ -7,7 +7,7 @@
 #include "broker/protocol/codec.h"
 #include "gtest/gtest.h"
 
-namespace broker {
+namespace sandbox::broker {
 namespace {
 
 class Transport : public ::testing::Test {
@@ -89,4 +89,4 @@ TEST_F(Transport, EndOfConnection) {
 }
 
 }  // namespace
-}  // namespace broker
+}  // namespace sandbox::broker
