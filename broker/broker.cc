@@ -137,6 +137,17 @@ absl::StatusOr<BrokerConfig> ParseBrokerFlags(
       absl::StatusOr<Publish> p = ParsePublish(v);
       if (!p.ok()) return p.status();
       c.publishes.push_back(*p);
+    } else if (value("--listener=", &v)) {
+      const size_t colon = v.find(':');
+      int fd = -1;
+      if (colon == std::string_view::npos ||
+          !absl::SimpleAtoi(absl::string_view(v.data(), colon), &fd) ||
+          fd < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("bad ", a));
+      }
+      absl::StatusOr<Publish> p = ParsePublish(v.substr(colon + 1));
+      if (!p.ok()) return p.status();
+      c.listeners.push_back({fd, *p});
     } else if (a == "--policy") {
       c.policy = true;
     } else if (value("--allow=", &v)) {
@@ -168,6 +179,13 @@ absl::Status RunBroker(const BrokerConfig& config) {
     upstreams = ParseResolvConf(ReadSmallFile("/etc/resolv.conf"));
   }
   std::vector<Listener> listeners;
+  for (const auto& [fd, p] : config.listeners) {
+    Listener l;
+    l.publish = p;
+    l.fd.reset(fd);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    listeners.push_back(std::move(l));
+  }
   absl::Status s = OpenPublishListeners(config.publishes, &listeners);
   if (!s.ok()) return s;
   std::unique_ptr<policy::Policy> pol;

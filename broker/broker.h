@@ -25,6 +25,9 @@ namespace sandbox::broker {
 struct BrokerConfig {
   int sentry_fd = -1;
   std::vector<Publish> publishes;
+  // Published ports whose host sockets the caller made (runsc do opens
+  // them, so that a port in use is its usage error): (fd, publish).
+  std::vector<std::pair<int, Publish>> listeners;
   // The egress policy: enforcing (policy) with `allow` entries (canonical
   // texts, policy::Entry::ToString), or none (allow everything).
   bool policy = false;
@@ -35,8 +38,9 @@ struct BrokerConfig {
   bool seccomp = true;   // false: tests only
 };
 
-// `runsc broker` flags: --fd=N --publish=HOSTADDR:HOSTPORT:GUESTPORT[/udp]...
-// [--policy] [--allow=ENTRY]... [--resolver=ADDR[:PORT]]... [--no-confine]
+// `runsc broker` flags: --fd=N [--publish=HOSTADDR:HOSTPORT:GUESTPORT[/udp]]...
+// [--listener=FD:HOSTADDR:HOSTPORT:GUESTPORT[/udp]]... [--policy]
+// [--allow=ENTRY]... [--resolver=ADDR[:PORT]]... [--no-confine]
 // [--no-seccomp].
 absl::StatusOr<BrokerConfig> ParseBrokerFlags(
     const std::vector<std::string>& args);
