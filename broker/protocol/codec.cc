@@ -60,6 +60,7 @@ std::string Encode(const Message& m) {
       w.U32(static_cast<uint32_t>(m.error));
       w.U8(m.error == 0 && m.in_progress ? 1 : 0);
       w.Str(Cut(m.reason, kMaxReason));
+      PutEndpoint(w, m.local);
       break;
     case Type::kResolve:
       w.U8(m.family);
@@ -112,6 +113,7 @@ bool Decode(std::string_view record, Message* m) {
       m->error = static_cast<int32_t>(r.U32());
       const uint8_t in_progress = r.U8();
       m->reason = r.Str(kMaxReason);
+      if (!GetEndpoint(r, &m->local)) return false;
       // errno values are small and positive; in_progress only with a
       // socket.
       if (m->error < 0 || m->error > 4095 || in_progress > 1 ||

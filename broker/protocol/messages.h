@@ -100,9 +100,11 @@ struct Message {
   // kConnectReply: 0 and one descriptor (in_progress: connect(2) said
   // EINPROGRESS, wait for POLLOUT and read SO_ERROR), or a positive errno
   // and no descriptor; `reason` says why when the policy denied it.
+  // `local`: the host socket's own address (getsockname after connect).
   int32_t error = 0;
   bool in_progress = false;
   std::string reason;
+  Endpoint local;
 
   // kResolve: `family` 0 (both), kFamilyInet or kFamilyInet6.
   uint8_t family = 0;

@@ -155,6 +155,13 @@ void Loop::OnConnect(const Message& req) {
     }
     reply.in_progress = true;
   }
+  // connect(2) bound the socket (even in progress): the guest's
+  // getsockname.
+  sockaddr_storage local;
+  socklen_t local_len = sizeof(local);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
+    FromSockaddr(local, &reply.local);
+  }
   shared_->Send(reply, fd);
 }
 
