@@ -38,6 +38,7 @@
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/stats.h"
 #include "sentry/net/families.h"
+#include "sentry/net/hostinet/broker_client.h"
 #include "sentry/net/unix/unix.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/vfs/fs_context.h"
@@ -238,6 +239,7 @@ int BootMain(int argc, char** argv) {
     std::vector<int> keep = {kStatusFd, debug_fd, log_fd, spec.root_gofer_fd};
     for (const SeedEntry& e : spec.seed) keep.push_back(e.host_fd);
     for (const GoferMount& m : spec.gofer_mounts) keep.push_back(m.fd);
+    keep.push_back(spec.broker_fd);
     absl::Status s = confine::ConfineProcess({.keep_fds = keep});
     if (!s.ok()) return Fail("cannot confine the Sentry: " + s.ToString());
     Phase(start, "confined (namespaces, empty root, no capabilities)");
@@ -250,6 +252,25 @@ int BootMain(int argc, char** argv) {
   sigemptyset(&fwd);
   for (int s : kForwarded) sigaddset(&fwd, s);
   pthread_sigmask(SIG_BLOCK, &fwd, nullptr);
+
+  // The network broker's client (sentry/net/hostinet): its reader thread
+  // starts with the forwarded signals blocked, before the seccomp filter
+  // (TSYNC covers it).
+  if (spec.broker_fd >= 0) {
+    std::vector<net::hostinet::PublishedPort> published;
+    for (const PublishedPort& p : spec.published) {
+      published.push_back({p.proto == PublishedPort::kUdp
+                               ? broker::Proto::kUdp
+                               : broker::Proto::kTcp,
+                           p.guest_port});
+      kernel::LogDebug("boot: published %s -> guest port %d%s", p.host,
+                       p.guest_port,
+                       p.proto == PublishedPort::kUdp ? "/udp" : "");
+    }
+    net::hostinet::BrokerClient::Start(
+        spec.broker_fd, spec.network == NetworkMode::kHost,
+        std::move(published));
+  }
 
   auto mf = platform::MemoryFile::Create(kMemoryFileSize);
   if (!mf.ok()) return Fail("memory file: " + mf.status().ToString());
@@ -372,8 +393,9 @@ int BootMain(int argc, char** argv) {
       host_sockets |= m.host_sockets;
     }
     absl::Status s = confine::InstallSentryFilter(
-        confine::SentryAllowlist(
-            {.self_pid = getpid(), .host_sockets = host_sockets}),
+        confine::SentryAllowlist({.self_pid = getpid(),
+                                  .host_sockets = host_sockets,
+                                  .host_network = spec.broker_fd >= 0}),
         spec.debug_seccomp ? confine::SeccompMode::kTrace
                            : confine::SeccompMode::kKill);
     if (!s.ok()) {
@@ -410,6 +432,9 @@ int BootMain(int argc, char** argv) {
   found->file.reset();
   lr->file.reset();
   plat->memory_file().SetOomHandler(nullptr);
+  // The broker's reader delivers into the kernel's sockets: it stops
+  // first. Closing the connection ends the broker.
+  net::hostinet::BrokerClient::Stop();
   k.reset();
   mntns.reset();  // Its files' pages live in the platform's memory file.
   Phase(start, "kernel destroyed");
