@@ -107,17 +107,26 @@ TEST(CmsgParseTest, TrailingBytesShorterThanAHeaderAreIgnored) {
   EXPECT_EQ(r.value().rights.size(), 1u);
 }
 
-TEST(CmsgParseTest, UnknownSolSocketTypeIsEinvalOtherLevelsSkipped) {
+TEST(CmsgParseTest, UnknownSolSocketTypeIsEinvalOtherLevelsCollected) {
   Fixture f;
   int v = 0;
   Builder unknown;
   unknown.Add(SOL_SOCKET, 99, &v, 4);
   EXPECT_EQ(ParseSend(unknown.bytes(), f.ctx).error(), kEINVAL);
   Builder other;
-  other.Add(SOL_IP, 99, &v, 4).Rights({1});
+  int ttl = 9;
+  other.Add(SOL_IP, 99, &v, 4).Rights({1}).Add(SOL_IPV6, 67, &ttl, 4);
   auto r = ParseSend(other.bytes(), f.ctx);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value().rights.size(), 1u);
+  // The protocol's, in order, payload as sent.
+  ASSERT_EQ(r.value().raw.size(), 2u);
+  EXPECT_EQ(r.value().raw[0].level, SOL_IP);
+  EXPECT_EQ(r.value().raw[0].type, 99);
+  EXPECT_EQ(r.value().raw[1].level, SOL_IPV6);
+  EXPECT_EQ(r.value().raw[1].type, 67);
+  ASSERT_EQ(r.value().raw[1].data.size(), 4u);
+  EXPECT_EQ(r.value().raw[1].data[0], 9);
 }
 
 TEST(CmsgParseTest, RightsLimitsAndBadDescriptors) {
@@ -307,6 +316,33 @@ TEST(CmsgRecvTest, FullTableAndFaultsStopInstalling) {
   RecvResult r2 = PutReceived(cm2, true, 64, false, f);
   EXPECT_EQ(r2.msg_flags, MSG_CTRUNC);
   EXPECT_EQ(f.installed.size(), 2u);
+}
+
+TEST(CmsgRecvTest, RawMessagesFirstThenTruncated) {
+  ControlMessages cm;
+  cm.raw.push_back({SOL_IP, IP_TTL, {64, 0, 0, 0}});
+  cm.raw.push_back({SOL_IP, IP_PKTINFO, std::vector<uint8_t>(12, 1)});
+  TestSink s(128);
+  RecvResult r = PutReceived(cm, true, 128, false, s);
+  EXPECT_EQ(r.msg_flags, 0);
+  EXPECT_EQ(r.controllen, Space(4) + Space(12));
+  EXPECT_EQ(s.At<uint64_t>(0), Len(4));
+  EXPECT_EQ(s.At<int32_t>(8), SOL_IP);
+  EXPECT_EQ(s.At<int32_t>(12), IP_TTL);
+  EXPECT_EQ(s.At<int32_t>(16), 64);
+  EXPECT_EQ(s.At<uint64_t>(Space(4)), Len(12));
+  EXPECT_EQ(s.At<int32_t>(Space(4) + 12), IP_PKTINFO);
+  // Room for the first and part of the second: the second is cut (put_cmsg).
+  ControlMessages cm2 = cm;
+  RecvResult r2 = PutReceived(cm2, true, Space(4) + 20, false, s);
+  EXPECT_EQ(r2.msg_flags, MSG_CTRUNC);
+  EXPECT_EQ(r2.controllen, Space(4) + 20);
+  EXPECT_EQ(s.At<uint64_t>(Space(4)), 20u);
+  // No room for even a header.
+  ControlMessages cm3 = cm;
+  RecvResult r3 = PutReceived(cm3, true, 8, false, s);
+  EXPECT_EQ(r3.msg_flags, MSG_CTRUNC);
+  EXPECT_EQ(r3.controllen, 0u);
 }
 
 }  // namespace

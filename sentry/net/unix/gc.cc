@@ -23,6 +23,17 @@ struct GcState {
   absl::flat_hash_map<uint32_t, int64_t> per_user ABSL_GUARDED_BY(mu);
   std::atomic<int64_t> total_files{0};    // any description
   std::atomic<int64_t> total_sockets{0};  // unix_tot_inflight
+  // Whether the graph of sockets in flight may hold a cycle (Linux >= 6.10's
+  // unix_graph_state: NOT_CYCLIC lets a release skip the collection).
+  // Without a cycle there is no garbage, whatever is closed: every chain of
+  // "X is queued in Y" ends at a socket that is not in flight, which is
+  // referenced from outside, so everything on the chain is alive. Only a
+  // new edge (a unix socket sent) can make a cycle: AttachRights sets this;
+  // a full pass recomputes it. A pass can miss an edge whose message is
+  // queued after it (attach happens first); the background collector,
+  // kicked by that attach, always runs full passes, so such a cycle is
+  // found and the flag set again within its schedule. Written under mu.
+  std::atomic<bool> maybe_cyclic{false};
 };
 
 GcState& Gc() {
@@ -166,6 +177,55 @@ std::vector<vfs::FileRef> CollectPass() {
   return garbage;
 }
 
+// Whether the graph of sockets in flight (an edge from each socket to the
+// sockets in flight in its queue) has a cycle: an iterative depth-first
+// search with colours. Requires gc mu.
+bool HasCycleLocked(GcState& g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g.mu) {
+  enum Colour : uint8_t { kGrey = 1, kBlack = 2 };
+  absl::flat_hash_map<Endpoint*, Colour> colour;
+  struct Frame {
+    Endpoint* ep;
+    std::vector<Endpoint*> children;
+    size_t next = 0;
+  };
+  for (Endpoint* root : g.inflight) {
+    if (colour.contains(root)) continue;
+    std::vector<Frame> stack;
+    auto push = [&](Endpoint* ep) {
+      colour[ep] = kGrey;
+      Frame f{ep, {}, 0};
+      ForEachChild(*ep, [&](Endpoint* c) { f.children.push_back(c); });
+      stack.push_back(std::move(f));
+    };
+    push(root);
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.next == top.children.size()) {
+        colour[top.ep] = kBlack;
+        stack.pop_back();
+        continue;
+      }
+      Endpoint* c = top.children[top.next++];
+      auto it = colour.find(c);
+      if (it == colour.end()) {
+        push(c);  // invalidates `top`
+      } else if (it->second == kGrey) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// A full pass, then the graph's state for releases.
+std::vector<vfs::FileRef> CollectPassAndClassify() {
+  std::vector<vfs::FileRef> garbage = CollectPass();
+  GcState& g = Gc();
+  absl::MutexLock l(&g.mu);
+  g.maybe_cyclic.store(HasCycleLocked(g), std::memory_order_relaxed);
+  return garbage;
+}
+
 // The background collector (Linux >= 6.10 runs unix_gc as a work item):
 // descriptors in flight become garbage when the last descriptor of a cycle
 // is closed, which no socket sees, so while any unix socket is in flight a
@@ -268,6 +328,7 @@ KResult<void> AttachRights(const std::vector<vfs::FileRef>& files, uint32_t uid,
     InflightLocked(g, f, uid);
     sockets = sockets || EndpointOf(f) != nullptr;
   }
+  if (sockets) g.maybe_cyclic.store(true, std::memory_order_relaxed);
   l.Release();
   if (sockets) KickBackground();
   return OkResult();
@@ -317,7 +378,7 @@ void CollectGarbage() {
   const int64_t start = vfs::MonotonicNowNs();
   for (int round = 0; round < 1000; ++round) {
     t_gc_again = false;
-    std::vector<vfs::FileRef> garbage = CollectPass();
+    std::vector<vfs::FileRef> garbage = CollectPassAndClassify();
     bool found = !garbage.empty();
     ReleaseFiles(std::move(garbage));
     if (!found && !t_gc_again) break;
@@ -330,6 +391,8 @@ void CollectGarbage() {
 
 void MaybeCollectGarbage() {
   if (Gc().total_sockets.load(std::memory_order_relaxed) == 0) return;
+  // No cycle in flight: a release cannot make garbage.
+  if (!Gc().maybe_cyclic.load(std::memory_order_relaxed)) return;
   if (t_pending != nullptr) {
     t_gc_wanted = true;
     return;

@@ -80,7 +80,9 @@ void PeekBarrier();
 // flight). Called when a unix socket is released, by the background
 // collector, before /proc/net/unix is read, and by tests.
 void CollectGarbage();
-// Runs CollectGarbage when any unix socket is in flight.
+// Runs CollectGarbage when a unix socket is in flight and the graph of
+// sockets in flight may hold a cycle (the last full pass found one, or a
+// socket was sent since): without a cycle a release cannot make garbage.
 void MaybeCollectGarbage();
 // The background collector (on by default): while unix sockets are in
 // flight, a host thread collects 20 ms after descriptors were sent, then at
