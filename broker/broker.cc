@@ -79,7 +79,8 @@ absl::StatusOr<Publish> ParsePublish(std::string_view value) {
     v = v.substr(close + 2);
     std::string a(addr);
     if (inet_pton(AF_INET6, a.c_str(), p.host.ip.bytes.data()) != 1) {
-      return bad(absl::StrCat("'", std::string(addr), "' is not an IPv6 address"));
+      return bad(
+          absl::StrCat("'", std::string(addr), "' is not an IPv6 address"));
     }
     p.host.ip.family = kFamilyInet6;
   } else {

@@ -34,8 +34,8 @@ struct BrokerConfig {
   std::vector<std::string> allow;
   // Upstream resolvers; empty: the host's /etc/resolv.conf nameservers.
   std::vector<Endpoint> resolvers;
-  bool confine = true;   // false: tests only
-  bool seccomp = true;   // false: tests only
+  bool confine = true;  // false: tests only
+  bool seccomp = true;  // false: tests only
 };
 
 // `runsc broker` flags: --fd=N [--publish=HOSTADDR:HOSTPORT:GUESTPORT[/udp]]...

@@ -17,8 +17,8 @@ int BrokerCommand(int argc, char** argv) {
   // binary that is not set-id).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
-  absl::StatusOr<broker::BrokerConfig> config = broker::ParseBrokerFlags(
-      std::vector<std::string>(argv + 1, argv + argc));
+  absl::StatusOr<broker::BrokerConfig> config =
+      broker::ParseBrokerFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!config.ok()) {
     absl::FPrintF(stderr, "runsc broker: %s\n", config.status().ToString());
     return 2;

@@ -303,7 +303,8 @@ int DoCommand(int argc, char** argv) {
   bool egress_enforcing = false;
   absl::StatusOr<std::vector<std::string>> policy_args =
       BrokerPolicyArgs(net, &egress_enforcing);
-  if (!policy_args.ok()) return Usage(std::string(policy_args.status().message()));
+  if (!policy_args.ok())
+    return Usage(std::string(policy_args.status().message()));
   std::vector<broker::Listener> listeners;
   if (absl::Status ls = broker::OpenPublishListeners(net.publishes, &listeners);
       !ls.ok()) {
@@ -569,8 +570,8 @@ int DoCommand(int argc, char** argv) {
       _exit(125);
     }
     syscall(SYS_close_range,
-            kFirstGoferFd + sentry_ends.size() + (broker_sentry_end >= 0),
-            ~0u, 0);
+            kFirstGoferFd + sentry_ends.size() + (broker_sentry_end >= 0), ~0u,
+            0);
     sigprocmask(SIG_SETMASK, &old, nullptr);
     char self[] = "/proc/self/exe";
     char arg0[] = "runsc-sentry";

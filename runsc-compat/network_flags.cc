@@ -123,8 +123,7 @@ absl::StatusOr<std::vector<std::string>> BrokerPolicyArgs(
       if (a.proto == b.proto && a.host == b.host) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--publish: host port ", broker::EndpointToString(a.host),
-            a.proto == broker::Proto::kUdp ? "/udp" : "",
-            " given twice"));
+            a.proto == broker::Proto::kUdp ? "/udp" : "", " given twice"));
       }
     }
   }

@@ -71,9 +71,9 @@ TEST(NetworkFlags, CrossChecksAndPolicy) {
   a = BrokerPolicyArgs(f, &enforcing);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(enforcing);
-  EXPECT_EQ(*a, (std::vector<std::string>{
-                    "--policy", "--allow=10.0.0.0/8:443", "--allow=pypi.org",
-                    "--resolver=127.0.0.1:5353"}));
+  EXPECT_EQ(*a, (std::vector<std::string>{"--policy", "--allow=10.0.0.0/8:443",
+                                          "--allow=pypi.org",
+                                          "--resolver=127.0.0.1:5353"}));
   // A bad entry names itself.
   ASSERT_TRUE(ParseNetworkFlag("--egress-allow=10.0.0.256", &f, &err));
   a = BrokerPolicyArgs(f, &enforcing);

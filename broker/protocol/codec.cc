@@ -157,8 +157,8 @@ bool Decode(std::string_view record, Message* m) {
 
 std::string IpToString(const Ip& ip) {
   char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(ip.family == kFamilyInet ? AF_INET : AF_INET6, ip.bytes.data(),
-            buf, sizeof(buf));
+  inet_ntop(ip.family == kFamilyInet ? AF_INET : AF_INET6, ip.bytes.data(), buf,
+            sizeof(buf));
   return buf;
 }
 

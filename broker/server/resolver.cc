@@ -67,9 +67,9 @@ bool ParseIp(std::string_view text, Ip* ip) {
 // One query and its answer over a UDP socket connected to `upstream`.
 // Returns the response bytes, or empty on a timeout or error.
 std::vector<uint8_t> Exchange(const Endpoint& upstream,
-                              const std::vector<uint8_t>& query,
-                              uint16_t id, std::string_view name,
-                              uint16_t qtype, dns::Response* resp) {
+                              const std::vector<uint8_t>& query, uint16_t id,
+                              std::string_view name, uint16_t qtype,
+                              dns::Response* resp) {
   int fd = socket(upstream.ip.family == kFamilyInet ? AF_INET : AF_INET6,
                   SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return {};
@@ -114,8 +114,7 @@ bool Resolver::Query(std::string_view name, uint16_t qtype, Resolution* out) {
     for (const Endpoint& up : upstreams_) {
       uint16_t id = 0;
       if (getrandom(&id, sizeof(id), 0) != sizeof(id)) id = NowMs() & 0xffff;
-      absl::StatusOr<std::vector<uint8_t>> q =
-          dns::BuildQuery(id, name, qtype);
+      absl::StatusOr<std::vector<uint8_t>> q = dns::BuildQuery(id, name, qtype);
       if (!q.ok()) {
         out->rcode = Rcode::kNxDomain;  // not a name DNS can carry
         return true;
@@ -178,7 +177,8 @@ Resolution Resolver::Resolve(std::string_view name, uint8_t family) {
     for (const Ip& ip : part.addresses) {
       if (r.addresses.size() < kMaxAddresses) r.addresses.push_back(ip);
     }
-    if (part.ttl != 0) r.ttl = r.ttl == 0 ? part.ttl : std::min(r.ttl, part.ttl);
+    if (part.ttl != 0)
+      r.ttl = r.ttl == 0 ? part.ttl : std::min(r.ttl, part.ttl);
   }
   if (!answered) {
     r.rcode = Rcode::kServFail;
@@ -190,8 +190,8 @@ Resolution Resolver::Resolve(std::string_view name, uint8_t family) {
 
 std::vector<Endpoint> ParseResolvConf(std::string_view contents) {
   std::vector<Endpoint> out;
-  for (absl::string_view line :
-       absl::StrSplit(absl::string_view(contents.data(), contents.size()), '\n')) {
+  for (absl::string_view line : absl::StrSplit(
+           absl::string_view(contents.data(), contents.size()), '\n')) {
     line = absl::StripAsciiWhitespace(line);
     std::vector<absl::string_view> f =
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
@@ -230,7 +230,8 @@ bool ParseHostPort(std::string_view text, uint16_t default_port,
   out->port = default_port;
   if (!port.empty()) {
     uint32_t p;
-    if (port.size() > 5 || !absl::SimpleAtoi(absl::string_view(port.data(), port.size()), &p) ||
+    if (port.size() > 5 ||
+        !absl::SimpleAtoi(absl::string_view(port.data(), port.size()), &p) ||
         p == 0 || p > 65535 || port[0] == '+' || port[0] == '-') {
       return false;
     }

@@ -58,8 +58,7 @@ std::vector<Endpoint> ParseResolvConf(std::string_view contents);
 
 // "ADDR" or "ADDR:PORT" or "[V6]:PORT" (runsc do --host-resolver);
 // false for anything else.
-bool ParseHostPort(std::string_view text, uint16_t default_port,
-                   Endpoint* out);
+bool ParseHostPort(std::string_view text, uint16_t default_port, Endpoint* out);
 
 }  // namespace sandbox::broker
 

@@ -129,16 +129,16 @@ void Loop::OnConnect(const Message& req) {
                              tcp ? policy::Proto::kTcp : policy::Proto::kUdp);
   if (!d.allowed) {
     reply.error = tcp ? ECONNREFUSED : EPERM;
-    reply.reason = DenialLine(req.proto, req.endpoint,
-                              req.name.empty() ? d.via_name : req.name,
-                              d.reason);
+    reply.reason =
+        DenialLine(req.proto, req.endpoint,
+                   req.name.empty() ? d.via_name : req.name, d.reason);
     shared_->Send(reply);
     return;
   }
   const int family = req.endpoint.ip.family == kFamilyInet ? AF_INET : AF_INET6;
-  int fd = socket(family,
-                  (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                  0);
+  int fd = socket(
+      family, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC,
+      0);
   if (fd < 0) {
     reply.error = errno;
     shared_->Send(reply);
@@ -263,7 +263,8 @@ void Loop::OnDatagram(size_t li) {
 bool Loop::OnFlow(size_t li, Flow& f, short revents) {
   if (revents & POLLIN) {
     for (int i = 0; i < 64; ++i) {
-      ssize_t n = recv(f.ours.get(), dgram_.data(), dgram_.size(), MSG_DONTWAIT);
+      ssize_t n =
+          recv(f.ours.get(), dgram_.data(), dgram_.size(), MSG_DONTWAIT);
       if (n < 0) break;
       if (n == 0 && (revents & POLLHUP)) return false;
       (void)sendto(listeners_[li].fd.get(), dgram_.data(),
@@ -282,7 +283,8 @@ absl::Status Loop::Run() {
     pfds.clear();
     who.clear();
     pfds.push_back({shared_->sentry.get(), POLLIN, 0});
-    for (const Listener& l : listeners_) pfds.push_back({l.fd.get(), POLLIN, 0});
+    for (const Listener& l : listeners_)
+      pfds.push_back({l.fd.get(), POLLIN, 0});
     for (size_t li = 0; li < flows_.size(); ++li) {
       for (size_t k = 0; k < flows_[li].size(); ++k) {
         pfds.push_back({flows_[li][k].ours.get(), POLLIN, 0});
@@ -352,10 +354,9 @@ absl::Status OpenPublishListeners(const std::vector<Publish>& publishes,
         absl::StrCat("--publish ", EndpointToString(p.host), ":", p.guest_port,
                      tcp ? "" : "/udp");
     const int family = p.host.ip.family == kFamilyInet ? AF_INET : AF_INET6;
-    int fd = socket(family,
-                    (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK |
-                        SOCK_CLOEXEC,
-                    0);
+    int fd = socket(
+        family, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC,
+        0);
     if (fd < 0) return absl::ErrnoToStatus(errno, what + ": socket");
     Listener l;
     l.publish = p;

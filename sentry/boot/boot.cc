@@ -259,17 +259,16 @@ int BootMain(int argc, char** argv) {
   if (spec.broker_fd >= 0) {
     std::vector<net::hostinet::PublishedPort> published;
     for (const PublishedPort& p : spec.published) {
-      published.push_back({p.proto == PublishedPort::kUdp
-                               ? broker::Proto::kUdp
-                               : broker::Proto::kTcp,
+      published.push_back({p.proto == PublishedPort::kUdp ? broker::Proto::kUdp
+                                                          : broker::Proto::kTcp,
                            p.guest_port});
       kernel::LogDebug("boot: published %s -> guest port %d%s", p.host,
                        p.guest_port,
                        p.proto == PublishedPort::kUdp ? "/udp" : "");
     }
-    net::hostinet::BrokerClient::Start(
-        spec.broker_fd, spec.network == NetworkMode::kHost,
-        std::move(published));
+    net::hostinet::BrokerClient::Start(spec.broker_fd,
+                                       spec.network == NetworkMode::kHost,
+                                       std::move(published));
   }
 
   auto mf = platform::MemoryFile::Create(kMemoryFileSize);

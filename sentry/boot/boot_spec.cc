@@ -139,11 +139,11 @@ class Reader {
     if ((flags & ~(kNetHost | kNetPolicy)) != 0 || spec->broker_fd < -1) {
       return false;
     }
-    spec->network = (flags & kNetHost) ? NetworkMode::kHost : NetworkMode::kNone;
+    spec->network =
+        (flags & kNetHost) ? NetworkMode::kHost : NetworkMode::kNone;
     spec->egress_policy = flags & kNetPolicy;
     // Host mode and published ports need the broker.
-    if ((spec->network == NetworkMode::kHost || n > 0) &&
-        spec->broker_fd < 0) {
+    if ((spec->network == NetworkMode::kHost || n > 0) && spec->broker_fd < 0) {
       return false;
     }
     if (n > kMaxPublishedPorts) return false;
@@ -240,8 +240,7 @@ absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
       !r.String(&spec.log) || !r.Strings(&spec.argv) ||
       !r.Strings(&spec.envp) || !r.Seed(&spec.seed) || (v2 && !r.Root(&spec)) ||
       (v3 && (!r.U64(&spec.memory_limit) || !r.U32(&spec.pids_limit))) ||
-      (v4 && !r.Network(&spec)) ||
-      !r.AtEnd()) {
+      (v4 && !r.Network(&spec)) || !r.AtEnd()) {
     return absl::InvalidArgumentError("boot spec: truncated or malformed");
   }
   spec.strace = flags & kFlagStrace;

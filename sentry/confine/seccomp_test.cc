@@ -3,13 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>

@@ -132,8 +132,8 @@ TEST(NetworkBroker, BrokerIsConfinedAndKeepsTheHostNetwork) {
 }
 
 TEST(NetworkBroker, KillingRunscLeavesNoBroker) {
-  Child c({"do", "--network=host", "--publish=0.0.0.0:0:80", "--",
-           "/bin/sleep", "30"});
+  Child c({"do", "--network=host", "--publish=0.0.0.0:0:80", "--", "/bin/sleep",
+           "30"});
   // (HOSTPORT 0 is refused: this is the flag error, checked below.)
   Result r = c.Finish();
   EXPECT_EQ(r.status, 2) << r.err;
@@ -147,8 +147,7 @@ TEST(NetworkBroker, KillingRunscLeavesNoBroker) {
 }
 
 TEST(NetworkBroker, KillingTheSentryLeavesNoBroker) {
-  Child c({"do", "--publish=127.0.0.1:0:80", "--", "/bin/sleep",
-           "30"});
+  Child c({"do", "--publish=127.0.0.1:0:80", "--", "/bin/sleep", "30"});
   Result bad = c.Finish();
   ASSERT_EQ(bad.status, 2);
   // A published port (any free one: find one first) starts a broker even
@@ -186,8 +185,8 @@ TEST(NetworkBroker, PublishedPortInUseFailsBeforeStart) {
   socklen_t len = sizeof(a);
   getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
   const std::string port = std::to_string(ntohs(a.sin_port));
-  Result r = RunRunsc({"do", "--publish=" + port + ":80", "--",
-                       "/bin/echo", "started"});
+  Result r = RunRunsc(
+      {"do", "--publish=" + port + ":80", "--", "/bin/echo", "started"});
   close(s);
   EXPECT_EQ(r.status, 125);
   EXPECT_EQ(r.out, "");

@@ -142,8 +142,9 @@ KResult<HostConnection> BrokerClient::Connect(Caller& c, broker::Proto proto,
   socklen_t len = sizeof(type);
   if (getsockopt(conn.fd.get(), SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
       type != (proto == broker::Proto::kTcp ? SOCK_STREAM : SOCK_DGRAM)) {
-    kernel::LogWarning("broker: donated descriptor is not the socket asked "
-                       "for; dropped");
+    kernel::LogWarning(
+        "broker: donated descriptor is not the socket asked "
+        "for; dropped");
     return kECONNABORTED;
   }
   conn.in_progress = reply.in_progress;
@@ -199,9 +200,10 @@ void BrokerClient::Dispatch(broker::Message m, vfs::OwnedFd fd) {
   if (!published || !h || !conn.hold.ok()) {
     dropped_.fetch_add(1);
     if (!published) {
-      kernel::LogWarning("broker: unsolicited message for guest port %d, "
-                         "which is not published; dropped",
-                         m.guest_port);
+      kernel::LogWarning(
+          "broker: unsolicited message for guest port %d, "
+          "which is not published; dropped",
+          m.guest_port);
     }
     return;
   }

@@ -34,8 +34,7 @@ class BrokerClientTest : public ::testing::Test {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
     broker_.reset(sv[1]);
     client_ = std::make_unique<BrokerClient>(
-        sv[0], true,
-        std::vector<PublishedPort>{{broker::Proto::kTcp, 8888}});
+        sv[0], true, std::vector<PublishedPort>{{broker::Proto::kTcp, 8888}});
   }
   // Answers the next request with `reply` (its id copied) and `fd`.
   void AnswerNext(broker::Message reply, int fd = -1) {
