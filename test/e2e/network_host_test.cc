@@ -143,8 +143,8 @@ TEST_F(NetworkHost, HostModeWithoutPolicyReachesTheHost) {
 TEST_F(NetworkHost, PolicyListingTheServerReachesIt) {
   HostServer host;
   const std::string p = std::to_string(host.port());
-  Result r = Client({"--network=host", "--egress-allow=127.0.0.1:" + p},
-                    host.port());
+  Result r =
+      Client({"--network=host", "--egress-allow=127.0.0.1:" + p}, host.port());
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "hello from the host\n");
   // A CIDR with a port range, from a policy file.
@@ -159,17 +159,19 @@ TEST_F(NetworkHost, PolicyListingTheServerReachesIt) {
 TEST_F(NetworkHost, PolicyNotListingTheServerRefusesWithALogLine) {
   HostServer host;
   const std::string p = std::to_string(host.port());
-  const std::string other = std::to_string(host.port() == 65535 ? 1 : host.port() + 1);
+  const std::string other =
+      std::to_string(host.port() == 65535 ? 1 : host.port() + 1);
   const std::string log = TmpPath("egress.log");
   unlink(log.c_str());
-  Result r = Client({"--network=host", "--egress-allow=127.0.0.1:" + other,
-                     "--log=" + log},
-                    host.port());
+  Result r = Client(
+      {"--network=host", "--egress-allow=127.0.0.1:" + other, "--log=" + log},
+      host.port());
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "ConnectionRefusedError\n");
   EXPECT_EQ(host.accepted(), 0);
   const std::string text = ReadFile(log);
-  EXPECT_NE(text.find("egress denied: tcp to 127.0.0.1:" + p), std::string::npos)
+  EXPECT_NE(text.find("egress denied: tcp to 127.0.0.1:" + p),
+            std::string::npos)
       << text;
   // JSON with --log-format=json: one object a line.
   const std::string jlog = TmpPath("egress.json");
