@@ -1,5 +1,6 @@
 #include "sentry/net/families.h"
 
+#include "sentry/net/inet/inet.h"
 #include "sentry/net/netlink/netlink.h"
 #include "sentry/net/unix/unix.h"
 
@@ -9,6 +10,10 @@ void RegisterBuiltinFamilies() {
   // One line per family package (each a Register function of its own).
   unix::Register();
   netlink::Register();
+  // The Internet protocols fill inet::RegisteredProtocols() first (the
+  // lead wires them: tcp::Register(); udp::Register();), then the
+  // families register AF_INET/AF_INET6/AF_PACKET over them.
+  inet::Register();
 }
 
 }  // namespace sandbox::net

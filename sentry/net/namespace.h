@@ -64,6 +64,15 @@ struct NetSysctls {
   std::atomic<int64_t> tcp_syn_retries{6};
   // net.ipv4.tcp_max_syn_backlog.
   std::atomic<int64_t> tcp_max_syn_backlog{4096};
+  // net.ipv4.ip_unprivileged_port_start: bind(2) below it needs
+  // CAP_NET_BIND_SERVICE.
+  std::atomic<int64_t> ip_unprivileged_port_start{1024};
+  // net.ipv6.bindv6only: IPV6_V6ONLY's default.
+  std::atomic<int64_t> ip6_bindv6only{0};
+  // net.ipv6.conf.all.disable_ipv6 (stored; IPv6 stays on).
+  std::atomic<int64_t> ip6_disable_ipv6{0};
+  // net.ipv4.tcp_congestion_control: 0 reno, 1 cubic.
+  std::atomic<int64_t> tcp_congestion{1};
 };
 
 class NetNamespace {

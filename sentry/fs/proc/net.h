@@ -5,10 +5,16 @@
 // for the sandbox's network namespace (one today: NetNamespace::Root();
 // /proc/PID/net shows it for every PID).
 //
-// sys/net/: core/{somaxconn,rmem_max,wmem_max,rmem_default,wmem_default}
-// and unix/max_dgram_qlen, backed by NetNamespace::sysctl() (the values
-// the sockets read). Mode 0644, so root writes them as on Linux's initial
-// namespace; a write is parsed as proc_dointvec_minmax parses it.
+// sys/net/: core/{somaxconn,rmem_max,wmem_max,rmem_default,wmem_default},
+// unix/max_dgram_qlen, ipv4/{ip_local_port_range, ping_group_range,
+// ip_unprivileged_port_start, ip_nonlocal_bind, ip_default_ttl, tcp_rmem,
+// tcp_wmem, tcp_fin_timeout, tcp_keepalive_{time,intvl,probes},
+// tcp_syn_retries, tcp_max_syn_backlog, tcp_congestion_control,
+// tcp_{available,allowed}_congestion_control} and ipv6/{bindv6only,
+// conf/all/disable_ipv6}, backed by NetNamespace::sysctl() (the values
+// the sockets read); vectors read as tab-separated values. Mode 0644, so root
+// writes them as on Linux's initial namespace; a write is parsed as
+// proc_dointvec_minmax parses it.
 #ifndef SENTRY_FS_PROC_NET_H_
 #define SENTRY_FS_PROC_NET_H_
 
@@ -16,14 +22,18 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "sentry/base/result.h"
 #include "sentry/fs/kernfs/kernfs.h"
+#include "sentry/net/namespace.h"
 
 namespace sandbox::fs::proc {
 
 std::shared_ptr<kernfs::Dir> NewNetDir(kernfs::Filesystem& fs);
 std::shared_ptr<kernfs::Dir> NewSysNetDir(kernfs::Filesystem& fs);
+std::shared_ptr<kernfs::Dir> NewSysNetIpv4Dir(kernfs::Filesystem& fs);
+std::shared_ptr<kernfs::Dir> NewSysNetIpv6Dir(kernfs::Filesystem& fs);
 
 // One integer written to a sysctl file, parsed as __do_proc_dointvec does
 // for a one-value table: leading white space skipped; an optional '-';
@@ -34,6 +44,22 @@ std::shared_ptr<kernfs::Dir> NewSysNetDir(kernfs::Filesystem& fs);
 KResult<std::optional<int64_t>> ParseSysctlInt(std::string_view data,
                                                int64_t min, int64_t max,
                                                size_t* consumed);
+
+// Several integers (a vector sysctl): up to current.size() values, each
+// parsed as ParseSysctlInt; the values not written keep `current`'s.
+// EINVAL when no value is given or one is bad.
+KResult<std::vector<int64_t>> ParseSysctlInts(std::string_view data,
+                                              std::vector<int64_t> current,
+                                              int64_t min, int64_t max,
+                                              size_t* consumed);
+
+// The writes of the sysctls with checks across values (exposed for tests).
+KResult<size_t> WriteLocalPortRange(net::NetSysctls& sys,
+                                    std::string_view data);
+KResult<size_t> WritePingGroupRange(net::NetSysctls& sys,
+                                    std::string_view data);
+KResult<size_t> WriteUnprivilegedPortStart(net::NetSysctls& sys,
+                                           std::string_view data);
 
 }  // namespace sandbox::fs::proc
 

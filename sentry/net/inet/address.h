@@ -86,8 +86,11 @@ struct InetAddr {
 
 // What an address is parsed for: the checks differ (inet_bind,
 // inet_stream_connect/tcp_v4_connect, udp_sendmsg, and their IPv6
-// counterparts).
-enum class AddrUse { kBind, kConnect, kSendTo };
+// counterparts). kDgramConnect is connect(2) of a datagram socket: an
+// AF_INET6 UDP/ping socket accepts a sockaddr_in there
+// (__ip6_datagram_connect: connects as IPv4; the caller refuses it with
+// EAFNOSUPPORT when IPV6_V6ONLY); for AF_INET it is kConnect.
+enum class AddrUse { kBind, kConnect, kSendTo, kDgramConnect };
 
 // Parses the address a guest passed to a socket of `family` (AF_INET or
 // AF_INET6), as Linux does for `use`:
@@ -97,8 +100,11 @@ enum class AddrUse { kBind, kConnect, kSendTo };
 //             AF_UNSPEC for kSendTo (udp_sendmsg accepts it).
 //   AF_INET6: len < SIN6_LEN_RFC2133 (24) -> EINVAL; sin6_family other
 //             than AF_INET6 -> EAFNOSUPPORT (kBind, kConnect), EINVAL
-//             for kSendTo (udpv6_sendmsg); v4-mapped addresses become
-//             IPv4 ones (is_v4()).
+//             for kSendTo (udpv6_sendmsg; there a sockaddr_in of >= 16
+//             bytes is an IPv4 destination, and AF_UNSPEC means "no
+//             address": the caller checks it first); v4-mapped addresses
+//             become IPv4 ones (is_v4()); sin6_scope_id is read only from
+//             a full 28-byte sockaddr_in6.
 // The port is converted to host order. (AF_UNSPEC for connect(2) is a
 // disconnect: the caller checks SockAddr::family() before parsing.)
 KResult<InetAddr> ParseSockAddr(int family, const SockAddr& a, AddrUse use);

@@ -17,8 +17,12 @@
 
 #include <stdint.h>
 
+#include <array>
+#include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -73,6 +77,35 @@ struct IpOptions {
   bool freebind6 = false;
   bool transparent6 = false;
   bool recvfragsize = false;
+  // Added with the implementation (inet_socket.cc).
+  int min_ttl = 0;               // IP_MINTTL
+  int uc_index = 0;              // IP_UNICAST_IF
+  bool passsec = false;          // IP_PASSSEC
+  bool nodefrag = false;         // IP_NODEFRAG (raw only)
+  bool recvfragsize4 = false;    // IP_RECVFRAGSIZE
+  std::vector<uint8_t> options;  // IP_OPTIONS as set (a multiple of 4)
+  struct McGroup {               // IP_ADD_MEMBERSHIP (ip_mc_socklist)
+    uint32_t group = 0;          // host order
+    uint32_t address = 0;        // imr_address, host order
+    int ifindex = 0;
+  };
+  std::vector<McGroup> mc_groups;
+  int ucast_oif6 = 0;    // IPV6_UNICAST_IF
+  bool mc_all6 = true;   // IPV6_MULTICAST_ALL
+  bool sndflow = false;  // IPV6_FLOWINFO_SEND
+  bool rtalert_isolate = false;
+  bool recverr6_rfc4884 = false;
+  int min_hopcount = 0;   // IPV6_MINHOPCOUNT
+  int frag_size = 0;      // IPV6_MTU
+  bool recvflow = false;  // IPV6_FLOWINFO
+  bool rx2292pktinfo = false, rx2292hoplimit = false;
+  bool recvrthdr = false, recvhopopts = false, recvdstopts = false;
+  bool autoflowlabel_set = false;
+  struct Mc6Group {  // IPV6_ADD_MEMBERSHIP
+    std::array<uint8_t, 16> group = {};
+    int ifindex = 0;
+  };
+  std::vector<Mc6Group> mc6_groups;
 };
 
 // One row of /proc/net/{tcp,tcp6,udp,udp6} (tcp4_seq_show and friends).
@@ -87,14 +120,35 @@ struct ProcRow {
   uint64_t inode = 0;
   int refcount = 2;    // sk_refcnt as shown
   uint64_t drops = 0;  // UDP's sk_drops
+  // TCP's columns after the inode (get_tcp4_sock), as clock_t (USER_HZ
+  // 100) where they are times: the pending timer (tr: 0 none, 1
+  // retransmit, 2 keepalive, 3 TIME_WAIT, 4 zero window probe) and when it
+  // fires, retransmits, probes_out, rto, ato, quick<<1|pingpong, cwnd,
+  // ssthresh (-1 in initial slow start; a listener: its fastopen queue).
+  int timer_active = 0;
+  int64_t timer_when = 0;
+  uint32_t retransmits = 0;
+  int probes = 0;
+  uint32_t rto = 20, ato = 4, quick_pingpong = 0, cwnd = 10;
+  int ssthresh = -1;
 };
 
-class InetSocket : public Socket {
+// Made with std::make_shared (the port table names the socket through
+// weak_from_this()).
+class InetSocket : public Socket,
+                   public std::enable_shared_from_this<InetSocket> {
  public:
   // `family` is AF_INET or AF_INET6.
   InetSocket(int family, int type, int protocol, uint32_t flags,
              const Ucred& owner, Proto proto);
   ~InetSocket() override;
+
+  // The network namespace the socket lives in (sock_net): set by the
+  // family's socket(2) (inet.cc) right after the protocol made the socket,
+  // with the namespace's defaults (IPV6_V6ONLY from net.ipv6.bindv6only);
+  // an accepted socket gets its listener's. Root until set.
+  void AttachNamespace(NetNamespace& ns) ABSL_LOCKS_EXCLUDED(ip_mu_);
+  NetNamespace& netns() const;
 
   Proto proto() const { return proto_; }
   bool v6() const { return family() == AF_INET6; }
@@ -103,9 +157,11 @@ class InetSocket : public Socket {
   // SOL_IP and SOL_IPV6 (do_ip_setsockopt / do_ipv6_setsockopt with
   // Linux's checks: EINVAL for short values and bad ranges, ENOPROTOOPT for
   // unknown names and for SOL_IPV6 on an AF_INET socket, EPERM for
-  // IP_TRANSPARENT without CAP_NET_ADMIN); SOL_SOCKET goes to
-  // net::Socket. Other levels: EOPNOTSUPP (the protocol handles its own,
-  // SOL_TCP/SOL_UDP, before calling this).
+  // IP_TRANSPARENT without CAP_NET_RAW/CAP_NET_ADMIN); SOL_IP works on
+  // AF_INET6 sockets too (ipv6_setsockopt passes it on); SOL_SOCKET goes
+  // to net::Socket. Other levels: ENOPROTOOPT, as ip_setsockopt /
+  // ipv6_setsockopt answer them (the protocol handles its own, SOL_TCP/
+  // SOL_UDP, before calling this).
   KResult<void> SetSockOpt(Caller& c, int level, int name,
                            absl::Span<const uint8_t> val) override;
   KResult<size_t> GetSockOpt(Caller& c, int level, int name,
@@ -127,12 +183,26 @@ class InetSocket : public Socket {
       ABSL_LOCKS_EXCLUDED(ip_mu_);
   // The binding for a connect(2) to `remote`: the existing one connected,
   // or an ephemeral one (autobind). The source address is SourceFor.
+  // `remote` is stored as given: the protocol first replaces a wildcard
+  // destination by loopback (ip_route_connect / tcp_v6_connect: 0.0.0.0
+  // -> 127.0.0.1, :: -> ::1). TCP: EADDRNOTAVAIL when no port is free;
+  // UDP/ping: EAGAIN (inet_autobind).
   KResult<InetAddr> ConnectBinding(Caller& c, const InetAddr& remote)
       ABSL_LOCKS_EXCLUDED(ip_mu_);
   // UDP: an unbound socket sending gets an ephemeral port.
   KResult<InetAddr> AutoBind(Caller& c) ABSL_LOCKS_EXCLUDED(ip_mu_);
   // Releases the binding (close; TCP disconnect of an auto-bound socket).
   void Unbind() ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // Back to bound-only (UDP connect(AF_UNSPEC), TCP disconnect of an
+  // explicitly bound socket): the table's Disconnect.
+  void DisconnectBinding() ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // Installs `b` as this socket's binding (an accepted TCP socket:
+  // PortTable::Inherit), not explicit.
+  void AdoptBinding(Binding b) ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // The peer of the binding, if connected.
+  std::optional<InetAddr> RemoteAddr() const ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // The protocol's port table in this socket's namespace.
+  PortTable& table() const { return PortTable::Of(netns(), proto_); }
   // Whether bound, and the binding (null if not).
   Binding binding() const ABSL_LOCKS_EXCLUDED(ip_mu_);
   // The local address as getsockname reports it (0.0.0.0:0 / [::]:0 when
@@ -155,10 +225,23 @@ class InetSocket : public Socket {
   IpOptions ip_ ABSL_GUARDED_BY(ip_mu_);
   Binding binding_ ABSL_GUARDED_BY(ip_mu_);
   bool bound_explicitly_ ABSL_GUARDED_BY(ip_mu_) = false;
+  // bind(2) to port 0 with IP_BIND_ADDRESS_NO_PORT: the address is kept,
+  // the port chosen at connect(2) (no binding yet; bind may be repeated).
+  std::optional<IpAddr> bound_no_port_ ABSL_GUARDED_BY(ip_mu_);
 
  private:
+  BindRequest RequestLocked(const IpAddr& ip, uint16_t port) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ip_mu_);
+  KResult<IpAddr> SourceForLocked(const IpAddr& dst) const
+      ABSL_SHARED_LOCKS_REQUIRED(ip_mu_);
+  KResult<void> SetIp(Caller& c, int name, absl::Span<const uint8_t> val);
+  KResult<size_t> GetIp(Caller& c, int name, absl::Span<uint8_t> val);
+  KResult<void> SetIpv6(Caller& c, int name, absl::Span<const uint8_t> val);
+  KResult<size_t> GetIpv6(Caller& c, int name, absl::Span<uint8_t> val);
+
   const Proto proto_;
   const Ucred owner_;
+  std::atomic<NetNamespace*> netns_{nullptr};
 };
 
 // The description as an Internet socket, or null.

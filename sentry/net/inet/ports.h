@@ -78,6 +78,11 @@ struct BindRequest {
   bool reuseport = false;  // SO_REUSEPORT
   uint32_t uid = 0;        // sock_i_uid: the socket's owner
   int bound_dev_if = 0;    // SO_BINDTODEVICE
+  // IP_LOCAL_PORT_RANGE (0: the sysctl's end): narrows
+  // net.ipv4.ip_local_port_range for this socket's ephemeral ports
+  // (inet_sk_get_local_port_range: an end outside the sysctl's range is
+  // ignored).
+  uint16_t range_lo = 0, range_hi = 0;
 };
 
 // One socket's entry. Read its fields through the table (Snapshot);
@@ -130,7 +135,15 @@ class PortTable {
   // listen(2): re-checks the entry as a listener (EADDRINUSE) and marks it.
   KResult<void> Listen(const Binding& b) ABSL_LOCKS_EXCLUDED(mu_);
   // Releases the port (close, a failed connect of an auto-bound socket).
+  // Snapshot still works on the entry afterwards; nothing else does.
   void Unbind(const Binding& b) ABSL_LOCKS_EXCLUDED(mu_);
+  // An accepted connection (TCP, __inet_inherit_port): an entry on the
+  // listener's port with the listener's options, `local` and `remote`
+  // set, added without a conflict check (it shares the listener's bucket,
+  // so a later bind(2) of that port conflicts with it as on Linux).
+  Binding Inherit(const Binding& listener, const InetAddr& local,
+                  const InetAddr& remote, std::weak_ptr<Socket> owner)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   BindingState Snapshot(const Binding& b) const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -151,11 +164,23 @@ class PortTable {
  private:
   const Proto proto_;
   NetNamespace& ns_;
+  // The ephemeral range of `req` (sysctl, narrowed by the socket's).
+  std::pair<int, int> RangeFor(const BindRequest& req) const;
+  bool PortFreeLocked(uint16_t port, const BindingEntry& nw, bool relax) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  KResult<uint16_t> EphemeralLocked(const BindingEntry& nw)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void InsertLocked(BindingEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveLocked(BindingEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t RandomLocked(uint32_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   // port -> entries on it, in bind order.
   absl::flat_hash_map<uint16_t, std::vector<BindingEntry*>> ports_
       ABSL_GUARDED_BY(mu_);
-  uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;  // bind order
+  uint64_t seq_ ABSL_GUARDED_BY(mu_) = 0;         // bind order
+  uint64_t rng_ ABSL_GUARDED_BY(mu_);             // the ports' random offsets
+  uint16_t ping_rover_ ABSL_GUARDED_BY(mu_) = 0;  // ping_port_rover
   friend class BindingEntry;
 };
 
