@@ -127,11 +127,31 @@ bool HostStream::connecting() const {
   return poll(&p, 1, 0) <= 0;
 }
 
+int HostStream::TakeSoError() {
+  absl::MutexLock l(&mu_);
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+    err = errno;
+  }
+  if (connecting_) {
+    pollfd p = {fd_.get(), POLLOUT, 0};
+    if (poll(&p, 1, 0) > 0) {
+      connecting_ = false;
+      failed_ = err != 0;
+    }
+  }
+  return err;
+}
+
 KResult<void> HostStream::WaitConnected(Socket& self, Caller& c,
                                         bool nonblock) {
   {
     absl::MutexLock l(&mu_);
-    if (!connecting_) return OkResult();
+    if (!connecting_) {
+      if (failed_) return kECONNABORTED;
+      return OkResult();
+    }
   }
   pollfd p = {fd_.get(), POLLOUT, 0};
   if (poll(&p, 1, 0) <= 0) {
@@ -155,6 +175,10 @@ KResult<void> HostStream::WaitConnected(Socket& self, Caller& c,
     err = errno;
   }
   absl::MutexLock l(&mu_);
+  if (!connecting_) {
+    // TakeSoError saw it through meanwhile.
+    return failed_ ? KResult<void>(kECONNABORTED) : OkResult();
+  }
   connecting_ = false;
   if (err != 0) return Errno(err);
   return OkResult();

@@ -64,6 +64,11 @@ class HostStream {
   KResult<void> WaitConnected(Socket& self, Caller& c, bool nonblock);
   // Whether connect(2) is still in progress (poll shows no POLLOUT yet).
   bool connecting() const;
+  // getsockopt(SO_ERROR): the host socket's pending error (taken). After
+  // an asynchronous connect that is its result, which the next
+  // WaitConnected then reports as Linux's connect(2) after SO_ERROR does
+  // (OK once connected; ECONNABORTED once failed: sock_error is clear).
+  int TakeSoError();
 
   SockAddr LocalAddr() const { return ToGuestSockAddr(family_, local_); }
   SockAddr PeerAddr() const { return ToGuestSockAddr(family_, peer_); }
@@ -99,6 +104,8 @@ class HostStream {
   // connect(2) started and not yet seen through by WaitConnected.
   bool connecting_ ABSL_GUARDED_BY(mu_);
   bool reported_in_progress_ ABSL_GUARDED_BY(mu_) = false;
+  // The connect failed and its error was taken (SO_ERROR).
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace sandbox::net::hostinet

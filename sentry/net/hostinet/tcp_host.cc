@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 
 #include "sentry/net/hostinet/convert.h"
-#include "sentry/net/hostinet/host_tcp_socket.h"
 #include "sentry/net/inet/inet_socket.h"
 #include "sentry/net/inet/ports.h"
 

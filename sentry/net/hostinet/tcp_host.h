@@ -33,14 +33,16 @@ bool TcpGoesToHost(NetNamespace& ns, const inet::InetAddr& dst);
 KResult<std::shared_ptr<HostStream>> ConnectTcp(Caller& c, int family,
                                                 const inet::InetAddr& dst);
 
-// Publish: each connection the broker accepted for guest port P is made a
-// HostTcpSocket and given to `enqueue` with the listener it reaches (the
-// one FindListener finds for 127.0.0.1:P from the host peer, else for
-// ::1:P); no listener, or `enqueue` refusing it (a full backlog), closes
-// it (the host client sees the connection reset or closed, as a refused
+// Publish: each connection the broker accepted for guest port P is given
+// to `enqueue` with the listener it reaches (the one FindListener finds for
+// 127.0.0.1:P from the host peer, else for ::1:P), as a HostStream of the
+// listener's family and the address the accepted socket reports as its
+// own (the loopback address and P); the protocol's accept(2) makes it a
+// HostTcpSocket. No listener, or `enqueue` refusing it (not listening, a
+// full backlog), closes it (the host client sees it closed, as a refused
 // one). Call once at start-up, after the broker client started.
-using EnqueueFn =
-    std::function<bool(Socket& listener, vfs::FileRef connection)>;
+using EnqueueFn = std::function<bool(
+    Socket& listener, std::shared_ptr<HostStream> conn, const SockAddr& local)>;
 void StartPublishing(NetNamespace& ns, EnqueueFn enqueue);
 
 }  // namespace sandbox::net::hostinet
