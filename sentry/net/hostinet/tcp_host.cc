@@ -61,10 +61,8 @@ void StartPublishing(NetNamespace& ns, EnqueueFn enqueue) {
                                                    SOCK_STREAM, peer);
         // The accepted socket's own address is the listener's side of the
         // connection: the loopback address it was reached on.
-        auto sock = std::make_shared<HostTcpSocket>(
-            stream, family, O_RDWR, Ucred{},
-            ToGuestSockAddr(family, ToEndpoint(dst)));
-        (void)enqueue(*l, vfs::FileRef(std::move(sock)));
+        (void)enqueue(*l, std::move(stream),
+                      ToGuestSockAddr(family, ToEndpoint(dst)));
       });
 }
 
