@@ -39,6 +39,8 @@
 #include "sentry/mm/stats.h"
 #include "sentry/net/families.h"
 #include "sentry/net/hostinet/broker_client.h"
+#include "sentry/net/hostinet/name_server.h"
+#include "sentry/net/namespace.h"
 #include "sentry/net/unix/unix.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/vfs/fs_context.h"
@@ -285,6 +287,11 @@ int BootMain(int argc, char** argv) {
   // The socket families, before the first task (the registry is read
   // without a lock afterwards: sentry/net/family.h).
   net::RegisterBuiltinFamilies();
+  // Host mode with an egress policy: the sandbox's own name server
+  // (sentry/net/hostinet/name_server.h), which /etc/resolv.conf names.
+  const bool name_server =
+      spec.network == NetworkMode::kHost && spec.egress_policy &&
+      net::hostinet::StartNameServer(net::NetNamespace::Root());
   std::unique_ptr<syscalls::SyscallTable> table =
       syscalls::SyscallTable::CreateLinux64();
   table->SetStraceOptions(
@@ -319,6 +326,15 @@ int BootMain(int argc, char** argv) {
     mntns = std::move(ns).value();
   }
   Phase(start, "root file system ready");
+  if (name_server) {
+    const kernel::Credentials root = kernel::Credentials::Root();
+    KResult<void> w = net::hostinet::WriteResolvConf(
+        vfs::ResolveBase{root, mntns->Root(), mntns->Root()});
+    if (!w.ok()) {
+      kernel::LogWarning("/etc/resolv.conf for the sandbox's name server: %s",
+                         w.error().message());
+    }
+  }
 
   const kernel::Credentials creds = kernel::Credentials::Root();
   vfs::ResolveBase base{creds, mntns->Root(), mntns->Root()};
@@ -433,6 +449,7 @@ int BootMain(int argc, char** argv) {
   plat->memory_file().SetOomHandler(nullptr);
   // The broker's reader delivers into the kernel's sockets: it stops
   // first. Closing the connection ends the broker.
+  net::hostinet::StopNameServer();
   net::hostinet::BrokerClient::Stop();
   k.reset();
   mntns.reset();  // Its files' pages live in the platform's memory file.
