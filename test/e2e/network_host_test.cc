@@ -7,9 +7,13 @@
 //   --network=host with a policy listing 127.0.0.1:P: reached;
 //   --network=host with a policy not listing it: ECONNREFUSED, and one
 //     --log line naming the destination (JSON with --log-format=json).
-// And --publish: a host client reaches a python3 server inside the
-// sandbox. Needs /usr/bin/python3 on the host (the sandbox's root is the
-// host's); skips otherwise.
+// Names (host mode with a policy): the sandbox's /etc/resolv.conf names
+// its own name server, which asks the broker, which asks a DNS server this
+// test runs on 127.0.0.1 (programs/dns_stub_server) only for names the
+// policy lists; a listed name resolves and connects, an unlisted one does
+// not resolve. And --publish: a host client reaches a python3 server
+// inside the sandbox. Needs /usr/bin/python3 on the host (the sandbox's root is
+// the host's); skips otherwise.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -187,6 +191,50 @@ TEST_F(NetworkHost, PolicyNotListingTheServerRefusesWithALogLine) {
   line = line == std::string::npos ? 0 : line + 1;
   EXPECT_EQ(json[line], '{') << json;
   EXPECT_NE(json.find("\"msg\"", line), std::string::npos);
+}
+
+// Resolves each name of argv[2:] and connects to the first at port
+// argv[1]: prints "NAME ADDRESS" or "NAME unresolved", then the greeting.
+constexpr char kNameClient[] = R"(
+import socket, sys
+port = int(sys.argv[1])
+for n in sys.argv[2:]:
+    try:
+        print(n, socket.gethostbyname(n))
+    except OSError:
+        print(n, 'unresolved')
+try:
+    s = socket.create_connection((sys.argv[2], port), timeout=10)
+    print(s.recv(100).decode().strip())
+except OSError as e:
+    print(type(e).__name__)
+)";
+
+TEST_F(NetworkHost, ListedNamesResolveAndConnectUnlistedOnesDoNot) {
+  HostServer host;
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string port_file =
+      std::string(tmp != nullptr ? tmp : "/var/tmp") + "/dns_port";
+  unlink(port_file.c_str());
+  Child dns(
+      Child::Native{},
+      {Program("dns_stub_server"), "--port=0", "--port-file=" + port_file,
+       "--record=allowed.test=127.0.0.1", "--record=unlisted.test=127.0.0.1"});
+  ASSERT_TRUE(dns.WaitForOutput("listening on 127.0.0.1:"));
+  std::ifstream f(port_file);
+  int dns_port = 0;
+  f >> dns_port;
+  ASSERT_GT(dns_port, 0);
+  const std::string p = std::to_string(host.port());
+  Result r = RunRunsc(
+      {"do", "--network=host", "--egress-allow=allowed.test:" + p,
+       "--host-resolver=127.0.0.1:" + std::to_string(dns_port), "--", kPython,
+       "-c", kNameClient, p, "allowed.test", "unlisted.test"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "allowed.test 127.0.0.1\nunlisted.test unresolved\n"
+            "hello from the host\n");
+  EXPECT_EQ(host.accepted(), 1);
 }
 
 TEST_F(NetworkHost, PublishedPortReachesTheSandboxsServer) {
