@@ -95,8 +95,14 @@ std::string FormatSockAddr(const uint8_t* p, size_t len) {
                              Quote(path, false));
     }
     case AF_INET: {
+      // strace's print_inet_addr; a short address shows its raw bytes.
+      if (len < sizeof(sockaddr_in)) {
+        return absl::StrFormat(
+            "{sa_family=AF_INET, sa_data=%s}",
+            Quote(std::string(reinterpret_cast<const char*>(d), n), false));
+      }
       sockaddr_in in = {};
-      memcpy(&in, p, std::min(len, sizeof(in)));
+      memcpy(&in, p, sizeof(in));
       char buf[INET_ADDRSTRLEN];
       inet_ntop(AF_INET, &in.sin_addr, buf, sizeof(buf));
       return absl::StrFormat(
@@ -105,14 +111,27 @@ std::string FormatSockAddr(const uint8_t* p, size_t len) {
           ntohs(in.sin_port), buf);
     }
     case AF_INET6: {
+      // strace's print_sockaddr_data_in6: sin6_scope_id only for a full
+      // sockaddr_in6 (24 bytes is the RFC 2133 form).
+      constexpr size_t kSin6LenRfc2133 = 24;
+      if (len < kSin6LenRfc2133) {
+        return absl::StrFormat(
+            "{sa_family=AF_INET6, sa_data=%s}",
+            Quote(std::string(reinterpret_cast<const char*>(d), n), false));
+      }
       sockaddr_in6 in6 = {};
       memcpy(&in6, p, std::min(len, sizeof(in6)));
       char buf[INET6_ADDRSTRLEN];
       inet_ntop(AF_INET6, &in6.sin6_addr, buf, sizeof(buf));
-      return absl::StrFormat(
+      std::string out = absl::StrFormat(
           "{sa_family=AF_INET6, sin6_port=htons(%u), "
-          "sin6_addr=\"%s\"}",
-          ntohs(in6.sin6_port), buf);
+          "sin6_flowinfo=htonl(%u), inet_pton(AF_INET6, \"%s\", "
+          "&sin6_addr)",
+          ntohs(in6.sin6_port), ntohl(in6.sin6_flowinfo), buf);
+      if (len >= sizeof(sockaddr_in6)) {
+        absl::StrAppendFormat(&out, ", sin6_scope_id=%u", in6.sin6_scope_id);
+      }
+      return out + "}";
     }
     case AF_NETLINK: {
       struct {

@@ -175,7 +175,10 @@ struct ArgTraits<SockType> {
 };
 
 // A socket address as strace shows it ({sa_family=AF_UNIX,
-// sun_path="/x"}, abstract names with a leading '@').
+// sun_path="/x"}, abstract names with a leading '@'; {sa_family=AF_INET,
+// sin_port=htons(80), sin_addr=inet_addr("127.0.0.1")}; {sa_family=
+// AF_INET6, sin6_port=htons(80), sin6_flowinfo=htonl(0), inet_pton(
+// AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}).
 std::string FormatSockAddr(const uint8_t* p, size_t len);
 
 template <>

@@ -229,6 +229,76 @@ V4Type ClassifyV4(NetNamespace& ns, const IpAddr& ip) {
   return V4Type::kUnicast;
 }
 
+// ip_options_compile for options a user sets (skb == NULL): EINVAL for a
+// malformed option, a second source route / record route / timestamp,
+// and, without CAP_NET_RAW, CIPSO, security and unknown options or
+// timestamp flags. Bytes after an IPOPT_END become IPOPT_END, as there.
+bool CompileIpOptions(std::vector<uint8_t>& o, bool net_raw) {
+  constexpr uint8_t kEnd = 0, kNoop = 1, kRr = 7, kTs = 68, kLsrr = 131,
+                    kSsrr = 137, kRa = 148, kCipso = 134;
+  bool srr = false, rr = false, ts = false, cipso = false;
+  size_t i = 0;
+  while (i < o.size()) {
+    const uint8_t type = o[i];
+    if (type == kEnd) {
+      for (size_t j = i + 1; j < o.size(); j++) o[j] = kEnd;
+      return true;
+    }
+    if (type == kNoop) {
+      i++;
+      continue;
+    }
+    const size_t l = o.size() - i;
+    if (l < 2) return false;
+    const size_t len = o[i + 1];
+    if (len < 2 || len > l) return false;
+    const uint8_t* p = o.data() + i;
+    switch (type) {
+      case kSsrr:
+      case kLsrr:
+        if (len < 3 || p[2] < 4 || srr) return false;
+        if (p[2] != 4 || len < 7 || ((len - 3) & 3) != 0) return false;
+        srr = true;
+        break;
+      case kRr:
+        if (rr || len < 3 || p[2] < 4) return false;
+        if (p[2] <= len && p[2] + 3 > len) return false;
+        rr = true;
+        break;
+      case kTs:
+        if (ts || len < 4 || p[2] < 5) return false;
+        if (p[2] <= len) {
+          if (p[2] + 3 > len) return false;
+          switch (p[3] & 0xf) {
+            case 0:  // IPOPT_TS_TSONLY
+              break;
+            case 1:  // IPOPT_TS_TSANDADDR
+            case 3:  // IPOPT_TS_PRESPEC
+              if (p[2] + 7 > len) return false;
+              break;
+            default:
+              if (!net_raw) return false;
+          }
+        } else if ((p[3] & 0xf) != 3 && (p[3] >> 4) == 15) {
+          return false;
+        }
+        ts = true;
+        break;
+      case kRa:
+        if (len < 4) return false;
+        break;
+      case kCipso:
+        if (!net_raw || cipso) return false;
+        cipso = true;
+        break;
+      default:  // IPOPT_SEC, IPOPT_SID and unknown ones
+        if (!net_raw) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsLocalAddress(NetNamespace& ns, const IpAddr& ip) {
@@ -257,7 +327,12 @@ InetSocket::~InetSocket() {
 void InetSocket::AttachNamespace(NetNamespace& ns) {
   netns_.store(&ns);
   absl::MutexLock l(&ip_mu_);
-  if (v6()) ip_.v6only = ns.sysctl().ip6_bindv6only.load() != 0;
+  // inet6_create: net.ipv6.bindv6only; ping_init_sock makes an AF_INET6
+  // ping socket IPv6-only whatever it says.
+  if (v6()) {
+    ip_.v6only =
+        proto_ == Proto::kPing || ns.sysctl().ip6_bindv6only.load() != 0;
+  }
 }
 
 NetNamespace& InetSocket::netns() const {
@@ -416,10 +491,13 @@ KResult<void> InetSocket::SetIp(Caller& c, int name,
       o.local_port_hi = hi;
       return OkResult();
     }
-    case kIpOptions: {  // ip_options_get
+    case kIpOptions: {  // ip_options_get + ip_options_compile
       if (optlen > 40) return kEINVAL;
       std::vector<uint8_t> opt(in.begin(), in.end());
       opt.resize((opt.size() + 3) & ~size_t{3}, 0);  // IPOPT_END padding
+      if (!opt.empty() && !CompileIpOptions(opt, Capable(c, kCapNetRaw))) {
+        return kEINVAL;
+      }
       o.options = std::move(opt);
       return OkResult();
     }
@@ -592,8 +670,10 @@ KResult<size_t> InetSocket::GetIp(Caller&, int name, absl::Span<uint8_t> out) {
       return PutIpVal(
           out, static_cast<int>(static_cast<uint32_t>(o.local_port_hi) << 16 |
                                 static_cast<uint32_t>(o.local_port_lo)));
-    case kIpProtocol:
-      return PutIpVal(out, protocol());
+    case kIpProtocol:  // inet_num: the local port (0 unbound)
+      return PutIpVal(out, binding_ != nullptr
+                               ? table().Snapshot(binding_).req.local.port
+                               : 0);
     case kIpOptions:
       return PutOpt(out, o.options.data(), o.options.size());
     case kIpMtuDiscover:
@@ -978,17 +1058,23 @@ KResult<void> InetSocket::BindTo(Caller& c, const InetAddr& addr) {
       }
     }
   }
+  // __inet6_bind: any address but :: and a v4-mapped one makes the socket
+  // IPv6-only (restored if the port cannot be had).
+  const bool saved_v6only = ip_.v6only;
+  if (v6() && !ip.is_v4() && !ip.IsAny()) ip_.v6only = true;
   if (addr.port == 0 && ip_.bind_address_no_port) {
     bound_no_port_ = ip;
     return OkResult();
   }
-  TRY(Binding b, table().Bind(RequestLocked(ip, addr.port), weak_from_this()));
-  binding_ = std::move(b);
+  KResult<Binding> b =
+      table().Bind(RequestLocked(ip, addr.port), weak_from_this());
+  if (!b.ok()) {
+    ip_.v6only = saved_v6only;
+    return b.error();
+  }
+  binding_ = std::move(b).value();
   bound_explicitly_ = true;
   bound_no_port_.reset();
-  // __inet6_bind: any address but :: and a v4-mapped one makes the socket
-  // IPv6-only.
-  if (v6() && !ip.is_v4() && !ip.IsAny()) ip_.v6only = true;
   return OkResult();
 }
 

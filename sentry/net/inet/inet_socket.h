@@ -11,7 +11,8 @@
 // Thread-safety: ip_mu_ guards the IP options and the binding; it is a
 // leaf under the protocol's own socket lock (protocol mutex -> ip_mu_ ->
 // PortTable::mu_ is never taken in another order: PortTable calls back
-// into nothing).
+// into nothing). Binding calls read the SOL_SOCKET flags with ip_mu_ held
+// (ip_mu_ -> Socket::opt_mu_, a leaf).
 #ifndef SENTRY_NET_INET_INET_SOCKET_H_
 #define SENTRY_NET_INET_INET_SOCKET_H_
 
@@ -145,7 +146,8 @@ class InetSocket : public Socket,
 
   // The network namespace the socket lives in (sock_net): set by the
   // family's socket(2) (inet.cc) right after the protocol made the socket,
-  // with the namespace's defaults (IPV6_V6ONLY from net.ipv6.bindv6only);
+  // with the namespace's defaults (IPV6_V6ONLY from net.ipv6.bindv6only;
+  // always set for an AF_INET6 ping socket, as ping_init_sock does);
   // an accepted socket gets its listener's. Root until set.
   void AttachNamespace(NetNamespace& ns) ABSL_LOCKS_EXCLUDED(ip_mu_);
   NetNamespace& netns() const;

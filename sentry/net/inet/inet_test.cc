@@ -19,6 +19,7 @@ namespace sandbox::net::inet {
 namespace {
 
 constexpr int IP_LOCAL_PORT_RANGE = 51;  // newer than some libcs
+constexpr int IP_PROTOCOL = 52;
 
 class TestInet : public InetSocket {
  public:
@@ -87,6 +88,16 @@ TEST(CreateTest, LinuxErrnos) {
   EXPECT_EQ(CreateErr(c, AF_INET6, SOCK_DGRAM, IPPROTO_ICMP), kEPROTONOSUPPORT);
   EXPECT_EQ(CreateErr(c, AF_INET, SOCK_DGRAM, IPPROTO_ICMPV6),
             kEPROTONOSUPPORT);
+  {
+    // ping_init_sock: an AF_INET6 ping socket is IPv6-only; others follow
+    // net.ipv6.bindv6only.
+    auto p6 = CreateSocket(c, AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6, O_RDWR);
+    ASSERT_TRUE(p6.ok());
+    EXPECT_TRUE(AsInetSocket(p6.value().get())->ip_options().v6only);
+    auto u6 = CreateSocket(c, AF_INET6, SOCK_DGRAM, 0, O_RDWR);
+    ASSERT_TRUE(u6.ok());
+    EXPECT_FALSE(AsInetSocket(u6.value().get())->ip_options().v6only);
+  }
   // ping_group_range.
   NetNamespace ns;
   ns.sysctl().ping_group_lo = 1;
@@ -314,6 +325,94 @@ TEST(BindTest, ConnectAndSources) {
   EXPECT_EQ(u->table().FindReceiver({IpAddr::LoopbackV6(), a->port},
                                     {IpAddr::LoopbackV6(), 1}),
             u);
+}
+
+TEST(BindTest, AddressNoPort) {
+  Caller c;
+  auto s = std::make_shared<TestInet>(AF_INET, SOCK_STREAM, Proto::kTcp);
+  ASSERT_TRUE(SetIntOpt(*s, c, SOL_IP, IP_BIND_ADDRESS_NO_PORT, 1).ok());
+  ASSERT_TRUE(s->BindTo(c, {IpAddr::V4(0x7f000003), 0}).ok());
+  EXPECT_EQ(s->binding(), nullptr);
+  EXPECT_EQ(s->LocalAddr().ip, IpAddr::V4(0x7f000003));
+  EXPECT_EQ(s->LocalAddr().port, 0);
+  // inet_num is still 0: bind may be repeated.
+  ASSERT_TRUE(s->BindTo(c, {IpAddr::V4(0x7f000004), 0}).ok());
+  auto l = s->ConnectBinding(c, {IpAddr::LoopbackV4(), 80});
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->ip, IpAddr::V4(0x7f000004));
+  EXPECT_NE(l->port, 0);
+  EXPECT_EQ(GetIntOpt(*s, c, SOL_IP, IP_PROTOCOL).value(), l->port);
+}
+
+TEST(IpOptTest, MulticastIf) {
+  TestInet u(AF_INET, SOCK_DGRAM, Proto::kUdp);
+  Caller c;
+  in_addr a = {htonl(0x7f000001)};
+  ASSERT_TRUE(u.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                           {reinterpret_cast<const uint8_t*>(&a), sizeof(a)})
+                  .ok());
+  in_addr got = {};
+  auto n = u.GetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                        {reinterpret_cast<uint8_t*>(&got), sizeof(got)});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), sizeof(got));
+  EXPECT_EQ(got.s_addr, a.s_addr);
+  EXPECT_EQ(u.ip_options().multicast_if, 1);
+  in_addr far = {htonl(0x0a000001)};
+  EXPECT_EQ(u.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                         {reinterpret_cast<const uint8_t*>(&far), sizeof(far)})
+                .error(),
+            kEADDRNOTAVAIL);
+  EXPECT_EQ(u.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                         {reinterpret_cast<const uint8_t*>(&far), 3})
+                .error(),
+            kEINVAL);
+  TestInet t(AF_INET, SOCK_STREAM, Proto::kTcp);
+  EXPECT_EQ(t.SetSockOpt(c, SOL_IP, IP_MULTICAST_IF,
+                         {reinterpret_cast<const uint8_t*>(&a), sizeof(a)})
+                .error(),
+            kEINVAL);
+}
+
+TEST(IpOptTest, IpOptions) {
+  TestInet s(AF_INET, SOCK_STREAM, Proto::kTcp);
+  Caller c;
+  // A record route of 2 addresses, then NOPs: kept, padded to 4.
+  const uint8_t rr[] = {7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+  ASSERT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, rr).ok());
+  uint8_t out[40] = {};
+  auto n = s.GetSockOpt(c, SOL_IP, IP_OPTIONS, out);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 16u);
+  EXPECT_EQ(out[0], 7);
+  EXPECT_EQ(out[12], 1);
+  EXPECT_EQ(out[13], 0);
+  // After END everything reads END.
+  const uint8_t end[] = {1, 0, 1, 1};
+  ASSERT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, end).ok());
+  n = s.GetSockOpt(c, SOL_IP, IP_OPTIONS, out);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 4u);
+  EXPECT_EQ(out[2], 0);
+  // Malformed: a length past the end, two record routes, too long.
+  const uint8_t bad[] = {7, 12, 4, 0};
+  EXPECT_EQ(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, bad).error(), kEINVAL);
+  const uint8_t two[] = {7, 3, 4, 7, 3, 4, 0, 0};
+  EXPECT_EQ(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, two).error(), kEINVAL);
+  uint8_t big[41] = {};
+  EXPECT_EQ(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, big).error(), kEINVAL);
+  // An unknown option needs CAP_NET_RAW.
+  const uint8_t unknown[] = {30, 4, 0, 0};
+  kernel::Credentials user = kernel::Credentials::User(1000, 1000);
+  Caller cu;
+  cu.io.creds = &user;
+  EXPECT_EQ(s.SetSockOpt(cu, SOL_IP, IP_OPTIONS, unknown).error(), kEINVAL);
+  EXPECT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, unknown).ok());
+  // Empty clears.
+  EXPECT_TRUE(s.SetSockOpt(c, SOL_IP, IP_OPTIONS, {}).ok());
+  n = s.GetSockOpt(c, SOL_IP, IP_OPTIONS, out);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 0u);
 }
 
 TEST(LocalTest, Addresses) {

@@ -236,7 +236,8 @@ KResult<uint16_t> PortTable::EphemeralLocked(const BindingEntry& nw) {
     for (uint32_t i = 0; i < (1u << 16); i++, result++) {
       result &= 0xffff;
       if (result == 0) result = 1;
-      if (PortFreeLocked(result, nw, true)) {
+      // An ident nobody has (SO_REUSEADDR shares only explicit ones).
+      if (ports_.find(static_cast<uint16_t>(result)) == ports_.end()) {
         ping_rover_ = result;
         return static_cast<uint16_t>(result);
       }

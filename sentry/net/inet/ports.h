@@ -19,7 +19,8 @@
 //   and, unless the :: socket is IPV6_V6ONLY, every IPv4 one; an IPV6_V6ONLY
 //   socket never overlaps an IPv4 address; an AF_INET6 socket bound to a
 //   non-mapped address overlaps IPv4 sockets as 127.0.0.6, LOOPBACK4_IPV6,
-//   as Linux) and both are bound to no device or the same one, unless
+//   as Linux) and their devices overlap (SO_BINDTODEVICE: either bound to
+//   none, or both to the same one), unless
 //     TCP: both have SO_REUSEADDR and the existing one is not listening,
 //          or both have SO_REUSEPORT and the same owner uid;
 //     UDP: both have SO_REUSEADDR, or both SO_REUSEPORT and the same uid.
@@ -42,8 +43,17 @@
 // choice is a hash of the source address and port
 // (reuseport_select_sock), so accepts spread across the group.
 //
+// Ping (ping_get_port) checks the ident alone: two sockets conflict on one
+// ident unless both have SO_REUSEADDR, whatever their addresses; an
+// ephemeral ident is one nobody has, from a rover over 1..65535.
+// Listening on an unbound socket: the protocol autobinds it first
+// (AutoBind; Linux's inet_csk_listen_start then reports EADDRINUSE where
+// AutoBind says EAGAIN).
+//
 // Thread-safety: every method takes mu_ (a leaf: nothing is called with it
-// held; sockets are locked by their callers before or after, never during).
+// held; sockets are locked by their callers before or after, never during;
+// a socket found by a lookup is locked from its weak_ptr after mu_ is
+// released, so that dropping it, which unbinds, cannot deadlock).
 #ifndef SENTRY_NET_INET_PORTS_H_
 #define SENTRY_NET_INET_PORTS_H_
 

@@ -202,6 +202,34 @@ TEST_F(PortsTest, EphemeralInRange) {
   }
 }
 
+TEST_F(PortsTest, TcpEphemeralParityAndHalves) {
+  ns_.sysctl().ip_local_port_lo = 40000;
+  ns_.sysctl().ip_local_port_hi = 40999;
+  // bind(2): odd ports first (connect(2) favours the low end's parity).
+  for (int i = 0; i < 20; i++) {
+    auto b = tcp_.Bind(Req(kAny4, 0), {});
+    ASSERT_TRUE(b.ok());
+    kept_.push_back(b.value());
+    EXPECT_EQ(tcp_.Snapshot(b.value()).req.local.port % 2, 1);
+  }
+  // SO_REUSEADDR sockets start in the lower half.
+  for (int i = 0; i < 20; i++) {
+    BindRequest r = Req(kLo6, 0, true);
+    r.reuseaddr = true;
+    auto b = tcp_.Bind(r, {});
+    ASSERT_TRUE(b.ok());
+    kept_.push_back(b.value());
+    EXPECT_LT(tcp_.Snapshot(b.value()).req.local.port, 40500);
+  }
+  // connect(2): even ports first.
+  for (int i = 0; i < 20; i++) {
+    auto b = tcp_.BindConnect(Req(kLo4, 0), {kLo4, 80}, {});
+    ASSERT_TRUE(b.ok());
+    kept_.push_back(b.value());
+    EXPECT_EQ(tcp_.Snapshot(b.value()).req.local.port % 2, 0);
+  }
+}
+
 TEST_F(PortsTest, EphemeralPerSocketRange) {
   BindRequest r = Req(kAny4, 0);
   r.range_lo = 50000;

@@ -164,37 +164,46 @@ std::string Dgram(NetNamespace& ns, Proto proto, bool v6) {
   return FormatDgramRows(rows, v6, ping);
 }
 
+// Adds `name` unless a protocol registered its own generator first (the
+// protocols' Register run before inet::Register).
+void RegisterIfAbsent(const char* name, ProcNetGenerator gen) {
+  for (const std::string& n : ProcNetFileNames()) {
+    if (n == name) return;
+  }
+  RegisterProcNetFile(name, std::move(gen));
+}
+
 }  // namespace
 
 void RegisterProcFiles() {
-  RegisterProcNetFile("tcp", [](NetNamespace& ns) {
+  RegisterIfAbsent("tcp", [](NetNamespace& ns) {
     return FormatTcpRows(CollectRows(ns, Proto::kTcp, AF_INET), false);
   });
-  RegisterProcNetFile("tcp6", [](NetNamespace& ns) {
+  RegisterIfAbsent("tcp6", [](NetNamespace& ns) {
     return FormatTcpRows(CollectRows(ns, Proto::kTcp, AF_INET6), true);
   });
-  RegisterProcNetFile(
+  RegisterIfAbsent(
       "udp", [](NetNamespace& ns) { return Dgram(ns, Proto::kUdp, false); });
-  RegisterProcNetFile(
+  RegisterIfAbsent(
       "udp6", [](NetNamespace& ns) { return Dgram(ns, Proto::kUdp, true); });
-  RegisterProcNetFile(
+  RegisterIfAbsent(
       "icmp", [](NetNamespace& ns) { return Dgram(ns, Proto::kPing, false); });
-  RegisterProcNetFile(
+  RegisterIfAbsent(
       "icmp6", [](NetNamespace& ns) { return Dgram(ns, Proto::kPing, true); });
   // No UDP-Lite or raw sockets: the header lines alone.
-  RegisterProcNetFile("udplite", [](NetNamespace& ns) {
+  RegisterIfAbsent("udplite", [](NetNamespace& ns) {
     return Empty(ns, kUdp4Header, kDgram4Width);
   });
-  RegisterProcNetFile(
+  RegisterIfAbsent(
       "udplite6", [](NetNamespace& ns) { return Empty(ns, kDgram6Header, 0); });
-  RegisterProcNetFile("raw", [](NetNamespace& ns) {
+  RegisterIfAbsent("raw", [](NetNamespace& ns) {
     return Empty(ns, kUdp4Header, kDgram4Width);
   });
-  RegisterProcNetFile(
+  RegisterIfAbsent(
       "raw6", [](NetNamespace& ns) { return Empty(ns, kDgram6Header, 0); });
-  RegisterProcNetFile("snmp", &FormatProcNetSnmp);
-  RegisterProcNetFile("snmp6", &FormatProcNetSnmp6);
-  RegisterProcNetFile("netstat", &FormatProcNetNetstat);
+  RegisterIfAbsent("snmp", &FormatProcNetSnmp);
+  RegisterIfAbsent("snmp6", &FormatProcNetSnmp6);
+  RegisterIfAbsent("netstat", &FormatProcNetNetstat);
 }
 
 }  // namespace sandbox::net::inet

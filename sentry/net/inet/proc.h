@@ -3,7 +3,8 @@
 // udp4_format_sock, udp6_seq_show/__ip6_dgram_sock_seq_show, and the ping
 // tables' ping_v4_seq_show/ping_v6_seq_show), /proc/net/{raw,raw6,udplite,
 // udplite6} (header only: no such sockets), and the counters' files
-// (mib.h). RegisterProcFiles adds them all (inet::Register calls it).
+// (mib.h). RegisterProcFiles adds them all (inet::Register calls it),
+// except those a protocol registered already (its own generator wins).
 //
 // Rows come from the protocols' port tables (PortTable::List, in bind
 // order) and each socket's InetSocket::proc_row(); a socket appears in
