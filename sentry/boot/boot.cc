@@ -40,7 +40,10 @@
 #include "sentry/net/families.h"
 #include "sentry/net/hostinet/broker_client.h"
 #include "sentry/net/hostinet/name_server.h"
+#include "sentry/net/hostinet/tcp_host.h"
+#include "sentry/net/hostinet/udp_host.h"
 #include "sentry/net/namespace.h"
+#include "sentry/net/tcp/tcp_socket.h"
 #include "sentry/net/unix/unix.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/vfs/fs_context.h"
@@ -287,6 +290,12 @@ int BootMain(int argc, char** argv) {
   // The socket families, before the first task (the registry is read
   // without a lock afterwards: sentry/net/family.h).
   net::RegisterBuiltinFamilies();
+  // Published ports: the broker's connections go to the guest's TCP
+  // listeners (sentry/net/hostinet/tcp_host.h).
+  net::hostinet::StartPublishing(net::NetNamespace::Root(),
+                                 &net::tcp::EnqueueHostConnection);
+  // Host mode: UDP datagrams off the sandbox through the broker.
+  net::hostinet::StartUdpHostPath(net::NetNamespace::Root());
   // Host mode with an egress policy: the sandbox's own name server
   // (sentry/net/hostinet/name_server.h), which /etc/resolv.conf names.
   const bool name_server =
@@ -450,6 +459,7 @@ int BootMain(int argc, char** argv) {
   // The broker's reader delivers into the kernel's sockets: it stops
   // first. Closing the connection ends the broker.
   net::hostinet::StopNameServer();
+  net::hostinet::StopUdpHostPath();
   net::hostinet::BrokerClient::Stop();
   k.reset();
   mntns.reset();  // Its files' pages live in the platform's memory file.
