@@ -14,7 +14,9 @@
 // Not done: connect(2) of a guest UDP socket to an off-host destination
 // (the hook cannot record the peer in the guest socket: ENETUNREACH stays
 // until udp/ keeps it), and ICMP errors of the host path (a refused port is
-// silent).
+// silent). Its destinations are off the sandbox only: a loopback one is
+// the sandbox's own (unlike TCP's, which falls back to the host when no
+// sandbox socket listens).
 #ifndef SENTRY_NET_HOSTINET_UDP_HOST_H_
 #define SENTRY_NET_HOSTINET_UDP_HOST_H_
 
