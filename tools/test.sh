@@ -17,6 +17,13 @@ start=$(date +%s)
 bazel --batch test //... "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 echo "bazel test exited $rc after $(( $(date +%s) - start )) s"
+# The lock annotations, checked by clang against what the build generated
+# (one more case in the count).
+if tools/thread-safety.sh --direct; then
+  echo "//tools:thread_safety_check PASSED" >>"$log"
+else
+  echo "//tools:thread_safety_check FAILED" >>"$log"
+fi
 # bazel test leaves the bazel-testlogs symlink; no second (batch) JVM start.
 python3 tools/count-tests.py "$log" "$(readlink -f bazel-testlogs)"
 count_rc=$?

@@ -4,9 +4,17 @@
 # them, so this compiles every C++ source of the tree once more with clang,
 # syntax only.
 #
-# Usage: tools/thread-safety.sh [--selftest] [TARGET_PATTERN...]
+# Usage: tools/thread-safety.sh [--selftest] [--direct] [TARGET_PATTERN...]
 #   TARGET_PATTERN  what to check (default: every top-level package tree).
 #   --selftest      only check that a known violation is caught.
+#   --direct        no second output base and no aquery: every C++ source of
+#                   the repository (git ls-files; not third_party, and not the
+#                   guest programs and tests of test/ and perf/) is checked
+#                   with `clang++ -I. -Ibazel-bin` against the generated headers
+#                   the last `bazel build`/`bazel test` of the main output base
+#                   left in bazel-bin (the system's Abseil, gtest, gRPC and
+#                   protobuf headers are Debian's, as Bazel's build uses). What
+#                   tools/test.sh (so CI) runs after the tests.
 # How: builds the targets with Bazel under a separate output base (so that
 # generated headers exist), asks `bazel aquery` for every CppCompile command
 # line (paths relative to Bazel's execroot, which becomes each entry's
@@ -24,10 +32,12 @@ cd "$(dirname "$0")/.." || exit 2
 tools/install-deps.sh --dev || exit 2
 root="$PWD"
 selftest=0
+direct=0
 patterns=()
 for arg in "$@"; do
   case "$arg" in
     --selftest) selftest=1 ;;
+    --direct) direct=1 ;;
     -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     -*) echo "thread-safety: unknown flag $arg" >&2; exit 2 ;;
     *) patterns+=("$arg") ;;
@@ -65,6 +75,33 @@ CC
   fi
   echo "thread-safety: selftest ok (a write without the lock is an error)"
   exit 0
+fi
+
+if [ $direct -eq 1 ]; then
+  [ -d bazel-bin ] || { echo "thread-safety: no bazel-bin (build first)" >&2; exit 2; }
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  # Not the guest programs of test/ and perf/ (no locks of ours there).
+  git ls-files '*.cc' | grep -v '^third_party/\|^test/\|^perf/' >"$tmp/files"
+  total=$(wc -l <"$tmp/files")
+  start=$(date +%s)
+  # One clang per file, as many at once as there are CPUs; a file's errors
+  # go to its own log so that parallel output does not interleave.
+  xargs -P "$(nproc)" -I{} sh -c '
+    d="$1"; f="$2"; shift 2
+    log="$d/$(echo "$f" | tr / _).log"
+    clang++ -std=c++20 "$@" 2>"$log" >/dev/null || echo "$f" >>"$d/failed"
+  ' _ "$tmp" {} "${clang_flags[@]}" -I. -Ibazel-bin {} <"$tmp/files" 2>/dev/null
+  n=0
+  if [ -f "$tmp/failed" ]; then
+    n=$(wc -l <"$tmp/failed")
+    while read -r f; do
+      echo "thread-safety: $f:"
+      grep -E "error|note" "$tmp/$(echo "$f" | tr / _).log" | head -20
+    done <"$tmp/failed"
+  fi
+  echo "thread-safety: $total files checked in $(( $(date +%s) - start )) s, $n with errors"
+  [ "$n" -eq 0 ] && exit 0 || exit 1
 fi
 
 ob="${THREAD_SAFETY_OUTPUT_BASE:-$HOME/.cache/bazel-ob/thread-safety}"

@@ -134,6 +134,9 @@ CpuSample SampleTask(const Task& t, const Task* self) {
 }
 
 CpuSample SampleProcessLocked(ThreadGroup& tg, const Task* self) {
+  // (ThreadGroup is incomplete in cpu_clock.h, so the precondition is
+  // stated here for the analysis.)
+  tg.signal_mu().AssertHeld();
   CpuSample out = tg.cpu_times().exited;
   for (Task* t : tg.TasksLocked()) {
     if (t->cpu_clock().retired) continue;

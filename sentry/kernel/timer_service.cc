@@ -3,7 +3,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 
 namespace sandbox::kernel {
 
@@ -40,12 +39,14 @@ std::vector<DeadlineQueue::Fn> DeadlineQueue::TakeExpired(int64_t now) {
 
 TimerService::~TimerService() {
   alive_.reset();
+  std::thread t;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     stop_ = true;
+    t = std::move(thread_);
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  cv_.SignalAll();
+  if (t.joinable()) t.join();
 }
 
 int64_t TimerService::Now() {
@@ -59,7 +60,7 @@ TimerService::Id TimerService::Schedule(int64_t deadline_ns,
   Id id;
   bool wake;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     std::optional<int64_t> before = queue_.NextDeadline();
     id = queue_.Add(deadline_ns, std::move(fn));
     wake = !before.has_value() || deadline_ns < *before;
@@ -67,40 +68,40 @@ TimerService::Id TimerService::Schedule(int64_t deadline_ns,
       thread_ = std::thread([this] { Loop(); });
     }
   }
-  if (wake) cv_.notify_all();
+  if (wake) cv_.SignalAll();
   return id;
 }
 
 void TimerService::Cancel(Id id) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   queue_.Remove(id);
 }
 
 size_t TimerService::Pending() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   return queue_.size();
 }
 
 void TimerService::Loop() {
-  std::unique_lock<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   while (!stop_) {
     std::vector<DeadlineQueue::Fn> due = queue_.TakeExpired(Now());
     if (!due.empty()) {
-      l.unlock();
+      mu_.Unlock();
       for (auto& fn : due) fn();
       due.clear();  // callbacks' captures go without the lock held
-      l.lock();
+      mu_.Lock();
       continue;
     }
     std::optional<int64_t> next = queue_.NextDeadline();
     if (!next.has_value()) {
-      cv_.wait(l);
+      cv_.Wait(&mu_);
     } else {
-      // steady_clock is CLOCK_MONOTONIC, the queue's time base. At most an
-      // hour at a time: a far deadline ("never") must not overflow the
-      // library's now + duration.
+      // A relative timeout (Abseil measures it on a steady clock, the
+      // queue's CLOCK_MONOTONIC time base). At most an hour at a time: a far
+      // deadline ("never") must not overflow.
       const int64_t left = std::min<int64_t>(*next - Now(), 3600000000000LL);
-      if (left > 0) cv_.wait_for(l, std::chrono::nanoseconds(left));
+      if (left > 0) cv_.WaitWithTimeout(&mu_, absl::Nanoseconds(left));
     }
   }
 }

@@ -16,17 +16,17 @@
 
 #include <stdint.h>
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 
 namespace sandbox::kernel {
 
@@ -66,24 +66,27 @@ class TimerService {
   static int64_t Now();
   // Runs `fn` on the service thread at or soon after `deadline_ns`
   // (CLOCK_MONOTONIC); a deadline in the past runs at once.
-  Id Schedule(int64_t deadline_ns, DeadlineQueue::Fn fn);
+  Id Schedule(int64_t deadline_ns, DeadlineQueue::Fn fn)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Removes a queued entry (no effect once it has started running).
-  void Cancel(Id id);
+  void Cancel(Id id) ABSL_LOCKS_EXCLUDED(mu_);
   // Entries queued (tests, /proc).
-  size_t Pending();
+  size_t Pending() ABSL_LOCKS_EXCLUDED(mu_);
   // Expires when the service is destroyed: an owner that may outlive it
   // (a timerfd file closed after the kernel's service went) Cancels only
   // while the token is alive. Not for concurrent use with the destructor.
   std::weak_ptr<const void> alive() const { return alive_; }
 
  private:
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  DeadlineQueue queue_;  // guarded by mu_
-  bool stop_ = false;    // guarded by mu_
-  std::thread thread_;   // started under mu_ by the first Schedule
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // the queue's head moved earlier, or stop_
+  DeadlineQueue queue_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Started under mu_ by the first Schedule; joined by the destructor
+  // after stop_ (no Schedule may race with the destructor).
+  std::thread thread_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const void> alive_ = std::make_shared<int>(0);
 };
 

@@ -138,7 +138,9 @@ std::string NewComm(const std::string& filename, bool fd_path,
                     const vfs::VfsFile& file) {
   std::string comm;
   if (fd_path) {
-    comm = file.vd().dentry->name();
+    const vfs::Dentry& d = *file.vd().dentry;
+    absl::ReaderMutexLock l(&d.fs().tree_mu());
+    comm = d.name();
   } else {
     comm = filename.substr(filename.rfind('/') + 1);  // npos + 1 == 0
   }

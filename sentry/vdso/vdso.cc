@@ -258,7 +258,8 @@ class Timekeeper {
                    kMaxInterval);
     const double interval_ns = absl::ToDoubleNanoseconds(interval);
 
-    VdsoData next = params_;
+    VdsoData next = Snapshot();  // params_ changes only under fit_mu_
+    const bool fitted = fitted_;
     // The switch point: lines continue from where they are now.
     const uint64_t at = RdtscOrdered();
     bool bad = false;
@@ -268,7 +269,7 @@ class Timekeeper {
           host.ns +
           static_cast<int64_t>(
               (static_cast<double>(at) - static_cast<double>(host.tsc)) * f);
-      if (!fitted_) {
+      if (!fitted) {
         c = {at, target, MultFor(f), kShift, 0};
         return;
       }
@@ -321,7 +322,7 @@ class Timekeeper {
   absl::Duration Bad() ABSL_EXCLUSIVE_LOCKS_REQUIRED(fit_mu_) {
     if (++bad_fits_ >= kMaxBadFits) {
       disabled_ = true;
-      VdsoData next = params_;
+      VdsoData next = Snapshot();
       next.enabled = 0;
       Publish(next);
     }

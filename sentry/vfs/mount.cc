@@ -199,6 +199,7 @@ std::string Mount::RootPath() const {
   {
     absl::ReaderMutexLock l(&fs_->tree_mu());
     for (const Dentry* d = root_.get(); d != nullptr;) {
+      d->fs().tree_mu().AssertReaderHeld();  // one file system: fs_'s
       std::shared_ptr<Dentry> parent = d->parent();
       if (parent == nullptr) break;
       names.push_back(d->name());

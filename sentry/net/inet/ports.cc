@@ -330,7 +330,7 @@ KResult<Binding> PortTable::BindConnect(const BindRequest& req,
   if (high < low) return kEADDRNOTAVAIL;
   const uint32_t remaining = high - low + 1;
   uint32_t offset = RandomLocked(remaining) & ~1u;
-  auto usable = [&](uint16_t port) {
+  auto usable = [&](uint16_t port) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = ports_.find(port);
     if (it == ports_.end()) return true;
     for (const BindingEntry* e : it->second) {

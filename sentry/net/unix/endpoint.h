@@ -183,11 +183,12 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
 // A new Endpoint of `type` in `ns`, listed for /proc/net/unix.
 EndpointRef NewEndpoint(int type, NetNamespace& ns);
 
-// Locks two Endpoints' mu_ (lower address first; once if the same).
-class LockPair {
+// Locks two Endpoints' mu_ (lower address first; once if the same). A
+// scoped capability: the analysis sees both held for its lifetime.
+class ABSL_SCOPED_LOCKABLE LockPair {
  public:
-  LockPair(Endpoint& a, Endpoint& b) ABSL_NO_THREAD_SAFETY_ANALYSIS;
-  ~LockPair() ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  LockPair(Endpoint& a, Endpoint& b) ABSL_EXCLUSIVE_LOCK_FUNCTION(a.mu_, b.mu_);
+  ~LockPair() ABSL_UNLOCK_FUNCTION();
   LockPair(const LockPair&) = delete;
   LockPair& operator=(const LockPair&) = delete;
 

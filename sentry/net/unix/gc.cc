@@ -108,29 +108,34 @@ void ForEachChild(Endpoint& ep, F fn) {
   }
 }
 
+// Takes the in-flight descriptions out of `e`'s queue into `out`,
+// un-counting them, and lists its pending connections in `embryos`.
+void TakeRightsLocked(GcState& g, Endpoint& e, std::vector<vfs::FileRef>* out,
+                      std::vector<EndpointRef>* embryos)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(g.mu, e.mu_) {
+  for (const MessagePtr& m : e.queue_) {
+    for (vfs::FileRef& f : m->rights) {
+      NotInflightLocked(g, f, m->rights_uid);
+      out->push_back(std::move(f));
+    }
+    m->rights.clear();
+    if (m->embryo != nullptr) embryos->push_back(m->embryo);
+  }
+}
+
 // Takes every in-flight description out of `ep`'s queue (and its pending
 // connections'), un-counting them. Requires gc mu.
 void TakeAllRights(GcState& g, Endpoint& ep, std::vector<vfs::FileRef>* out)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(g.mu) {
   std::vector<EndpointRef> embryos;
-  auto take = [&](Endpoint& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g.mu, e.mu_) {
-    for (const MessagePtr& m : e.queue_) {
-      for (vfs::FileRef& f : m->rights) {
-        NotInflightLocked(g, f, m->rights_uid);
-        out->push_back(std::move(f));
-      }
-      m->rights.clear();
-      if (m->embryo != nullptr) embryos.push_back(m->embryo);
-    }
-  };
   {
     absl::MutexLock l(&ep.mu_);
-    take(ep);
+    TakeRightsLocked(g, ep, out, &embryos);
   }
-  std::vector<EndpointRef> list = std::move(embryos);
-  for (const EndpointRef& e : list) {
+  std::vector<EndpointRef> nested;  // embryos have no embryos
+  for (const EndpointRef& e : embryos) {
     absl::MutexLock l(&e->mu_);
-    take(*e);
+    TakeRightsLocked(g, *e, out, &nested);
   }
 }
 
