@@ -20,8 +20,11 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "broker/protocol/codec.h"
+#include "broker/server/server.h"
 #include "runsc-compat/limit_flags.h"
 #include "runsc-compat/log_flags.h"
+#include "runsc-compat/network_flags.h"
 #include "sentry/boot/boot.h"
 #include "sentry/boot/boot_spec.h"
 
@@ -143,8 +146,11 @@ bool MoveFd(int fd, int target) {
 // FDs).
 constexpr int kFirstGoferFd = boot::kStatusFd + 1;
 
-// The most FDs MoveFds moves: spec, exec, status and the Gofer's.
-constexpr size_t kMaxMoved = 3 + 1 + boot::kMaxGoferMounts;
+// The most FDs MoveFds moves: spec, exec, status, the Gofer's and the
+// broker's connection (the broker: its connection and the published
+// ports' listeners).
+constexpr size_t kMaxMoved =
+    3 + 1 + std::max(boot::kMaxGoferMounts, boot::kMaxPublishedPorts);
 
 // Moves from[i] to to[i] for each i < n, close-on-exec cleared (after fork:
 // no allocation). Each is first copied above every target, so that no move
@@ -170,6 +176,8 @@ void PrintDoHelp(int fd) {
   (void)!write(fd, kDoHelp, sizeof(kDoHelp) - 1);
   (void)!write(fd, "\n", 1);
   (void)!write(fd, kLimitFlagsHelp, strlen(kLimitFlagsHelp));
+  (void)!write(fd, "\n", 1);
+  (void)!write(fd, kNetworkFlagsHelp, strlen(kNetworkFlagsHelp));
 }
 
 absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value) {
@@ -214,6 +222,8 @@ int DoCommand(int argc, char** argv) {
   std::vector<BindFlag> binds;
   LimitFlags limits = DefaultLimits();
   std::string limit_error;
+  NetworkFlags net;
+  std::string net_error;
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -255,6 +265,8 @@ int DoCommand(int argc, char** argv) {
                           a));
     } else if (ParseLimitFlag(a, &limits, &limit_error)) {
       if (!limit_error.empty()) return Usage(limit_error);
+    } else if (ParseNetworkFlag(a, &net, &net_error)) {
+      if (!net_error.empty()) return Usage(net_error);
     } else if (a.rfind("--bind=", 0) == 0) {
       absl::StatusOr<BindFlag> b = ParseBindFlag(a.substr(7));
       if (!b.ok()) return Usage(std::string(b.status().message()));
@@ -283,6 +295,21 @@ int DoCommand(int argc, char** argv) {
     }
     if (b.guest == b.host && b.host[0] != '/') b.guest = real;
     b.host = real;
+  }
+  // The network: the policy checked (and its files read) here, so that a
+  // bad entry is a usage error; the published ports' host sockets made
+  // here too (a port in use fails before anything starts), then handed to
+  // the broker, the only process that keeps them.
+  bool egress_enforcing = false;
+  absl::StatusOr<std::vector<std::string>> policy_args =
+      BrokerPolicyArgs(net, &egress_enforcing);
+  if (!policy_args.ok())
+    return Usage(std::string(policy_args.status().message()));
+  std::vector<broker::Listener> listeners;
+  if (absl::Status ls = broker::OpenPublishListeners(net.publishes, &listeners);
+      !ls.ok()) {
+    absl::FPrintF(stderr, "runsc do: %s\n", ls.message());
+    return 125;
   }
   spec.memory_limit = limits.memory;
   spec.pids_limit = limits.pids;
@@ -378,6 +405,36 @@ int DoCommand(int argc, char** argv) {
     }
   }
 
+  // The broker's connection (SOCK_SEQPACKET: one message a record,
+  // broker/protocol) and command line: its end at 3, the listeners from 4.
+  std::vector<std::string> broker_args;
+  int broker_sentry_end = -1, broker_end = -1;
+  if (NeedsBroker(net)) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      absl::FPrintF(stderr, "runsc do: socketpair: %s\n", strerror(errno));
+      close_all();
+      return 125;
+    }
+    broker_sentry_end = sv[0];
+    broker_end = sv[1];
+    spec.broker_fd = kFirstGoferFd + static_cast<int>(sentry_ends.size());
+    spec.network =
+        net.host ? boot::NetworkMode::kHost : boot::NetworkMode::kNone;
+    spec.egress_policy = egress_enforcing;
+    broker_args = {"runsc-broker", "broker", "--fd=3"};
+    for (size_t k = 0; k < listeners.size(); ++k) {
+      const broker::Publish& p = listeners[k].publish;
+      broker_args.push_back(absl::StrFormat("--listener=%d:%s", 4 + k,
+                                            broker::PublishToString(p)));
+      spec.published.push_back(
+          {p.proto == broker::Proto::kUdp ? boot::PublishedPort::kUdp
+                                          : boot::PublishedPort::kTcp,
+           p.guest_port, broker::EndpointToString(p.host)});
+    }
+    for (const std::string& a : *policy_args) broker_args.push_back(a);
+  }
+
   auto spec_fd = boot::WriteBootSpecToMemfd(spec);
   if (!spec_fd.ok()) {
     absl::FPrintF(stderr, "runsc do: %s\n", spec_fd.status().ToString());
@@ -441,6 +498,46 @@ int DoCommand(int argc, char** argv) {
     gofer_ends.clear();
   }
 
+  pid_t broker_pid = -1;
+  if (broker_end >= 0) {
+    std::vector<int> from = {broker_end}, to = {3};
+    for (size_t k = 0; k < listeners.size(); ++k) {
+      from.push_back(listeners[k].fd.get());
+      to.push_back(4 + static_cast<int>(k));
+    }
+    std::vector<char*> bargv;
+    for (std::string& a : broker_args) bargv.push_back(a.data());
+    bargv.push_back(nullptr);
+    broker_pid = fork();
+    if (broker_pid < 0) {
+      absl::FPrintF(stderr, "runsc do: fork: %s\n", strerror(errno));
+      if (gofer > 0) kill(gofer, SIGKILL);
+      close_all();
+      return 125;
+    }
+    if (broker_pid == 0) {
+      // The broker: dies with the CLI, ends when the Sentry's end of its
+      // connection closes (the Sentry died or exited). Only
+      // async-signal-safe calls here.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(125);
+      setpgid(0, 0);
+      for (int s : kForwarded) signal(s, SIG_IGN);
+      signal(SIGPIPE, SIG_IGN);
+      if (!MoveFds(from.data(), to.data(), from.size())) _exit(125);
+      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null < 0 || !MoveFd(null, 0) || dup2(0, 1) != 1) _exit(125);
+      syscall(SYS_close_range, 4 + listeners.size(), ~0u, 0);
+      sigprocmask(SIG_SETMASK, &old, nullptr);
+      char self[] = "/proc/self/exe";
+      char* env[] = {nullptr};
+      execve(self, bargv.data(), env);
+      _exit(125);
+    }
+    close(broker_end);
+    listeners.clear();  // the broker's now
+  }
+
   std::vector<int> sentry_from = {*spec_fd, status_pipe[1]};
   std::vector<int> sentry_to = {boot::kSpecFd, boot::kStatusFd};
   if (exe >= 0) {
@@ -451,10 +548,15 @@ int DoCommand(int argc, char** argv) {
     sentry_from.push_back(sentry_ends[c]);
     sentry_to.push_back(kFirstGoferFd + static_cast<int>(c));
   }
+  if (broker_sentry_end >= 0) {
+    sentry_from.push_back(broker_sentry_end);
+    sentry_to.push_back(spec.broker_fd);
+  }
   pid_t child = fork();
   if (child < 0) {
     absl::FPrintF(stderr, "runsc do: fork: %s\n", strerror(errno));
     if (gofer > 0) kill(gofer, SIGKILL);
+    if (broker_pid > 0) kill(broker_pid, SIGKILL);
     close_all();
     return 125;
   }
@@ -467,7 +569,9 @@ int DoCommand(int argc, char** argv) {
     if (!MoveFds(sentry_from.data(), sentry_to.data(), sentry_from.size())) {
       _exit(125);
     }
-    syscall(SYS_close_range, kFirstGoferFd + sentry_ends.size(), ~0u, 0);
+    syscall(SYS_close_range,
+            kFirstGoferFd + sentry_ends.size() + (broker_sentry_end >= 0), ~0u,
+            0);
     sigprocmask(SIG_SETMASK, &old, nullptr);
     char self[] = "/proc/self/exe";
     char arg0[] = "runsc-sentry";
@@ -480,28 +584,38 @@ int DoCommand(int argc, char** argv) {
   close(*spec_fd);
   close(status_pipe[1]);
   close_all();
+  if (broker_sentry_end >= 0) close(broker_sentry_end);
 
   // Forward signals until the Sentry exits.
   int wstatus = 0;
-  int gofer_status = 0;
+  int gofer_status = 0, broker_status = 0;
   bool gofer_reaped = gofer < 0;
+  bool broker_reaped = broker_pid < 0;
+  auto reap_helpers = [&] {
+    if (!gofer_reaped && waitpid(gofer, &gofer_status, WNOHANG) == gofer) {
+      gofer_reaped = true;
+    }
+    if (!broker_reaped &&
+        waitpid(broker_pid, &broker_status, WNOHANG) == broker_pid) {
+      broker_reaped = true;
+    }
+  };
   for (;;) {
     siginfo_t info;
     int sig = sigwaitinfo(&set, &info);
     if (sig < 0) continue;
     if (sig == SIGCHLD) {
-      if (!gofer_reaped && waitpid(gofer, &gofer_status, WNOHANG) == gofer) {
-        gofer_reaped = true;
-      }
+      reap_helpers();
       pid_t r = waitpid(child, &wstatus, WNOHANG);
       if (r == child) break;
       continue;
     }
     kill(child, sig);
   }
-  // The Sentry is gone, and with it the last ends of the Gofer's
-  // connections: the Gofer ends by itself. Give it a moment, then kill it.
-  if (!gofer_reaped) {
+  // The Sentry is gone, and with it the last ends of the Gofer's and the
+  // broker's connections: they end by themselves. Give them a moment, then
+  // kill them.
+  {
     timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += 2;
@@ -509,14 +623,21 @@ int DoCommand(int argc, char** argv) {
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     for (;;) {
-      if (waitpid(gofer, &gofer_status, WNOHANG) == gofer) break;
+      reap_helpers();
+      if (gofer_reaped && broker_reaped) break;
       timespec now, left;
       clock_gettime(CLOCK_MONOTONIC, &now);
       int64_t ns = (deadline.tv_sec - now.tv_sec) * 1000000000LL +
                    (deadline.tv_nsec - now.tv_nsec);
       if (ns <= 0) {
-        kill(gofer, SIGKILL);
-        waitpid(gofer, &gofer_status, 0);
+        if (!gofer_reaped) {
+          kill(gofer, SIGKILL);
+          waitpid(gofer, &gofer_status, 0);
+        }
+        if (!broker_reaped) {
+          kill(broker_pid, SIGKILL);
+          waitpid(broker_pid, &broker_status, 0);
+        }
         break;
       }
       left.tv_sec = ns / 1000000000LL;
@@ -526,6 +647,8 @@ int DoCommand(int argc, char** argv) {
   }
   const bool gofer_failed =
       gofer > 0 && WIFEXITED(gofer_status) && WEXITSTATUS(gofer_status) != 0;
+  const bool broker_failed = broker_pid > 0 && WIFEXITED(broker_status) &&
+                             WEXITSTATUS(broker_status) != 0;
 
   boot::BootStatus bs;
   ssize_t n = read(status_pipe[0], &bs, sizeof(bs));
@@ -557,6 +680,11 @@ int DoCommand(int argc, char** argv) {
                       "runsc do: the Gofer (the host's files) failed to "
                       "start: exit status %d\n",
                       WEXITSTATUS(gofer_status));
+      }
+      if (broker_failed) {
+        absl::FPrintF(stderr,
+                      "runsc do: the network broker failed: exit status %d\n",
+                      WEXITSTATUS(broker_status));
       }
       return 125;
   }

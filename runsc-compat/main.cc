@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "runsc-compat/broker_command.h"
 #include "runsc-compat/do_command.h"
 #include "runsc-compat/gofer_command.h"
 #include "sentry/boot/boot.h"
@@ -34,6 +35,9 @@ Internal:
   boot    the Sentry process that 'runsc do' starts (not for direct use)
   gofer   the Gofer process that 'runsc do' starts to serve the host's
           files (not for direct use; flags as //gofer:gofer's)
+  broker  the network broker that 'runsc do' starts for --network=host
+          and --publish: the only process that opens host sockets for the
+          sandbox (not for direct use; flags in broker/broker.h)
 )";
 
 void PrintHelp(int fd) { (void)!write(fd, kHelp, sizeof(kHelp) - 1); }
@@ -88,6 +92,9 @@ int main(int argc, char** argv) {
   if (cmd == "do") return sandbox::runsc::DoCommand(argc - 1, argv + 1);
   if (cmd == "boot") return sandbox::boot::BootMain(argc - 1, argv + 1);
   if (cmd == "gofer") return sandbox::runsc::GoferCommand(argc - 1, argv + 1);
+  if (cmd == "broker") {
+    return sandbox::runsc::BrokerCommand(argc - 1, argv + 1);
+  }
   absl::FPrintF(stderr, "runsc: unknown command '%s'\nTry 'runsc --help'.\n",
                 cmd);
   return 2;

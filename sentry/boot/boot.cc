@@ -38,6 +38,12 @@
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/stats.h"
 #include "sentry/net/families.h"
+#include "sentry/net/hostinet/broker_client.h"
+#include "sentry/net/hostinet/name_server.h"
+#include "sentry/net/hostinet/tcp_host.h"
+#include "sentry/net/hostinet/udp_host.h"
+#include "sentry/net/namespace.h"
+#include "sentry/net/tcp/tcp_socket.h"
 #include "sentry/net/unix/unix.h"
 #include "sentry/syscalls/table.h"
 #include "sentry/vfs/fs_context.h"
@@ -238,6 +244,7 @@ int BootMain(int argc, char** argv) {
     std::vector<int> keep = {kStatusFd, debug_fd, log_fd, spec.root_gofer_fd};
     for (const SeedEntry& e : spec.seed) keep.push_back(e.host_fd);
     for (const GoferMount& m : spec.gofer_mounts) keep.push_back(m.fd);
+    keep.push_back(spec.broker_fd);
     absl::Status s = confine::ConfineProcess({.keep_fds = keep});
     if (!s.ok()) return Fail("cannot confine the Sentry: " + s.ToString());
     Phase(start, "confined (namespaces, empty root, no capabilities)");
@@ -250,6 +257,24 @@ int BootMain(int argc, char** argv) {
   sigemptyset(&fwd);
   for (int s : kForwarded) sigaddset(&fwd, s);
   pthread_sigmask(SIG_BLOCK, &fwd, nullptr);
+
+  // The network broker's client (sentry/net/hostinet): its reader thread
+  // starts with the forwarded signals blocked, before the seccomp filter
+  // (TSYNC covers it).
+  if (spec.broker_fd >= 0) {
+    std::vector<net::hostinet::PublishedPort> published;
+    for (const PublishedPort& p : spec.published) {
+      published.push_back({p.proto == PublishedPort::kUdp ? broker::Proto::kUdp
+                                                          : broker::Proto::kTcp,
+                           p.guest_port});
+      kernel::LogDebug("boot: published %s -> guest port %d%s", p.host,
+                       p.guest_port,
+                       p.proto == PublishedPort::kUdp ? "/udp" : "");
+    }
+    net::hostinet::BrokerClient::Start(spec.broker_fd,
+                                       spec.network == NetworkMode::kHost,
+                                       std::move(published));
+  }
 
   auto mf = platform::MemoryFile::Create(kMemoryFileSize);
   if (!mf.ok()) return Fail("memory file: " + mf.status().ToString());
@@ -265,6 +290,17 @@ int BootMain(int argc, char** argv) {
   // The socket families, before the first task (the registry is read
   // without a lock afterwards: sentry/net/family.h).
   net::RegisterBuiltinFamilies();
+  // Published ports: the broker's connections go to the guest's TCP
+  // listeners (sentry/net/hostinet/tcp_host.h).
+  net::hostinet::StartPublishing(net::NetNamespace::Root(),
+                                 &net::tcp::EnqueueHostConnection);
+  // Host mode: UDP datagrams off the sandbox through the broker.
+  net::hostinet::StartUdpHostPath(net::NetNamespace::Root());
+  // Host mode with an egress policy: the sandbox's own name server
+  // (sentry/net/hostinet/name_server.h), which /etc/resolv.conf names.
+  const bool name_server =
+      spec.network == NetworkMode::kHost && spec.egress_policy &&
+      net::hostinet::StartNameServer(net::NetNamespace::Root());
   std::unique_ptr<syscalls::SyscallTable> table =
       syscalls::SyscallTable::CreateLinux64();
   table->SetStraceOptions(
@@ -299,6 +335,15 @@ int BootMain(int argc, char** argv) {
     mntns = std::move(ns).value();
   }
   Phase(start, "root file system ready");
+  if (name_server) {
+    const kernel::Credentials root = kernel::Credentials::Root();
+    KResult<void> w = net::hostinet::WriteResolvConf(
+        vfs::ResolveBase{root, mntns->Root(), mntns->Root()});
+    if (!w.ok()) {
+      kernel::LogWarning("/etc/resolv.conf for the sandbox's name server: %s",
+                         w.error().message());
+    }
+  }
 
   const kernel::Credentials creds = kernel::Credentials::Root();
   vfs::ResolveBase base{creds, mntns->Root(), mntns->Root()};
@@ -372,8 +417,9 @@ int BootMain(int argc, char** argv) {
       host_sockets |= m.host_sockets;
     }
     absl::Status s = confine::InstallSentryFilter(
-        confine::SentryAllowlist(
-            {.self_pid = getpid(), .host_sockets = host_sockets}),
+        confine::SentryAllowlist({.self_pid = getpid(),
+                                  .host_sockets = host_sockets,
+                                  .host_network = spec.broker_fd >= 0}),
         spec.debug_seccomp ? confine::SeccompMode::kTrace
                            : confine::SeccompMode::kKill);
     if (!s.ok()) {
@@ -410,6 +456,11 @@ int BootMain(int argc, char** argv) {
   found->file.reset();
   lr->file.reset();
   plat->memory_file().SetOomHandler(nullptr);
+  // The broker's reader delivers into the kernel's sockets: it stops
+  // first. Closing the connection ends the broker.
+  net::hostinet::StopNameServer();
+  net::hostinet::StopUdpHostPath();
+  net::hostinet::BrokerClient::Stop();
   k.reset();
   mntns.reset();  // Its files' pages live in the platform's memory file.
   Phase(start, "kernel destroyed");

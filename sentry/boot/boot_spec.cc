@@ -18,6 +18,9 @@ constexpr char kMagic[3] = {'R', 'S', 'B'};
 constexpr char kVersion1 = '1';
 constexpr char kVersion2 = '2';
 constexpr char kVersion3 = '3';
+constexpr char kVersion4 = '4';
+constexpr uint32_t kNetHost = 1;
+constexpr uint32_t kNetPolicy = 2;
 constexpr uint32_t kGoferMountReadOnly = 1;
 constexpr uint32_t kGoferMountShared = 2;
 constexpr uint32_t kGoferMountSuid = 4;
@@ -128,6 +131,37 @@ class Reader {
     }
     return true;
   }
+  // Version 4's network.
+  bool Network(BootSpec* spec) {
+    uint32_t fd, flags, n;
+    if (!U32(&fd) || !U32(&flags) || !U32(&n)) return false;
+    spec->broker_fd = static_cast<int32_t>(fd);
+    if ((flags & ~(kNetHost | kNetPolicy)) != 0 || spec->broker_fd < -1) {
+      return false;
+    }
+    spec->network =
+        (flags & kNetHost) ? NetworkMode::kHost : NetworkMode::kNone;
+    spec->egress_policy = flags & kNetPolicy;
+    // Host mode and published ports need the broker.
+    if ((spec->network == NetworkMode::kHost || n > 0) && spec->broker_fd < 0) {
+      return false;
+    }
+    if (n > kMaxPublishedPorts) return false;
+    spec->published.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      PublishedPort p;
+      uint32_t proto, port;
+      if (!U32(&proto) || !U32(&port) || !String(&p.host)) return false;
+      if ((proto != PublishedPort::kTcp && proto != PublishedPort::kUdp) ||
+          port == 0 || port > 65535 || p.host.size() > 64) {
+        return false;
+      }
+      p.proto = static_cast<PublishedPort::Proto>(proto);
+      p.guest_port = static_cast<uint16_t>(port);
+      spec->published.push_back(std::move(p));
+    }
+    return true;
+  }
   bool AtEnd() const { return pos_ == d_.size(); }
 
  private:
@@ -139,7 +173,7 @@ class Reader {
 
 std::string SerializeBootSpec(const BootSpec& spec) {
   std::string out(kMagic, sizeof(kMagic));
-  out.push_back(kVersion3);
+  out.push_back(kVersion4);
   PutU32(&out, (spec.strace ? kFlagStrace : 0) |
                    (spec.strace_summary ? kFlagStraceSummary : 0) |
                    (spec.unconfined ? kFlagUnconfined : 0) |
@@ -177,17 +211,27 @@ std::string SerializeBootSpec(const BootSpec& spec) {
   }
   PutU64(&out, spec.memory_limit);
   PutU32(&out, spec.pids_limit);
+  PutU32(&out, static_cast<uint32_t>(spec.broker_fd));
+  PutU32(&out, (spec.network == NetworkMode::kHost ? kNetHost : 0) |
+                   (spec.egress_policy ? kNetPolicy : 0));
+  PutU32(&out, static_cast<uint32_t>(spec.published.size()));
+  for (const PublishedPort& p : spec.published) {
+    PutU32(&out, p.proto);
+    PutU32(&out, p.guest_port);
+    PutString(&out, p.host);
+  }
   return out;
 }
 
 absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
   if (data.size() > kMaxSize || data.size() < sizeof(kMagic) + 1 ||
       memcmp(data.data(), kMagic, sizeof(kMagic)) != 0 ||
-      (data[3] != kVersion1 && data[3] != kVersion2 && data[3] != kVersion3)) {
+      (data[3] < kVersion1 || data[3] > kVersion4)) {
     return absl::InvalidArgumentError("boot spec: bad magic or size");
   }
   const bool v2 = data[3] >= kVersion2;
   const bool v3 = data[3] >= kVersion3;
+  const bool v4 = data[3] >= kVersion4;
   Reader r(data);
   BootSpec spec;
   uint32_t flags;
@@ -196,7 +240,7 @@ absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
       !r.String(&spec.log) || !r.Strings(&spec.argv) ||
       !r.Strings(&spec.envp) || !r.Seed(&spec.seed) || (v2 && !r.Root(&spec)) ||
       (v3 && (!r.U64(&spec.memory_limit) || !r.U32(&spec.pids_limit))) ||
-      !r.AtEnd()) {
+      (v4 && !r.Network(&spec)) || !r.AtEnd()) {
     return absl::InvalidArgumentError("boot spec: truncated or malformed");
   }
   spec.strace = flags & kFlagStrace;

@@ -10,7 +10,11 @@
 // end: u32 root kind, i32 root_gofer_fd, u32 gofer mount count + mounts
 // (string path, i32 fd, u32 flags: 1 read-only, 2 shared, 4 suid, 8 host
 // Unix sockets). Version 1 (no
-// such fields) means a seeded tmpfs root; the writer always writes 2.
+// such fields) means a seeded tmpfs root. Version 3 adds u64 memory_limit,
+// u32 pids_limit. Version 4 adds the network: i32 broker_fd, u32 net flags
+// (1 host mode, 2 an egress policy), u32 publish count + entries (u32
+// proto: 1 TCP, 2 UDP; u32 guest port 1..65535; string host endpoint, for
+// logs). The writer always writes 4.
 #ifndef SENTRY_BOOT_BOOT_SPEC_H_
 #define SENTRY_BOOT_BOOT_SPEC_H_
 
@@ -72,6 +76,24 @@ struct GoferMount {
 // At most this many Gofer mounts.
 inline constexpr uint32_t kMaxGoferMounts = 256;
 
+// One runsc do --publish: the broker listens on `host` and hands each
+// connection (TCP) or peer's flow (UDP) to the Sentry for `guest_port`.
+struct PublishedPort {
+  enum Proto : uint32_t { kTcp = 1, kUdp = 2 };
+  Proto proto = kTcp;
+  uint16_t guest_port = 0;
+  std::string host;  // "127.0.0.1:8080" (for logs)
+};
+
+// At most this many --publish flags.
+inline constexpr uint32_t kMaxPublishedPorts = 256;
+
+// The network mode (runsc do --network).
+enum class NetworkMode : uint32_t {
+  kNone = 0,  // loopback only; no broker unless a port is published
+  kHost = 1,  // non-loopback destinations through the broker
+};
+
 struct BootSpec {
   std::string exe_path;  // absolute path of the program (AT_EXECFN, exe)
   std::string cwd;
@@ -103,6 +125,15 @@ struct BootSpec {
   // the default tmpfs size) and its tasks.
   uint64_t memory_limit = 0;
   uint32_t pids_limit = 0;
+  // The network (runsc do --network, --publish, --egress-*): the Sentry's
+  // end of its connection to the broker (broker/protocol; -1: no broker,
+  // nothing reaches the host), the mode, whether an egress policy is
+  // enforced (the broker decides; the Sentry only says so in
+  // /etc/resolv.conf), and the published ports.
+  int32_t broker_fd = -1;
+  NetworkMode network = NetworkMode::kNone;
+  bool egress_policy = false;
+  std::vector<PublishedPort> published;
 };
 
 std::string SerializeBootSpec(const BootSpec& spec);

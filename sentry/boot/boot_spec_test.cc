@@ -9,7 +9,11 @@ namespace sandbox::boot {
 namespace {
 
 // Version 3's tail: u64 memory_limit, u32 pids_limit.
-constexpr size_t kLimitsBytes = 8 + 4;
+constexpr size_t kLimitsBytes3 = 8 + 4;
+// Version 4's tail without a network: i32 broker fd, u32 flags, u32 count.
+constexpr size_t kNetBytes = 4 + 4 + 4;
+// What follows version 2's fields in a spec without a network.
+constexpr size_t kLimitsBytes = kLimitsBytes3 + kNetBytes;
 
 TEST(BootSpecTest, RoundTripThroughMemfd) {
   BootSpec s;
@@ -98,8 +102,14 @@ TEST(BootSpecTest, ParsesVersions1And2) {
   BootSpec s{.argv = {"x"}};
   s.memory_limit = 1 << 30;
   s.pids_limit = 9;
-  std::string v3 = SerializeBootSpec(s);
-  std::string v2 = v3.substr(0, v3.size() - kLimitsBytes);
+  std::string v4 = SerializeBootSpec(s);
+  std::string v3 = v4.substr(0, v4.size() - kNetBytes);
+  v3[3] = '3';
+  auto got3 = ParseBootSpec(v3);
+  ASSERT_TRUE(got3.ok()) << got3.status();
+  EXPECT_EQ(got3->memory_limit, uint64_t{1} << 30);
+  EXPECT_EQ(got3->broker_fd, -1);
+  std::string v2 = v3.substr(0, v3.size() - kLimitsBytes3);
   v2[3] = '2';
   auto got2 = ParseBootSpec(v2);
   ASSERT_TRUE(got2.ok()) << got2.status();
@@ -111,7 +121,9 @@ TEST(BootSpecTest, ParsesVersions1And2) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->argv, std::vector<std::string>{"x"});
   EXPECT_EQ(got->root, RootKind::kTmpfs);
-  v1[3] = '4';
+  v1[3] = '5';
+  EXPECT_FALSE(ParseBootSpec(v1).ok());
+  v1[3] = '0';
   EXPECT_FALSE(ParseBootSpec(v1).ok());
   // A version 1 spec with version 2's fields has trailing bytes; so has a
   // version 2 spec with version 3's.
@@ -119,6 +131,63 @@ TEST(BootSpecTest, ParsesVersions1And2) {
   EXPECT_FALSE(ParseBootSpec(v2).ok());
   v3[3] = '2';
   EXPECT_FALSE(ParseBootSpec(v3).ok());
+  v4[3] = '3';
+  EXPECT_FALSE(ParseBootSpec(v4).ok());
+}
+
+TEST(BootSpecTest, RoundTripsTheNetwork) {
+  BootSpec s{.argv = {"x"}};
+  s.broker_fd = 9;
+  s.network = NetworkMode::kHost;
+  s.egress_policy = true;
+  s.published = {{PublishedPort::kTcp, 8888, "127.0.0.1:18888"},
+                 {PublishedPort::kUdp, 53, "[::1]:5353"}};
+  auto got = ParseBootSpec(SerializeBootSpec(s));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->broker_fd, 9);
+  EXPECT_EQ(got->network, NetworkMode::kHost);
+  EXPECT_TRUE(got->egress_policy);
+  ASSERT_EQ(got->published.size(), 2u);
+  EXPECT_EQ(got->published[0].proto, PublishedPort::kTcp);
+  EXPECT_EQ(got->published[0].guest_port, 8888);
+  EXPECT_EQ(got->published[0].host, "127.0.0.1:18888");
+  EXPECT_EQ(got->published[1].proto, PublishedPort::kUdp);
+  EXPECT_EQ(got->published[1].guest_port, 53);
+  // The default: no broker, mode none.
+  auto none = ParseBootSpec(SerializeBootSpec(BootSpec{.argv = {"x"}}));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->broker_fd, -1);
+  EXPECT_EQ(none->network, NetworkMode::kNone);
+  EXPECT_TRUE(none->published.empty());
+}
+
+TEST(BootSpecTest, RejectsBadNetworkFields) {
+  BootSpec s{.argv = {"x"}};
+  s.broker_fd = 9;
+  s.published = {{PublishedPort::kTcp, 8888, "h"}};
+  const std::string good = SerializeBootSpec(s);
+  ASSERT_TRUE(ParseBootSpec(good).ok());
+  // Tail: fd, flags, count, proto, port, host (4+1).
+  const size_t tail = 4 + 4 + 4 + 4 + 4 + 4 + 1;
+  auto patched = [&](size_t off, uint32_t v) {
+    std::string d = good;
+    memcpy(&d[good.size() - tail + off], &v, 4);
+    return d;
+  };
+  EXPECT_FALSE(ParseBootSpec(patched(0, 0xfffffffe)).ok());  // fd -2
+  EXPECT_FALSE(ParseBootSpec(patched(0, 0xffffffff)).ok());  // ports, no fd
+  EXPECT_FALSE(ParseBootSpec(patched(4, 4)).ok());           // flags
+  EXPECT_FALSE(ParseBootSpec(patched(8, 0x7fffffff)).ok());  // count
+  EXPECT_FALSE(ParseBootSpec(patched(12, 3)).ok());          // proto
+  EXPECT_FALSE(ParseBootSpec(patched(16, 0)).ok());          // port 0
+  EXPECT_FALSE(ParseBootSpec(patched(16, 65536)).ok());
+  for (size_t n = good.size() - tail; n < good.size(); ++n) {
+    EXPECT_FALSE(ParseBootSpec(good.substr(0, n)).ok()) << n;
+  }
+  // Host mode without a broker.
+  BootSpec host{.argv = {"x"}};
+  host.network = NetworkMode::kHost;
+  EXPECT_FALSE(ParseBootSpec(SerializeBootSpec(host)).ok());
 }
 
 TEST(BootSpecTest, RejectsBadGoferFields) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -165,10 +166,25 @@ std::vector<Rule> SentryAllowlist(const AllowlistOptions& options) {
     r.push_back(AllowIf(SYS_accept4,
                         {{3, kInt, uint64_t(SOCK_NONBLOCK | SOCK_CLOEXEC)}},
                         "host Unix sockets: accept on a donated listener"));
-    r.push_back(Allow(SYS_shutdown, "host Unix sockets"));
+  }
+  if (options.host_sockets || options.host_network) {
+    r.push_back(Allow(SYS_shutdown, "donated host sockets"));
     for (unsigned long req : {FIONREAD, TIOCOUTQ}) {
       r.push_back(AllowIf(SYS_ioctl, {{1, kInt, req}},
-                          "host Unix sockets: SIOCINQ, SIOCOUTQ"));
+                          "donated host sockets: SIOCINQ, SIOCOUTQ"));
+    }
+  }
+  if (options.host_network) {
+    // Host Internet sockets the broker made, connected and donated
+    // (sentry/net/hostinet): their options (SO_ERROR after a non-blocking
+    // connect, SO_TYPE of a donated one, TCP_NODELAY...), at the socket,
+    // IP, IPv6 and TCP levels only.
+    for (int level : {int{SOL_SOCKET}, int{IPPROTO_IP}, int{IPPROTO_IPV6},
+                      int{IPPROTO_TCP}}) {
+      r.push_back(AllowIf(SYS_getsockopt, {{1, kInt, uint64_t(level)}},
+                          "broker-donated host sockets: options"));
+      r.push_back(AllowIf(SYS_setsockopt, {{1, kInt, uint64_t(level)}},
+                          "broker-donated host sockets: options"));
     }
   }
 

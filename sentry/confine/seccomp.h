@@ -53,6 +53,12 @@ struct AllowlistOptions {
   // Sentry listens, accepts and shuts down on the sockets the Gofer
   // donates (sentry/net/hostunix). Never socket, bind or connect.
   bool host_sockets = false;
+  // The sandbox has a network broker (runsc do --network=host or
+  // --publish): the Sentry shuts down, reads and sets options of, and asks
+  // FIONREAD/SIOCOUTQ of the host Internet sockets the broker donates
+  // (sentry/net/hostinet). Never socket, bind or connect: the broker makes
+  // and connects them.
+  bool host_network = false;
 };
 
 // The rules, in a fixed order (documentation order; see seccomp.cc).

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -145,6 +146,33 @@ TEST(SentryAllowlistTest, HostSocketsAllowOnlyCallsOnHeldSockets) {
       EXPECT_NE(r.nr, nr) << SyscallName(nr) << " has a rule: " << r.why;
     }
   }
+}
+
+// With a network broker: options and shutdown on donated sockets only;
+// still no socket, bind, connect, listen or accept (the broker makes and
+// connects every host socket; docs/sentry-host-syscalls.md).
+TEST(SentryAllowlistTest, HostNetworkAllowsOnlyCallsOnDonatedSockets) {
+  auto rules = SentryAllowlist({.self_pid = 1234, .host_network = true});
+  ASSERT_TRUE(CheckRules(rules).ok());
+  EXPECT_EQ(Evaluate(rules, SYS_getsockopt, {5, SOL_SOCKET, SO_ERROR}),
+            Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_setsockopt, {5, IPPROTO_TCP, 1}),
+            Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_getsockopt, {5, SOL_NETLINK, 1}),
+            Verdict::kDenied);
+  EXPECT_EQ(Evaluate(rules, SYS_shutdown, {5, SHUT_WR}), Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_ioctl, {5, FIONREAD}), Verdict::kAllow);
+  EXPECT_EQ(Evaluate(rules, SYS_recvmsg, {5, 0, 0}), Verdict::kAllow);
+  for (int nr : {SYS_socket, SYS_socketpair, SYS_bind, SYS_connect, SYS_listen,
+                 SYS_accept, SYS_accept4, SYS_sendto, SYS_recvfrom}) {
+    for (const Rule& r : rules) {
+      EXPECT_NE(r.nr, nr) << SyscallName(nr) << " has a rule: " << r.why;
+    }
+  }
+  // Both options together: no rule twice.
+  auto both = SentryAllowlist(
+      {.self_pid = 1234, .host_sockets = true, .host_network = true});
+  EXPECT_TRUE(CheckRules(both).ok());
 }
 
 TEST(SentryAllowlistTest, OpeningFailsWithEacces) {

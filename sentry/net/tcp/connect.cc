@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "sentry/net/hostinet/host_tcp_socket.h"
+#include "sentry/net/hostinet/tcp_host.h"
 #include "sentry/net/inet/mib.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/tcp/tcp.h"
@@ -202,6 +204,7 @@ KResult<SocketRef> NewSocket(Caller& c, int family, uint32_t flags) {
 void Register() { inet::RegisteredProtocols().tcp = &NewSocket; }
 
 KResult<void> TcpSocket::Bind(Caller& c, const SockAddr& addr) {
+  if (host() != nullptr) return kEINVAL;  // already bound by connect
   TRY(inet::InetAddr a,
       inet::ParseSockAddr(family(), addr, inet::AddrUse::kBind));
   absl::MutexLock cl(&conn_mu_);
@@ -213,6 +216,7 @@ KResult<void> TcpSocket::Bind(Caller& c, const SockAddr& addr) {
 }
 
 KResult<void> TcpSocket::Listen(Caller& c, int backlog) {
+  if (host() != nullptr) return kEINVAL;  // inet_listen: not TCP_CLOSE
   absl::MutexLock cl(&conn_mu_);
   // __sys_listen caps at somaxconn (as unsigned: a negative backlog too).
   const int64_t somaxconn = ep_->netns().sysctl().somaxconn.load();
@@ -257,6 +261,13 @@ KResult<vfs::FileRef> TcpSocket::Accept(Caller& c, uint32_t flags,
     {
       absl::MutexLock l(&ep.mu_);
       if (ep.state_ != kListen) return kEINVAL;
+      if (!ep.host_accept_q_.empty()) {
+        Endpoint::HostPending p = std::move(ep.host_accept_q_.front());
+        ep.host_accept_q_.pop_front();
+        if (peer != nullptr) *peer = p.stream->PeerAddr();
+        return vfs::FileRef(std::make_shared<hostinet::HostTcpSocket>(
+            std::move(p.stream), family(), O_RDWR | flags, c.ucred, p.local));
+      }
       if (!ep.accept_q_.empty()) {
         child = std::move(ep.accept_q_.front());
         ep.accept_q_.pop_front();
@@ -300,6 +311,15 @@ KResult<vfs::FileRef> TcpSocket::Accept(Caller& c, uint32_t flags,
 }
 
 KResult<void> TcpSocket::Connect(Caller& c, const SockAddr& addr) {
+  if (hostinet::HostStream* h = host()) {
+    // inet_stream_connect on a host connection: EISCONN once seen
+    // connected, else its completion (EALREADY while pending).
+    absl::MutexLock cl(&conn_mu_);
+    if (ss_ == SockState::kConnected) return kEISCONN;
+    TRY_VOID(h->WaitConnected(*this, c, nonblocking()));
+    ss_ = SockState::kConnected;
+    return OkResult();
+  }
   if (addr.len < sizeof(sa_family_t)) return kEINVAL;
   if (addr.family() == AF_UNSPEC) {
     absl::MutexLock cl(&conn_mu_);
@@ -345,6 +365,9 @@ KResult<void> TcpSocket::Connect(Caller& c, const SockAddr& addr) {
   // hands its data calls to that descriptor, as hostunix's sockets do.
   // Until then there is no route: ENETUNREACH (as ip_route_connect without
   // a default route).
+  if (hostinet::TcpGoesToHost(netns(), remote)) {
+    return ConnectHost(c, remote, nonblock);
+  }
   if (!inet::IsLocalAddress(netns(), remote.ip)) {
     // An IPv4 destination of an IPV6_V6ONLY socket: no route either.
     return kENETUNREACH;
@@ -503,6 +526,7 @@ KResult<void> TcpSocket::Disconnect(Caller&) {
 }
 
 KResult<void> TcpSocket::Shutdown(Caller& c, int how) {
+  if (hostinet::HostStream* h = host()) return h->Shutdown(how);
   const uint8_t mask = static_cast<uint8_t>(how + 1);
   absl::MutexLock cl(&conn_mu_);
   TcpState state;
@@ -615,10 +639,15 @@ void TcpSocket::Close() {
 }
 
 KResult<SockAddr> TcpSocket::GetSockName(Caller&) {
+  if (hostinet::HostStream* h = host()) return h->LocalAddr();
   return inet::ToSockAddr(family(), LocalAddr());
 }
 
 KResult<SockAddr> TcpSocket::GetPeerName(Caller&) {
+  if (hostinet::HostStream* h = host()) {
+    if (h->connecting()) return kENOTCONN;
+    return h->PeerAddr();
+  }
   absl::MutexLock l(&ep_->mu_);
   // inet_getname: no peer in CLOSE (also after the connection ended) and
   // SYN_SENT, nor for a listener.
@@ -627,6 +656,43 @@ KResult<SockAddr> TcpSocket::GetPeerName(Caller&) {
     return kENOTCONN;
   }
   return inet::ToSockAddr(family(), ep_->remote_);
+}
+
+KResult<void> TcpSocket::ConnectHost(Caller& c, const inet::InetAddr& remote,
+                                     bool nonblock) {
+  TRY(std::shared_ptr<hostinet::HostStream> h,
+      hostinet::ConnectTcp(c, family(), remote));
+  host_owner_ = h;
+  host_.store(h.get(), std::memory_order_release);
+  inet::Count(netns(), inet::TcpMib::kActiveOpens);
+  ss_ = SockState::kConnecting;
+  // Anyone polling the Sentry-side queue looks again (now at the host fd).
+  ep_->wq_.Notify(vfs::kAllEvents);
+  TRY_VOID(h->WaitConnected(*this, c, nonblock));
+  ss_ = SockState::kConnected;
+  return OkResult();
+}
+
+bool TcpSocket::EnqueueHost(std::shared_ptr<hostinet::HostStream> conn,
+                            const SockAddr& local) {
+  {
+    absl::MutexLock l(&ep_->mu_);
+    if (ep_->state_ != kListen ||
+        static_cast<int64_t>(ep_->accept_q_.size() +
+                             ep_->host_accept_q_.size()) > ep_->backlog_) {
+      return false;
+    }
+    ep_->host_accept_q_.push_back({std::move(conn), local});
+  }
+  ep_->wq_.Notify(kPollInBits);
+  return true;
+}
+
+bool EnqueueHostConnection(Socket& listener,
+                           std::shared_ptr<hostinet::HostStream> conn,
+                           const SockAddr& local) {
+  auto* t = dynamic_cast<TcpSocket*>(&listener);
+  return t != nullptr && t->EnqueueHost(std::move(conn), local);
 }
 
 }  // namespace sandbox::net::tcp

@@ -88,6 +88,7 @@ int64_t TcpSocket::SendWindow(const Endpoint& peer) const {
 
 KResult<size_t> TcpSocket::SendMsg(Caller& c, MessageIo& data,
                                    SendRequest& req) {
+  if (hostinet::HostStream* h = host()) return h->SendMsg(*this, c, data, req);
   Endpoint& self = *ep_;
   const int flags = req.flags;
   const bool nonblock = (flags & MSG_DONTWAIT) || nonblocking();
@@ -251,6 +252,7 @@ KResult<size_t> TcpSocket::RecvUrgent(MessageIo& data, RecvRequest& req) {
 
 KResult<size_t> TcpSocket::RecvMsg(Caller& c, MessageIo& data,
                                    RecvRequest& req) {
+  if (hostinet::HostStream* h = host()) return h->RecvMsg(*this, c, data, req);
   Endpoint& ep = *ep_;
   const int flags = req.flags;
   if (flags & MSG_ERRQUEUE) return kEAGAIN;  // nothing on the error queue
@@ -389,6 +391,7 @@ KResult<size_t> TcpSocket::RecvMsg(Caller& c, MessageIo& data,
 }
 
 uint32_t TcpSocket::Readiness(uint32_t mask) {
+  if (hostinet::HostStream* h = host()) return h->Readiness(mask);
   Endpoint& ep = *ep_;
   const SolFlags sol = sol_flags();
   uint32_t m = 0;
@@ -398,7 +401,9 @@ uint32_t TcpSocket::Readiness(uint32_t mask) {
     absl::MutexLock l(&ep.mu_);
     // tcp_poll.
     if (ep.state_ == kListen) {
-      return (ep.accept_q_.empty() ? 0 : kPollInBits) & mask;
+      return (ep.accept_q_.empty() && ep.host_accept_q_.empty() ? 0
+                                                                : kPollInBits) &
+             mask;
     }
     if (ep.shutdown_ == kShutdownMask || ep.state_ == kClose) {
       m |= vfs::kPollHup;
@@ -434,6 +439,7 @@ uint32_t TcpSocket::Readiness(uint32_t mask) {
 
 KResult<uint64_t> TcpSocket::SocketIoctl(Caller& c, uint32_t cmd,
                                          uint64_t arg) {
+  if (hostinet::HostStream* h = host()) return h->SocketIoctl(c, cmd, arg);
   int32_t amount = 0;
   const bool oobinline = sol_flags().oobinline;
   {

@@ -146,6 +146,12 @@ int RetransToSecs(int retrans) {
 
 KResult<void> TcpSocket::SetSockOpt(Caller& c, int level, int name,
                                     absl::Span<const uint8_t> val) {
+  if (hostinet::HostStream* h = host()) {
+    // The host socket acts on SOL_TCP and the SOL_SOCKET ones it knows;
+    // the Sentry keeps its copy too (getsockopt reads it).
+    KResult<void> r = h->SetSockOpt(level, name, val);
+    if (!r.ok() && r.error() != kENOPROTOOPT) return r;
+  }
   if (level == IPPROTO_TCP) return SetTcp(c, name, val);
   TRY_VOID(InetSocket::SetSockOpt(c, level, name, val));
   if (level == SOL_SOCKET) {
@@ -271,6 +277,18 @@ KResult<void> TcpSocket::SetTcp(Caller&, int name,
 
 KResult<size_t> TcpSocket::GetSockOpt(Caller& c, int level, int name,
                                       absl::Span<uint8_t> val) {
+  if (hostinet::HostStream* h = host()) {
+    if (level == SOL_SOCKET && name == SO_ERROR) {
+      const int e = h->TakeSoError();
+      int v = e;
+      const size_t n = std::min(val.size(), sizeof(v));
+      memcpy(val.data(), &v, n);
+      return n;
+    }
+    if (level == IPPROTO_TCP && name == kTcpInfo) {
+      return h->GetSockOpt(level, name, val);
+    }
+  }
   if (level == IPPROTO_TCP) return GetTcp(c, name, val);
   if (level == SOL_SOCKET && name == SO_ERROR) {
     int e;

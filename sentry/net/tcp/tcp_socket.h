@@ -56,6 +56,7 @@
 #include "absl/synchronization/mutex.h"
 #include "sentry/base/result.h"
 #include "sentry/net/family.h"
+#include "sentry/net/hostinet/host_stream.h"
 #include "sentry/net/inet/address.h"
 #include "sentry/net/inet/inet_socket.h"
 #include "sentry/net/namespace.h"
@@ -164,6 +165,14 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
   // sides, established), and connectors waiting for room (their SYN was
   // dropped: sk_acceptq_is_full).
   std::deque<EndpointRef> accept_q_ ABSL_GUARDED_BY(mu_);
+  // Connections of a published port (runsc do --publish) for this
+  // listener: host connections the broker accepted (hostinet/tcp_host.h),
+  // accept(2) makes them HostTcpSockets. Counted in the backlog.
+  struct HostPending {
+    std::shared_ptr<hostinet::HostStream> stream;
+    SockAddr local;
+  };
+  std::deque<HostPending> host_accept_q_ ABSL_GUARDED_BY(mu_);
   std::deque<std::weak_ptr<Endpoint>> syn_q_ ABSL_GUARDED_BY(mu_);
   int64_t backlog_ ABSL_GUARDED_BY(mu_) = 0;  // sk_max_ack_backlog
   // The listener a SYN_SENT connector waits on.
@@ -233,6 +242,15 @@ class TcpSocket final : public inet::InetSocket {
                               int64_t offset) override;
 
   uint32_t Readiness(uint32_t mask) override;
+  // A host connection (--network=host) polls its host descriptor.
+  int HostPollFd() const override {
+    hostinet::HostStream* h = host();
+    return h != nullptr ? h->fd() : -1;
+  }
+  // Queues a published port's connection on this listener; false when
+  // it is not listening or its backlog is full.
+  bool EnqueueHost(std::shared_ptr<hostinet::HostStream> conn,
+                   const SockAddr& local);
   void EventRegister(vfs::WaitEntry* e, uint32_t mask) override {
     ep_->wq_.Register(e, mask);
   }
@@ -258,13 +276,29 @@ class TcpSocket final : public inet::InetSocket {
   KResult<size_t> GetTcp(Caller& c, int name, absl::Span<uint8_t> val);
   // Releases the connection as close(2) does (tcp_close).
   void Close();
+  // The host connection (network mode "host"): set once by connect(2)
+  // to a destination outside the sandbox (hostinet::TcpGoesToHost);
+  // every data call then goes to it.
+  hostinet::HostStream* host() const {
+    return host_.load(std::memory_order_acquire);
+  }
+  KResult<void> ConnectHost(Caller& c, const inet::InetAddr& remote,
+                            bool nonblock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
 
   const EndpointRef ep_;
   absl::Mutex conn_mu_;
   SockState ss_ ABSL_GUARDED_BY(conn_mu_) = SockState::kUnconnected;
+  std::shared_ptr<hostinet::HostStream> host_owner_ ABSL_GUARDED_BY(conn_mu_);
+  std::atomic<hostinet::HostStream*> host_{nullptr};
 
   friend class Listener;
 };
+
+// hostinet::StartPublishing's enqueue: `listener` is a TcpSocket.
+bool EnqueueHostConnection(Socket& listener,
+                           std::shared_ptr<hostinet::HostStream> conn,
+                           const SockAddr& local);
 
 // Makes a socket (socket(2) of SOCK_STREAM/IPPROTO_TCP).
 KResult<SocketRef> NewSocket(Caller& c, int family, uint32_t flags);
