@@ -2,12 +2,12 @@
 // libpython3.11-testsuite) pass in `runsc do` as they pass natively
 // (issue 18). Each module runs natively first: a native failure is the
 // host's, and the case is skipped with its output; the sandboxed run must
-// then succeed too. test_concurrent_futures needs AF_UNIX sockets
-// (socketpair, SCM_RIGHTS, multiprocessing's Unix listeners) and runs as
-// its own target (cpython_futures_suite_test: about 2.5 min natively and
-// 7.5 min sandboxed). test_multiprocessing_* and test_asyncio are not
-// listed: their remaining failures all come from socket.socket() of
-// AF_INET (issue 21).
+// then succeed too. The long modules of processes, sockets and event loops
+// (test_concurrent_futures, test_multiprocessing_fork and _spawn,
+// test_asyncio: AF_UNIX and AF_INET sockets, SCM_RIGHTS, shared-memory
+// semaphores) run as their own target (cpython_concurrency_suite_test,
+// several minutes each). test_asyncio's pty tests are ignored, both ways,
+// until the sandbox has terminals (issue 23: ExtraOptions).
 // test_io's test_interrupted_write_* need SIGALRM's handler to run on the
 // return of the write it interrupted (test/syscalls/linux/
 // signal_interrupt.cc).
@@ -48,20 +48,37 @@ std::string Tail(const std::string& s) {
   return s.size() > 4000 ? s.substr(s.size() - 4000) : s;
 }
 
+// regrtest options a module runs with, both ways: cases that wait for a
+// feature of a later issue, ignored by name (-i).
+std::vector<std::string> ExtraOptions(const std::string& module) {
+  // os.openpty is ENXIO until the sandbox has terminals (issue 23):
+  // test_events' {Epoll,Poll,Select}EventLoopTests.test_*_pty*.
+  if (module == "test_asyncio") return {"-i", "*_pty*"};
+  return {};
+}
+
 TEST_P(CpythonSuiteTest, PassesAsNatively) {
   if (access(kPython, X_OK) != 0 || access(kSuite, R_OK) != 0) {
     GTEST_SKIP() << "SKIP: needs " << kPython << " and " << kSuite
                  << " (apt-get install libpython3.11-testsuite)";
   }
   const std::string module = GetParam();
+  std::vector<std::string> native_argv = {kPython, "-m", "test"};
+  std::vector<std::string> sandbox_argv = {"do",  "--",   kPython,
+                                           "-m",  "test", "-u-network"};
+  for (const std::string& opt : ExtraOptions(module)) {
+    native_argv.push_back(opt);
+    sandbox_argv.push_back(opt);
+  }
+  native_argv.push_back(module);
+  sandbox_argv.push_back(module);
   // regrtest enables no resource (network included) unless -u asks.
-  Result native = Native({kPython, "-m", "test", module});
+  Result native = Native(native_argv);
   if (native.status != 0 || native.out.find(kSuccess) == std::string::npos) {
     GTEST_SKIP() << "SKIP: " << module << " fails natively on this host:\n"
                  << Tail(native.out + native.err);
   }
-  Result sandboxed =
-      Sandboxed({"do", "--", kPython, "-m", "test", "-u-network", module});
+  Result sandboxed = Sandboxed(sandbox_argv);
   EXPECT_EQ(sandboxed.status, 0) << Tail(sandboxed.out + sandboxed.err);
   EXPECT_NE(sandboxed.out.find(kSuccess), std::string::npos)
       << Tail(sandboxed.out + sandboxed.err);
