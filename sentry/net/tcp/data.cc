@@ -200,6 +200,8 @@ KResult<size_t> TcpSocket::SendMsg(Caller& c, MessageIo& data,
       self.bytes_sent_ += copied;
       self.segs_out_++;
     }
+    inet::MibAdd(self.mib_.tcp, inet::TcpMib::kOutSegs);
+    inet::MibAdd(peer->mib_.tcp, inet::TcpMib::kInSegs);
     // sk_data_ready: each arrival, as Linux wakes the reader per segment
     // (edge-triggered epoll sees every one).
     peer->wq_.Notify(events);

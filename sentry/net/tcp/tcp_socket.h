@@ -59,6 +59,7 @@
 #include "sentry/net/hostinet/host_stream.h"
 #include "sentry/net/inet/address.h"
 #include "sentry/net/inet/inet_socket.h"
+#include "sentry/net/inet/mib.h"
 #include "sentry/net/namespace.h"
 #include "sentry/net/tcp/stream_buffer.h"
 #include "sentry/vfs/waiter.h"
@@ -121,7 +122,7 @@ class TcpSocket;
 // from its file so that a listener's accept queue and the peer can hold it.
 class Endpoint : public std::enable_shared_from_this<Endpoint> {
  public:
-  explicit Endpoint(NetNamespace& ns) : netns_(ns) {}
+  explicit Endpoint(NetNamespace& ns) : netns_(ns), mib_(inet::MibOf(ns)) {}
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
@@ -130,6 +131,7 @@ class Endpoint : public std::enable_shared_from_this<Endpoint> {
 
   // ---- Used by the socket's halves (connect.cc, data.cc, options.cc). ----
   NetNamespace& netns_;
+  inet::Mib& mib_;  // the namespace's counters (looked up once)
   absl::Mutex rd_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one reader
   absl::Mutex wr_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one writer
   mutable absl::Mutex mu_;
