@@ -197,9 +197,9 @@ void AppendTimestamp(int64_t ns, const Socket::SolFlags& sol,
 
 void AppendRecvCmsgs(const Datagram& d, int family, const inet::IpOptions& ip,
                      const Socket::SolFlags& sol,
-                     std::vector<ControlMessages::Raw>* out) {
-  AppendTimestamp(d.tstamp_ns, sol, out);
-  if (family == AF_INET6 && ip.recvpktinfo) {
+                     std::vector<ControlMessages::Raw>* out, bool icmp_error) {
+  if (!icmp_error) AppendTimestamp(d.tstamp_ns, sol, out);
+  if (family == AF_INET6 && ip.recvpktinfo && !(icmp_error && d.v4)) {
     // ip6_datagram_recv_common_ctl: an IPv4 packet's destination mapped.
     in6_pktinfo pi{};
     pi.ipi6_addr = V6Of(d.dst.ip);
@@ -213,9 +213,11 @@ void AppendRecvCmsgs(const Datagram& d, int family, const inet::IpOptions& ip,
       pi.ipi_ifindex = 1;  // lo
       // fib_compute_spec_dst: the header's destination for a local
       // route; lo's address for a broadcast.
-      pi.ipi_spec_dst = IsLoopbackBroadcast(d.dst.ip)
-                            ? V4Of(inet::IpAddr::LoopbackV4())
-                            : V4Of(d.dst.ip);
+      if (!icmp_error) {
+        pi.ipi_spec_dst = IsLoopbackBroadcast(d.dst.ip)
+                              ? V4Of(inet::IpAddr::LoopbackV4())
+                              : V4Of(d.dst.ip);
+      }
       pi.ipi_addr = V4Of(d.dst.ip);
       out->push_back(Cmsg(SOL_IP, IP_PKTINFO, pi));
     }
@@ -224,7 +226,7 @@ void AppendRecvCmsgs(const Datagram& d, int family, const inet::IpOptions& ip,
       uint8_t tos = static_cast<uint8_t>(d.tos);
       out->push_back(Cmsg(SOL_IP, IP_TOS, tos));
     }
-    if (ip.recvorigdstaddr) {
+    if (ip.recvorigdstaddr && !icmp_error) {
       sockaddr_in sin{};
       sin.sin_family = AF_INET;
       sin.sin_port = htons(d.dst.port);
@@ -237,7 +239,7 @@ void AppendRecvCmsgs(const Datagram& d, int family, const inet::IpOptions& ip,
   // ip6_datagram_recv_specific_ctl.
   if (ip.recvhoplimit) out->push_back(Cmsg(SOL_IPV6, IPV6_HOPLIMIT, d.ttl));
   if (ip.recvtclass) out->push_back(Cmsg(SOL_IPV6, IPV6_TCLASS, d.tos));
-  if (ip.recvorigdstaddr6) {
+  if (ip.recvorigdstaddr6 && !icmp_error) {
     sockaddr_in6 sin6{};
     sin6.sin6_family = AF_INET6;
     sin6.sin6_port = htons(d.dst.port);

@@ -48,6 +48,9 @@ struct ErrReport {
   std::vector<uint8_t> payload;  // the quoted payload after the UDP/ICMP hdr
   inet::InetAddr dst;            // the failed datagram's destination
   inet::IpAddr offender;         // who sent the ICMP error
+  inet::IpAddr local;            // the failed datagram's source (the
+                                 // ICMP packet's destination)
+  int ttl = 64;                  // the ICMP packet's TTL / hop limit
   bool v4 = true;                // an ICMPv4 error (SO_EE_ORIGIN_ICMP)
   uint32_t err = 0;              // ee_errno
   uint8_t type = 0, code = 0;    // ICMP type and code
@@ -87,9 +90,16 @@ KResult<SendParams> ParseSendCmsgs(absl::Span<const ControlMessages::Raw> raw,
 // IP_TTL, IP_TOS, IP_ORIGDSTADDR) for IPv4 packets, or, on an AF_INET6
 // socket, IPV6_PKTINFO then for IPv6 packets IPV6_HOPLIMIT, IPV6_TCLASS,
 // IPV6_ORIGDSTADDR (ip6_datagram_recv_common_ctl / _specific_ctl).
+//
+// With `icmp_error`, `d` describes the ICMP packet of an error report
+// (ip_recv_error / ipv6_recv_error call ip_cmsg_recv /
+// ip6_datagram_recv_ctl on it): no timestamp (the caller adds the
+// report's), IP_PKTINFO's ipi_spec_dst 0.0.0.0, no ORIGDSTADDR, and on an
+// AF_INET6 socket an IPv4 report's SOL_IP cmsgs only.
 void AppendRecvCmsgs(const Datagram& d, int family, const inet::IpOptions& ip,
                      const Socket::SolFlags& sol,
-                     std::vector<ControlMessages::Raw>* out);
+                     std::vector<ControlMessages::Raw>* out,
+                     bool icmp_error = false);
 
 // The timestamp cmsg alone (SO_TIMESTAMP / SO_TIMESTAMPNS), if asked for.
 void AppendTimestamp(int64_t tstamp_ns, const Socket::SolFlags& sol,

@@ -460,7 +460,18 @@ KResult<size_t> DgramSocket::RecvErrQueue(Caller& c, MessageIo& data,
   if (more) wq_.Notify(vfs::kPollErr);
   TRY(size_t n, CopyOutData(data, e.payload, req));
   if (req.want_from) req.from = FromAddr(e.dst);
-  AppendTimestamp(e.tstamp_ns, sol_flags(), &req.control.raw);
+  const Socket::SolFlags sol = sol_flags();
+  AppendTimestamp(e.tstamp_ns, sol, &req.control.raw);
+  // The IP cmsgs of the ICMP packet that carried the error.
+  Datagram icmp;
+  icmp.v4 = e.v4;
+  icmp.src.ip = e.offender;
+  icmp.dst.ip = e.local;
+  // icmp_send: IPTOS_PREC_INTERNETCONTROL; icmp6_send: traffic class 0.
+  icmp.tos = e.v4 ? 0xc0 : 0;
+  icmp.ttl = e.ttl;
+  AppendRecvCmsgs(icmp, family(), ip_options(), sol, &req.control.raw,
+                  /*icmp_error=*/true);
   req.control.raw.push_back(ErrCmsg(e, family()));
   req.msg_flags |= MSG_ERRQUEUE;
   return n;

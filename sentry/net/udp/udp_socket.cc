@@ -149,6 +149,9 @@ void UdpSocket::SendLocal(Caller& c, RouteKind route, const inet::InetAddr& src,
   e.v4 = v4;
   e.dst = dst;
   e.offender = dst.ip;
+  e.local = src.ip;
+  e.ttl = static_cast<int>(v4 ? ns().sysctl().ip_default_ttl.load()
+                              : ns().sysctl().ip6_hop_limit.load());
   e.err = ECONNREFUSED;
   e.type = v4 ? 3 : 1;  // ICMP_DEST_UNREACH / ICMPV6_DEST_UNREACH
   e.code = v4 ? 3 : 4;  // ICMP_PORT_UNREACH / ICMPV6_PORT_UNREACH

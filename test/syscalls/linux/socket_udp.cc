@@ -715,6 +715,75 @@ TEST_P(UdpTest, RecvErrQueueGivesIcmpError) {
   EXPECT_EQ(PollFor(s.get(), POLLERR, 0), 0);
 }
 
+TEST_P(UdpTest, ErrQueueCarriesTheIcmpPacketsCmsgs) {
+  Addr to = Addr::Loopback(F(), ClosedPort(F()));
+  FileDescriptor s = Udp(F());
+  if (!V6()) {
+    ASSERT_THAT(SetInt(s.get(), SOL_IP, IP_RECVERR, 1), SyscallSucceeds());
+    ASSERT_THAT(SetInt(s.get(), SOL_IP, IP_PKTINFO, 1), SyscallSucceeds());
+    ASSERT_THAT(SetInt(s.get(), SOL_IP, IP_RECVTTL, 1), SyscallSucceeds());
+    ASSERT_THAT(SetInt(s.get(), SOL_IP, IP_RECVTOS, 1), SyscallSucceeds());
+  } else {
+    ASSERT_THAT(SetInt(s.get(), SOL_IPV6, IPV6_RECVERR, 1), SyscallSucceeds());
+    ASSERT_THAT(SetInt(s.get(), SOL_IPV6, IPV6_RECVPKTINFO, 1),
+                SyscallSucceeds());
+    ASSERT_THAT(SetInt(s.get(), SOL_IPV6, IPV6_RECVHOPLIMIT, 1),
+                SyscallSucceeds());
+    ASSERT_THAT(SetInt(s.get(), SOL_IPV6, IPV6_RECVTCLASS, 1),
+                SyscallSucceeds());
+  }
+  ASSERT_THAT(SetInt(s.get(), SOL_SOCKET, SO_TIMESTAMP, 1), SyscallSucceeds());
+  ASSERT_THAT(sendto(s.get(), "e", 1, 0, to.sa(), to.len), SyscallSucceeds());
+  ASSERT_EQ(PollFor(s.get(), POLLERR) & POLLERR, POLLERR);
+  char data[8];
+  alignas(cmsghdr) char ctl[512];
+  iovec iov = {data, sizeof(data)};
+  msghdr m = {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof(ctl);
+  ASSERT_THAT(recvmsg(s.get(), &m, MSG_ERRQUEUE), SyscallSucceedsWithValue(1));
+  // The timestamp, the ICMP packet's cmsgs, then the report.
+  std::vector<std::pair<int, int>> got;
+  int ttl = -1, tclass = -1;
+  uint8_t tos = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    got.push_back({c->cmsg_level, c->cmsg_type});
+    if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_TTL) {
+      memcpy(&ttl, CMSG_DATA(c), sizeof(ttl));
+    }
+    if (c->cmsg_level == SOL_IP && c->cmsg_type == IP_TOS) tos = *CMSG_DATA(c);
+    if (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+      memcpy(&ttl, CMSG_DATA(c), sizeof(ttl));
+    }
+    if (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+      memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
+    }
+  }
+  std::vector<std::pair<int, int>> want;
+  if (!V6()) {
+    want = {{SOL_SOCKET, SCM_TIMESTAMP},
+            {SOL_IP, IP_PKTINFO},
+            {SOL_IP, IP_TTL},
+            {SOL_IP, IP_TOS},
+            {SOL_IP, IP_RECVERR}};
+  } else {
+    want = {{SOL_SOCKET, SCM_TIMESTAMP},
+            {SOL_IPV6, IPV6_PKTINFO},
+            {SOL_IPV6, IPV6_HOPLIMIT},
+            {SOL_IPV6, IPV6_TCLASS},
+            {SOL_IPV6, IPV6_RECVERR}};
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(ttl, 64);
+  if (!V6()) {
+    EXPECT_EQ(tos, 0xc0);  // IPTOS_PREC_INTERNETCONTROL
+  } else {
+    EXPECT_EQ(tclass, 0);
+  }
+}
+
 TEST_P(UdpTest, RecvErrOnUnconnectedSocket) {
   Addr to = Addr::Loopback(F(), ClosedPort(F()));
   FileDescriptor s = Udp(F());
