@@ -19,7 +19,9 @@ const char kNetworkFlagsHelp[] =
                       broker process (`runsc broker`) opens and hands to
                       the sandbox, checked against the egress policy.
                       WITH NO --egress-allow/--egress-policy, HOST MODE
-                      ALLOWS EVERY DESTINATION. The sandbox's listening
+                      ALLOWS EVERY DESTINATION but the host's own loopback
+                      (127.0.0.0/8, ::1: its local services), which only
+                      a policy entry opens. The sandbox's listening
                       sockets stay inside (see --publish)
   --publish=[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]
                       as docker run -p: the broker listens on the host at

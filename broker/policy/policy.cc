@@ -628,10 +628,37 @@ bool Policy::Pin(std::string_view name, std::span<const IpAddress> addresses) {
   return true;
 }
 
+namespace {
+
+// 127.0.0.0/8, ::1, and the wildcards (a connect to 0.0.0.0 or :: reaches
+// the host's loopback).
+bool IsHostLocal(const IpAddress& a) {
+  if (!a.v6) {
+    return a.bytes[0] == 127 || (a.bytes[0] == 0 && a.bytes[1] == 0 &&
+                                 a.bytes[2] == 0 && a.bytes[3] == 0);
+  }
+  for (int i = 0; i < 15; ++i) {
+    if (a.bytes[i] != 0) return false;
+  }
+  return a.bytes[15] <= 1;  // :: or ::1
+}
+
+}  // namespace
+
 Decision Policy::Check(const IpAddress& raw, uint16_t port,
                        Proto /*proto*/) const {
-  if (allow_all_) return {true, "no egress policy", ""};
   const IpAddress a = raw.Unmapped();
+  if (allow_all_) {
+    // The host's own loopback (its local services: databases, agents,
+    // container runtimes' APIs) is not "the network": without a policy
+    // that lists it, host mode does not reach it.
+    if (IsHostLocal(a)) {
+      return {false,
+              "the host's loopback is reachable only when a policy lists it",
+              ""};
+    }
+    return {true, "no egress policy", ""};
+  }
   const Entry* port_mismatch = nullptr;
   for (const Entry& e : entries_) {
     if (!e.ContainsAddress(a)) continue;

@@ -235,6 +235,16 @@ TEST(Policy, AllowAllAllowsEverything) {
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.reason, "no egress policy");
   EXPECT_FALSE(p->Pin("x.org", std::vector<IpAddress>{Ip("1.2.3.4")}));
+  // But not the host's own loopback services.
+  for (const char* local :
+       {"127.0.0.1", "127.1.2.3", "0.0.0.0", "::1", "::", "::ffff:127.0.0.1"}) {
+    Decision l = p->Check(Ip(local), 5432, Proto::kTcp);
+    EXPECT_FALSE(l.allowed) << local;
+    EXPECT_EQ(l.reason,
+              "the host's loopback is reachable only when a policy lists it");
+  }
+  EXPECT_TRUE(p->Check(Ip("128.0.0.1"), 80, Proto::kTcp).allowed);
+  EXPECT_TRUE(p->Check(Ip("::2"), 80, Proto::kTcp).allowed);
 }
 
 TEST(Policy, EmptyEnforcingPolicyDeniesEverything) {

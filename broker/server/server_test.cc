@@ -134,9 +134,23 @@ class ServerTest : public ::testing::Test {
   uint32_t id_ = 0;
 };
 
-TEST_F(ServerTest, NoPolicyConnectsAnywhere) {
+TEST_F(ServerTest, NoPolicyRefusesTheHostsLoopback) {
   Start({}, false);
   HostServer host;
+  Received r = Connect(Proto::kTcp, host.port);
+  ASSERT_EQ(r.message.type, Type::kConnectReply);
+  EXPECT_EQ(r.message.error, ECONNREFUSED);
+  EXPECT_FALSE(r.fd.valid());
+  EXPECT_NE(r.message.reason.find("reachable only when a policy lists it"),
+            std::string::npos)
+      << r.message.reason;
+  Received u = Connect(Proto::kUdp, 9);
+  EXPECT_EQ(u.message.error, EPERM);
+}
+
+TEST_F(ServerTest, ListedHostLoopbackConnects) {
+  HostServer host;
+  Start({"127.0.0.0/8"}, true);
   Received r = Connect(Proto::kTcp, host.port);
   ASSERT_EQ(r.message.type, Type::kConnectReply);
   ASSERT_EQ(r.message.error, 0);

@@ -64,8 +64,8 @@ TEST_P(CpythonSuiteTest, PassesAsNatively) {
   }
   const std::string module = GetParam();
   std::vector<std::string> native_argv = {kPython, "-m", "test"};
-  std::vector<std::string> sandbox_argv = {"do",  "--",   kPython,
-                                           "-m",  "test", "-u-network"};
+  std::vector<std::string> sandbox_argv = {"do", "--",   kPython,
+                                           "-m", "test", "-u-network"};
   for (const std::string& opt : ExtraOptions(module)) {
     native_argv.push_back(opt);
     sandbox_argv.push_back(opt);
