@@ -439,7 +439,10 @@ inet::ProcRow TcpSocket::proc_row() const {
   r.state = ep_->state_;
   if (ep_->state_ == kListen) {
     r.rx_queue = ep_->accept_q_.size();
-    r.tx_queue = ep_->backlog_;  // tcp4_seq_show: sk_max_ack_backlog
+    // get_tcp4_sock: tx_queue is write_seq - snd_una, 0 for a listener
+    // (the backlog is inet_diag's idiag_wqueue, which ss shows, not
+    // /proc/net/tcp's).
+    r.tx_queue = 0;
   } else {
     if (ep_->state_ != kClose) r.remote = ep_->remote_;
     r.rx_queue = ep_->rx_.size();
