@@ -73,8 +73,9 @@ absl::Status InstallSeccomp() {
   }
   for (int family : {AF_INET, AF_INET6}) {
     absl::Status s =
-        check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-                               SCMP_A0(SCMP_CMP_EQ, family)),
+        check(seccomp_rule_add(
+                  ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+                  SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
               "socket");
     if (!s.ok()) return s;
   }
