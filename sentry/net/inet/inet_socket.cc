@@ -139,6 +139,23 @@ stack::Interfaces& IfsOf(NetNamespace& ns) {
   return ns.Get<stack::Interfaces>();
 }
 
+// IP_UNICAST_IF / IPV6_UNICAST_IF (ip_sock_set / do_ipv6_setsockopt): an
+// int holding the interface index in network byte order; 0 clears it, an
+// unknown index is EADDRNOTAVAIL, one other than SO_BINDTODEVICE's EINVAL.
+KResult<void> SetUnicastIf(NetNamespace& ns, size_t optlen, int val,
+                           int sol_dev, int* out) {
+  if (optlen != sizeof(int)) return kEINVAL;
+  const int ifindex = static_cast<int>(ntohl(static_cast<uint32_t>(val)));
+  if (ifindex == 0) {
+    *out = 0;
+    return OkResult();
+  }
+  if (!IfsOf(ns).LinkByIndex(ifindex).has_value()) return kEADDRNOTAVAIL;
+  if (sol_dev != 0 && sol_dev != ifindex) return kEINVAL;
+  *out = ifindex;
+  return OkResult();
+}
+
 // Copies `v` (lv bytes) into the option buffer, truncated to its size.
 size_t PutOpt(absl::Span<uint8_t> out, const void* v, size_t lv) {
   size_t n = std::min(out.size(), lv);
@@ -511,18 +528,8 @@ KResult<void> InetSocket::SetIp(Caller& c, int name,
       if (type() != SOCK_RAW && type() != SOCK_DGRAM) return kEINVAL;
       o.recvfragsize4 = b;
       return OkResult();
-    case kIpUnicastIf: {
-      if (optlen != sizeof(int)) return kEINVAL;
-      const int ifindex = static_cast<int>(ntohl(static_cast<uint32_t>(val)));
-      if (ifindex == 0) {
-        o.uc_index = 0;
-        return OkResult();
-      }
-      if (!IfsOf(ns).LinkByIndex(ifindex).has_value()) return kEADDRNOTAVAIL;
-      if (sol_dev != 0 && sol_dev != ifindex) return kEINVAL;
-      o.uc_index = ifindex;
-      return OkResult();
-    }
+    case kIpUnicastIf:
+      return SetUnicastIf(ns, optlen, val, sol_dev, &o.uc_index);
     case kIpMulticastIf: {
       if (type() == SOCK_STREAM) return kEINVAL;
       if (optlen < 4) return kEINVAL;
@@ -825,18 +832,8 @@ KResult<void> InetSocket::SetIpv6(Caller& c, int name,
       }
       o.multicast_if6 = val;
       return OkResult();
-    case kIpv6UnicastIf: {
-      if (optlen != sizeof(int)) return kEINVAL;
-      const int ifindex = static_cast<int>(ntohl(static_cast<uint32_t>(val)));
-      if (ifindex == 0) {
-        o.ucast_oif6 = 0;
-        return OkResult();
-      }
-      if (!IfsOf(ns).LinkByIndex(ifindex).has_value()) return kEADDRNOTAVAIL;
-      if (sol_dev != 0 && sol_dev != ifindex) return kEINVAL;
-      o.ucast_oif6 = ifindex;
-      return OkResult();
-    }
+    case kIpv6UnicastIf:
+      return SetUnicastIf(ns, optlen, val, sol_dev, &o.ucast_oif6);
     case kIpv6V6only:
       // inet_num: bound (an IP_BIND_ADDRESS_NO_PORT bind leaves it 0).
       if (short_int || binding_ != nullptr) return kEINVAL;
