@@ -5,7 +5,8 @@
 # syntax only.
 #
 # Usage: tools/thread-safety.sh [--selftest] [--direct] [TARGET_PATTERN...]
-#   TARGET_PATTERN  what to check (default: every top-level package tree).
+#   TARGET_PATTERN  what to check (default: every top-level package tree);
+#                   with --direct, source files (default: all of them).
 #   --selftest      only check that a known violation is caught.
 #   --direct        no second output base and no aquery: every C++ source of
 #                   the repository (git ls-files; not third_party, and not the
@@ -82,7 +83,12 @@ if [ $direct -eq 1 ]; then
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
   # Not the guest programs of test/ and perf/ (no locks of ours there).
-  git ls-files '*.cc' | grep -v '^third_party/\|^test/\|^perf/' >"$tmp/files"
+  if [ ${#patterns[@]} -gt 0 ]; then
+    # --direct FILE...: just these sources (a helper checking its change).
+    printf '%s\n' "${patterns[@]}" >"$tmp/files"
+  else
+    git ls-files '*.cc' | grep -v '^third_party/\|^test/\|^perf/' >"$tmp/files"
+  fi
   total=$(wc -l <"$tmp/files")
   start=$(date +%s)
   # One clang per file, as many at once as there are CPUs; a file's errors
