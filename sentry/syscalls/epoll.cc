@@ -28,8 +28,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
-#include "sentry/syscalls/readiness.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/readiness.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {

@@ -85,11 +85,11 @@ constexpr SyscallHandler MakeHandler() {
 // Defines sandbox::syscalls::handlers::fn, the handle of the handler `fn`
 // of this file (constant-initialized, so the table may read it at any
 // time). Use at namespace sandbox::syscalls scope, after the handler.
-#define SANDBOX_SYSCALL_HANDLER(fn)                     \
-  namespace handlers {                                  \
-  extern const SyscallHandler fn;                       \
-  }                                                     \
-  constinit const SyscallHandler handlers::fn =         \
+#define SANDBOX_SYSCALL_HANDLER(fn)             \
+  namespace handlers {                          \
+  extern const SyscallHandler fn;               \
+  }                                             \
+  constinit const SyscallHandler handlers::fn = \
       ::sandbox::syscalls::MakeHandler<&::sandbox::syscalls::fn>()
 
 #endif  // SENTRY_SYSCALLS_HANDLER_H_

@@ -9,8 +9,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/syscalls/identity.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/identity.h"
 
 namespace sandbox::syscalls {
 namespace {

@@ -16,7 +16,7 @@ namespace sandbox::syscalls {
 namespace handlers {
 #define SANDBOX_ROW_CHECK(n, name) \
   static_assert(n == abi::nr::name, #name ": not abi's number");
-#define FULL(n, name, h)   \
+#define FULL(n, name, h)         \
   extern const SyscallHandler h; \
   SANDBOX_ROW_CHECK(n, name)
 #define FULL_HEX(n, name, h) FULL(n, name, h)
@@ -65,8 +65,7 @@ constexpr SyscallEntry MissingRow(int nr, const char* name) {
 }
 
 constexpr SyscallEntry kRows[] = {
-#define FULL(n, name, h) \
-  Row(n, #name, Support::kFull, &handlers::h, "", false),
+#define FULL(n, name, h) Row(n, #name, Support::kFull, &handlers::h, "", false),
 #define FULL_HEX(n, name, h) \
   Row(n, #name, Support::kFull, &handlers::h, "", true),
 #define PARTIAL(n, name, h, note) \

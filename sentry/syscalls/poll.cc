@@ -19,8 +19,8 @@
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
-#include "sentry/syscalls/readiness.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/readiness.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {

@@ -13,8 +13,8 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
-#include "sentry/syscalls/identity.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/identity.h"
 
 namespace sandbox::syscalls {
 namespace {

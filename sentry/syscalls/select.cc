@@ -17,8 +17,8 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/task.h"
-#include "sentry/syscalls/readiness.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/readiness.h"
 
 namespace sandbox::syscalls {
 namespace {

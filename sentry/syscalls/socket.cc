@@ -25,8 +25,8 @@
 #include "sentry/net/cmsg.h"
 #include "sentry/net/family.h"
 #include "sentry/net/namespace.h"
-#include "sentry/syscalls/socket_io.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/socket_io.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {

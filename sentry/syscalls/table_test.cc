@@ -1,10 +1,11 @@
 // The rows of linux64.tbl.inc against abi's list of numbers.
+#include "sentry/syscalls/table.h"
+
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -48,7 +49,8 @@ TEST(Linux64TableTest, RowsAreConsistent) {
         break;
       case Support::kUnsupported:
         EXPECT_EQ(row.handler, nullptr) << row.name;
-        EXPECT_STRNE(row.note, "") << row.name << ": an unsupported row says why";
+        EXPECT_STRNE(row.note, "")
+            << row.name << ": an unsupported row says why";
         break;
     }
     if (row.handler != nullptr) {

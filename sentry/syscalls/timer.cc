@@ -7,8 +7,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/timers.h"
-#include "sentry/syscalls/itimerspec.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/itimerspec.h"
 
 namespace sandbox::syscalls {
 namespace {

@@ -14,8 +14,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
-#include "sentry/syscalls/itimerspec.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/syscalls/itimerspec.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
