@@ -15,11 +15,9 @@
 
 #include <algorithm>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "broker/protocol/codec.h"
 #include "broker/server/server.h"
 #include "runsc-compat/do_flags.h"
@@ -80,8 +78,9 @@ bool MoveFds(const int* from, const int* to, size_t n) {
 int DoCommand(int argc, char** argv) {
   DoOptions o;
   absl::StatusOr<int> program_at = ParseDoFlags(argc, argv, &o);
-  if (!program_at.ok())
+  if (!program_at.ok()) {
     return Usage(std::string(program_at.status().message()));
+  }
   if (o.help) {
     PrintDoHelp(1);
     return 0;
@@ -92,6 +91,7 @@ int DoCommand(int argc, char** argv) {
   const bool host_root_ro = o.root == RootFlag::kHostRo;
   const std::vector<BindFlag>& binds = o.binds;
   const NetworkFlags& net = o.net;
+
   // The network: the policy checked (and its files read) here, so that a
   // bad entry is a usage error; the published ports' host sockets made
   // here too (a port in use fails before anything starts), then handed to
