@@ -1,14 +1,10 @@
 #include "gofer/seccomp.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <seccomp.h>
 #include <sys/socket.h>
 
-#include <cerrno>
-#include <memory>
-
-#include "absl/strings/str_cat.h"
+#include "hostconfine/seccomp_filter.h"
 
 namespace gofer {
 namespace {
@@ -79,50 +75,28 @@ constexpr int kAllowed[] = {
 }  // namespace
 
 absl::Status InstallSeccomp(bool host_sockets) {
-  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(
-      seccomp_init(SCMP_ACT_KILL_PROCESS), seccomp_release);
-  if (ctx == nullptr) return absl::InternalError("seccomp_init failed");
-  auto check = [](int rc, const char* what) {
-    return rc == 0 ? absl::OkStatus()
-                   : absl::ErrnoToStatus(-rc, absl::StrCat("seccomp ", what));
-  };
-  for (int nr : kAllowed) {
-    absl::Status s =
-        check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0), "allow");
-    if (!s.ok()) return s;
-  }
+  absl::StatusOr<sandbox::hostconfine::SeccompFilter> f =
+      sandbox::hostconfine::SeccompFilter::KillByDefault();
+  if (!f.ok()) return f.status();
+  absl::Status s = f->Allow(kAllowed, "allow");
+  if (!s.ok()) return s;
   // openat only with O_NOFOLLOW (the fallback of kernels without openat2).
-  absl::Status s = check(
-      seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-                       SCMP_A2(SCMP_CMP_MASKED_EQ, O_NOFOLLOW, O_NOFOLLOW)),
-      "openat");
+  s = f->AllowIf(SCMP_SYS(openat),
+                 SCMP_A2(SCMP_CMP_MASKED_EQ, O_NOFOLLOW, O_NOFOLLOW), "openat");
   if (!s.ok()) return s;
   if (host_sockets) {
-    for (int nr : {SCMP_SYS(bind), SCMP_SYS(connect), SCMP_SYS(fchdir),
-                   SCMP_SYS(umask)}) {
-      s = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0),
-                "host sockets");
-      if (!s.ok()) return s;
-    }
+    s = f->Allow(
+        {SCMP_SYS(bind), SCMP_SYS(connect), SCMP_SYS(fchdir), SCMP_SYS(umask)},
+        "host sockets");
+    if (!s.ok()) return s;
     // AF_UNIX only (the Gofer has no network namespace of the host's
     // anyway: confine.h).
-    s = check(seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-                               SCMP_A0(SCMP_CMP_EQ, AF_UNIX)),
-              "socket");
+    s = f->AllowIf(SCMP_SYS(socket), SCMP_A0(SCMP_CMP_EQ, AF_UNIX), "socket");
     if (!s.ok()) return s;
   }
-  // Threads only (no new processes): clone with CLONE_THREAD; clone3's
-  // flags are in memory, so it answers ENOSYS and glibc falls back to clone.
-  s = check(
-      seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                       SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)),
-      "clone");
+  s = f->AllowThreadsOnly();
   if (!s.ok()) return s;
-  s = check(
-      seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0),
-      "clone3");
-  if (!s.ok()) return s;
-  return check(seccomp_load(ctx.get()), "load");
+  return f->Load();
 }
 
 }  // namespace gofer
