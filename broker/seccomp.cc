@@ -27,31 +27,9 @@ constexpr int kAllowed[] = {
     SCMP_SYS(write),
     SCMP_SYS(close),
     SCMP_SYS(fcntl),
-    // Memory, threads, signals and time for the C++ runtime.
-    SCMP_SYS(mmap),
-    SCMP_SYS(munmap),
-    SCMP_SYS(mprotect),
-    SCMP_SYS(mremap),
-    SCMP_SYS(madvise),
-    SCMP_SYS(brk),
-    SCMP_SYS(futex),
-    SCMP_SYS(set_robust_list),
-    SCMP_SYS(rseq),
-    SCMP_SYS(rt_sigprocmask),
-    SCMP_SYS(rt_sigaction),
-    SCMP_SYS(rt_sigreturn),
-    SCMP_SYS(sched_yield),
+    // With the C++ runtime's calls (AllowRuntime; its getrandom also makes
+    // the DNS query IDs).
     SCMP_SYS(sched_getaffinity),
-    SCMP_SYS(exit),
-    SCMP_SYS(exit_group),
-    SCMP_SYS(gettid),
-    SCMP_SYS(getpid),
-    SCMP_SYS(tgkill),
-    SCMP_SYS(nanosleep),
-    SCMP_SYS(clock_nanosleep),
-    SCMP_SYS(clock_gettime),
-    SCMP_SYS(getrandom),  // DNS query IDs
-    SCMP_SYS(restart_syscall),
 };
 
 }  // namespace
@@ -61,6 +39,8 @@ absl::Status InstallSeccomp() {
       hostconfine::SeccompFilter::KillByDefault();
   if (!f.ok()) return f.status();
   absl::Status s = f->Allow(kAllowed, "allow");
+  if (!s.ok()) return s;
+  s = f->AllowRuntime();
   if (!s.ok()) return s;
   for (int family : {AF_INET, AF_INET6}) {
     s = f->AllowIf(SCMP_SYS(socket),

@@ -15,61 +15,18 @@ constexpr int kSysFchmodat2 = 452;
 // Calls allowed with any arguments.
 constexpr int kAllowed[] = {
     // The connection.
-    SCMP_SYS(recvmsg),
-    SCMP_SYS(sendmsg),
-    SCMP_SYS(write),
-    SCMP_SYS(close),
-    SCMP_SYS(fcntl),
-    SCMP_SYS(lseek),
+    SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(write), SCMP_SYS(close),
+    SCMP_SYS(fcntl), SCMP_SYS(lseek),
     // File serving, all relative to directory FDs.
-    SCMP_SYS(openat2),
-    SCMP_SYS(newfstatat),
-    SCMP_SYS(fstat),
-    SCMP_SYS(statx),
-    SCMP_SYS(fstatfs),
-    SCMP_SYS(getdents64),
-    SCMP_SYS(mkdirat),
-    SCMP_SYS(mknodat),
-    SCMP_SYS(symlinkat),
-    SCMP_SYS(linkat),
-    SCMP_SYS(readlinkat),
-    SCMP_SYS(unlinkat),
-    SCMP_SYS(renameat2),
+    SCMP_SYS(openat2), SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(statx),
+    SCMP_SYS(fstatfs), SCMP_SYS(getdents64), SCMP_SYS(mkdirat),
+    SCMP_SYS(mknodat), SCMP_SYS(symlinkat), SCMP_SYS(linkat),
+    SCMP_SYS(readlinkat), SCMP_SYS(unlinkat), SCMP_SYS(renameat2),
     SCMP_SYS(renameat),  // glibc's renameat2() with flags 0 calls renameat
-    SCMP_SYS(fchownat),
-    SCMP_SYS(fchmod),
-    kSysFchmodat2,
-    SCMP_SYS(utimensat),
-    SCMP_SYS(fsync),
-    SCMP_SYS(ftruncate),
-    SCMP_SYS(fgetxattr),
-    SCMP_SYS(fsetxattr),
-    SCMP_SYS(flistxattr),
-    SCMP_SYS(fremovexattr),
-    // Memory, threads, signals and time for the C++ runtime.
-    SCMP_SYS(mmap),
-    SCMP_SYS(munmap),
-    SCMP_SYS(mprotect),
-    SCMP_SYS(mremap),
-    SCMP_SYS(madvise),
-    SCMP_SYS(brk),
-    SCMP_SYS(futex),
-    SCMP_SYS(set_robust_list),
-    SCMP_SYS(rseq),
-    SCMP_SYS(rt_sigprocmask),
-    SCMP_SYS(rt_sigaction),
-    SCMP_SYS(rt_sigreturn),
-    SCMP_SYS(sched_yield),
-    SCMP_SYS(exit),
-    SCMP_SYS(exit_group),
-    SCMP_SYS(gettid),
-    SCMP_SYS(getpid),
-    SCMP_SYS(tgkill),
-    SCMP_SYS(nanosleep),
-    SCMP_SYS(clock_nanosleep),
-    SCMP_SYS(clock_gettime),
-    SCMP_SYS(getrandom),
-    SCMP_SYS(restart_syscall),
+    SCMP_SYS(fchownat), SCMP_SYS(fchmod), kSysFchmodat2, SCMP_SYS(utimensat),
+    SCMP_SYS(fsync), SCMP_SYS(ftruncate), SCMP_SYS(fgetxattr),
+    SCMP_SYS(fsetxattr), SCMP_SYS(flistxattr), SCMP_SYS(fremovexattr),
+    // (and the C++ runtime's calls: AllowRuntime)
 };
 
 }  // namespace
@@ -79,6 +36,8 @@ absl::Status InstallSeccomp(bool host_sockets) {
       sandbox::hostconfine::SeccompFilter::KillByDefault();
   if (!f.ok()) return f.status();
   absl::Status s = f->Allow(kAllowed, "allow");
+  if (!s.ok()) return s;
+  s = f->AllowRuntime();
   if (!s.ok()) return s;
   // openat only with O_NOFOLLOW (the fallback of kernels without openat2).
   s = f->AllowIf(SCMP_SYS(openat),

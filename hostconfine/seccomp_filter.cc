@@ -8,6 +8,33 @@
 namespace sandbox::hostconfine {
 namespace {
 
+// The C++ runtime's calls (AllowRuntime).
+constexpr int kRuntime[] = {
+    SCMP_SYS(mmap),
+    SCMP_SYS(munmap),
+    SCMP_SYS(mprotect),
+    SCMP_SYS(mremap),
+    SCMP_SYS(madvise),
+    SCMP_SYS(brk),
+    SCMP_SYS(futex),
+    SCMP_SYS(set_robust_list),
+    SCMP_SYS(rseq),
+    SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(rt_sigaction),
+    SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(sched_yield),
+    SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+    SCMP_SYS(gettid),
+    SCMP_SYS(getpid),
+    SCMP_SYS(tgkill),
+    SCMP_SYS(nanosleep),
+    SCMP_SYS(clock_nanosleep),
+    SCMP_SYS(clock_gettime),
+    SCMP_SYS(getrandom),
+    SCMP_SYS(restart_syscall),
+};
+
 absl::Status Check(int rc, const char* what) {
   return rc == 0 ? absl::OkStatus()
                  : absl::ErrnoToStatus(-rc, absl::StrCat("seccomp ", what));
@@ -38,6 +65,8 @@ absl::Status SeccompFilter::AllowIf(int nr, scmp_arg_cmp cmp,
 absl::Status SeccompFilter::Fail(int nr, int err, const char* what) {
   return Check(seccomp_rule_add(ctx_.get(), SCMP_ACT_ERRNO(err), nr, 0), what);
 }
+
+absl::Status SeccompFilter::AllowRuntime() { return Allow(kRuntime, "allow"); }
 
 absl::Status SeccompFilter::AllowThreadsOnly() {
   absl::Status s =

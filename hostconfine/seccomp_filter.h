@@ -34,6 +34,9 @@ class SeccompFilter {
   absl::Status AllowIf(int nr, scmp_arg_cmp cmp, const char* what);
   // `nr` fails with `err` instead of killing.
   absl::Status Fail(int nr, int err, const char* what);
+  // Memory, threads, signals and time for the C++ runtime (mmap, futex,
+  // rt_sigaction, clock_gettime, getrandom, ...), with any arguments.
+  absl::Status AllowRuntime();
   // Threads only, no new processes: clone with CLONE_THREAD; clone3's
   // flags are in memory, so it answers ENOSYS and glibc falls back to
   // clone.

@@ -1,6 +1,7 @@
 // How a socket's blocking call waits on one of its queues, the same in
-// every family (unix, tcp, udp): a registered-on-first-use waiter on a
-// vfs::WaitQueue, Linux's errnos for how a sleep ended, and deadlines.
+// every family (unix, tcp, udp): the readiness bits, a registered-on-first-
+// use waiter on a vfs::WaitQueue, Linux's errnos for how a sleep ended, and
+// deadlines.
 //
 // Thread-safety: a QueueWaiter belongs to the one thread that waits with
 // it (as vfs::ThreadWaiter); the queue it registers on is thread-safe.
@@ -18,6 +19,12 @@
 #include "sentry/vfs/waiter.h"
 
 namespace sandbox::net {
+
+// The poll bits of a readable and of a writable socket (Linux's
+// EPOLLIN|EPOLLRDNORM and EPOLLOUT|EPOLLWRNORM|EPOLLWRBAND).
+inline constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
+inline constexpr uint32_t kPollOutBits =
+    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
 
 // The earlier of two deadlines (CLOCK_MONOTONIC ns; -1: none).
 inline int64_t EarlierDeadline(int64_t a, int64_t b) {

@@ -46,10 +46,7 @@ HostEndpoint::HostEndpoint(vfs::OwnedFd fd, platform::HostFdHold hold, int type,
 
 KResult<void> HostEndpoint::Listen(Caller& c, int backlog) {
   if (kind_ != Kind::kBound || type_ == SOCK_DGRAM) return kEINVAL;
-  const int64_t somaxconn =
-      (c.netns != nullptr ? *c.netns : NetNamespace::Root())
-          .sysctl()
-          .somaxconn.load();
+  const int64_t somaxconn = NamespaceOf(c).sysctl().somaxconn.load();
   int b = static_cast<int>(
       std::clamp<int64_t>(backlog, 0, std::max<int64_t>(somaxconn, 0)));
   if (listen(fd_.get(), b) != 0) return Errno(errno);

@@ -22,8 +22,6 @@
 namespace sandbox::net::tcp {
 namespace {
 
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-
 // A RST reaching `peer` (tcp_reset), and its wake-up.
 void ResetPeer(const EndpointRef& peer) {
   if (peer == nullptr) return;
@@ -163,7 +161,7 @@ TcpSocket::TcpSocket(int family, uint32_t flags, const Ucred& owner,
 TcpSocket::~TcpSocket() { Close(); }
 
 KResult<SocketRef> NewSocket(Caller& c, int family, uint32_t flags) {
-  NetNamespace& ns = c.netns != nullptr ? *c.netns : NetNamespace::Root();
+  NetNamespace& ns = NamespaceOf(c);
   return SocketRef(std::make_shared<TcpSocket>(family, flags, c.ucred, ns));
 }
 

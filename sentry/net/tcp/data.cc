@@ -17,10 +17,6 @@
 namespace sandbox::net::tcp {
 namespace {
 
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-constexpr uint32_t kPollOutBits =
-    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
-
 // sk_stream_is_writeable on the shared buffer: at most two thirds of the
 // window in use (sk_stream_wspace >= sk_stream_min_wspace).
 bool WritableLocked(const Endpoint& rx_owner)

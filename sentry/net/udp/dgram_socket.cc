@@ -17,10 +17,6 @@
 namespace sandbox::net::udp {
 namespace {
 
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-constexpr uint32_t kPollOutBits =
-    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
-
 // Copies `d` (at most the buffer) out; sets MSG_TRUNC. Returns the bytes
 // copied or EFAULT.
 KResult<size_t> CopyOutData(MessageIo& io, const std::vector<uint8_t>& d,
