@@ -1,10 +1,8 @@
 #include "broker/confine.h"
 
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <sched.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "hostconfine/capabilities.h"
 
 namespace sandbox::broker {
 namespace {
@@ -44,23 +43,7 @@ absl::Status EnterUserNamespace() {
 }  // namespace
 
 absl::Status DropAllCapabilities() {
-  for (int c = 0; c <= 63; ++c) {
-    if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL &&
-        errno != EPERM) {
-      return Errno("PR_CAPBSET_DROP");
-    }
-  }
-  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 &&
-      errno != EINVAL) {
-    return Errno("PR_CAP_AMBIENT_CLEAR_ALL");
-  }
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capset, &hdr, data) != 0) return Errno("capset");
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return Errno("PR_SET_NO_NEW_PRIVS");
-  }
-  return absl::OkStatus();
+  return hostconfine::DropCapabilitiesExcept(0);
 }
 
 absl::Status Confine() {

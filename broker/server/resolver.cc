@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "broker/dns/message.h"
 #include "broker/protocol/transport.h"
+#include "broker/server/sockaddr.h"
 
 namespace sandbox::broker {
 namespace {
@@ -25,23 +26,6 @@ Ip FromAnswer(const dns::AddressAnswer& a) {
   ip.family = a.v6 ? kFamilyInet6 : kFamilyInet;
   std::memcpy(ip.bytes.data(), a.bytes.data(), a.v6 ? 16 : 4);
   return ip;
-}
-
-// A sockaddr for `e`; its length.
-socklen_t ToSockaddr(const Endpoint& e, sockaddr_storage* ss) {
-  std::memset(ss, 0, sizeof(*ss));
-  if (e.ip.family == kFamilyInet) {
-    auto* s = reinterpret_cast<sockaddr_in*>(ss);
-    s->sin_family = AF_INET;
-    s->sin_port = htons(e.port);
-    std::memcpy(&s->sin_addr, e.ip.bytes.data(), 4);
-    return sizeof(*s);
-  }
-  auto* s = reinterpret_cast<sockaddr_in6*>(ss);
-  s->sin6_family = AF_INET6;
-  s->sin6_port = htons(e.port);
-  std::memcpy(&s->sin6_addr, e.ip.bytes.data(), 16);
-  return sizeof(*s);
 }
 
 int64_t NowMs() {

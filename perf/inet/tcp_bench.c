@@ -17,19 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perf/bench_stream.h"
 #include "perf/bench_time.h"
-
-enum { kChunk = 64 * 1024 };
-
-static int WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t k = write(fd, p, n);
-    if (k <= 0) return -1;
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
 
 // A listener on the loopback address of `family`, port chosen by bind.
 static int Listen(int family, struct sockaddr_storage* a, socklen_t* len) {
@@ -72,76 +61,16 @@ static void Connect(int family, int sv[2]) {
   close(l);
 }
 
-// A child writes `mib` MiB in 64 KiB writes, the parent reads 64 KiB at a
-// time; the best of 5 batches in MiB/s.
-static double Throughput(int family, int mib) {
-  double best = 0;
-  static char buf[kChunk];
-  memset(buf, 'x', sizeof(buf));
-  for (int b = 0; b < BENCH_BATCHES; ++b) {
-    int sv[2];
-    Connect(family, sv);
-    long total = (long)mib << 20;
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(sv[1]);
-      for (long sent = 0; sent < total; sent += kChunk) {
-        if (WriteAll(sv[0], buf, kChunk) != 0) _exit(2);
-      }
-      _exit(0);
-    }
-    close(sv[0]);
-    static char rbuf[kChunk];
-    double start = bench_now_us();
-    long got = 0;
-    while (got < total) {
-      ssize_t k = read(sv[1], rbuf, sizeof(rbuf));
-      if (k <= 0) exit(3);
-      got += k;
-    }
-    double us = bench_now_us() - start;
-    int st;
-    waitpid(pid, &st, 0);
-    close(sv[1]);
-    double mib_s = (double)mib / (us / 1e6);
-    if (mib_s > best) best = mib_s;
-  }
-  return best;
-}
+static void ConnectFamily(void* arg, int sv[2]) { Connect(*(int*)arg, sv); }
 
-static int rtt_fd;
-
-static int RoundTrip(void* arg) {
-  (void)arg;
-  char c = 'p';
-  if (write(rtt_fd, &c, 1) != 1 || read(rtt_fd, &c, 1) != 1) return 1;
-  return 0;
-}
-
-// The parent sends a byte, a child echoes it back.
+// The parent sends a byte, a child echoes it back (TCP_NODELAY).
 static double RoundTripUs(int family, int n) {
   int sv[2];
   Connect(family, sv);
   int one = 1;
   setsockopt(sv[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   setsockopt(sv[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(sv[0]);
-    char c;
-    while (read(sv[1], &c, 1) == 1) {
-      if (write(sv[1], &c, 1) != 1) _exit(2);
-    }
-    _exit(0);
-  }
-  close(sv[1]);
-  rtt_fd = sv[0];
-  double us = 0;
-  if (bench_per_op_us(RoundTrip, NULL, n, NULL, NULL, &us) != 0) exit(4);
-  close(sv[0]);
-  int st;
-  waitpid(pid, &st, 0);
-  return us;
+  return bench_echo_rtt_us(sv, n);
 }
 
 // One process: connect, accept, close both, `n` times; the best of 5
@@ -183,7 +112,7 @@ int main(int argc, char** argv) {
   for (int v6 = 0; v6 < 2; ++v6) {
     const int family = v6 ? AF_INET6 : AF_INET;
     const char* kind = v6 ? "tcp6" : "tcp4";
-    printf("%s_stream_64k_mib_s=%.1f\n", kind, Throughput(family, mib));
+    printf("%s_stream_64k_mib_s=%.1f\n", kind, bench_stream_mib_s(ConnectFamily, (void*)&family, mib));
     printf("%s_rtt_1b_us=%.2f\n", kind, RoundTripUs(family, n));
     printf("%s_connect_accept_close_per_s=%.0f\n", kind,
            ConnectRate(family, conns));

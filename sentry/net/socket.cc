@@ -146,9 +146,7 @@ bool Capable(const Caller& c, int cap) {
   return c.io.creds == nullptr || c.io.creds->HasCapability(cap);
 }
 
-NetSysctls& SysctlsOf(const Caller& c) {
-  return (c.netns != nullptr ? *c.netns : NetNamespace::Root()).sysctl();
-}
+NetSysctls& SysctlsOf(const Caller& c) { return NamespaceOf(c).sysctl(); }
 
 // sk_may_scm_recv: SO_PASSCRED and SO_PASSSEC are for AF_UNIX and
 // AF_NETLINK (and Bluetooth) sockets only since Linux 6.16.
@@ -159,8 +157,7 @@ bool MayScmRecv(int family) {
 // SO_BINDTODEVICE's view of the caller's interface table
 // (dev_get_by_name / netdev_get_name): 0 or "" when there is none.
 stack::Interfaces& InterfacesOf(const Caller& c) {
-  return (c.netns != nullptr ? *c.netns : NetNamespace::Root())
-      .Get<stack::Interfaces>();
+  return NamespaceOf(c).Get<stack::Interfaces>();
 }
 int IfIndexByName(const Caller& c, const char* name) {
   std::optional<stack::Link> l = InterfacesOf(c).LinkByName(name);
@@ -238,6 +235,10 @@ Caller CurrentCaller(const vfs::IoContext& ctx) {
   c.io = ctx;
   c.netns = &NetNamespace::Root();
   return c;
+}
+
+NetNamespace& NamespaceOf(const Caller& c) {
+  return c.netns != nullptr ? *c.netns : NetNamespace::Root();
 }
 
 Socket::Socket(int family, int type, int protocol, uint32_t flags,

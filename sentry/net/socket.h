@@ -67,6 +67,8 @@ struct Caller {
 // root ids, pid 0, the root network namespace).
 Caller CallerOf(kernel::Task& t);
 Caller CurrentCaller(const vfs::IoContext& ctx);
+// The caller's network namespace (the root one when it has none: tests).
+NetNamespace& NamespaceOf(const Caller& c);
 
 class Socket : public vfs::FileDescription {
  public:

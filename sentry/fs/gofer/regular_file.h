@@ -55,6 +55,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/types/span.h"
+#include "sentry/fs/fsutil/regular_file_io.h"
 #include "sentry/fs/gofer/fd_cache.h"
 #include "sentry/fs/gofer/inode.h"
 #include "sentry/mm/mappable.h"
@@ -192,35 +193,34 @@ class GoferRegularFile final : public GoferInode, public mm::Mappable {
   std::atomic<bool> any_pages_{false};
 };
 
-class GoferFileDescription final : public vfs::VfsFile {
+// read/write, pread/pwrite and direct I/O are fsutil::RegularFileIo's.
+class GoferFileDescription final
+    : public fsutil::RegularFileIo<GoferFileDescription, GoferRegularFile> {
  public:
   GoferFileDescription(vfs::VirtualDentry vd, uint32_t flags,
                        std::shared_ptr<GoferRegularFile> file)
-      : vfs::VfsFile(std::move(vd), flags), file_(std::move(file)) {}
+      : RegularFileIo(std::move(vd), flags, std::move(file)) {}
 
-  KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override;
-  KResult<size_t> Write(vfs::IoContext& ctx,
-                        absl::Span<const uint8_t> src) override;
-  KResult<size_t> PRead(vfs::IoContext& ctx, absl::Span<uint8_t> dst,
-                        int64_t offset) override;
-  KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
-                         int64_t offset) override;
   // Direct I/O with any memory file: the host FD reads into (writes from)
   // the Sentry's mapping of the guest's pages.
   bool CanDirectIo(const platform::MemoryFile&) const override { return true; }
-  KResult<size_t> ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
-                             int64_t offset) override;
-  KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
-                              int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   KResult<void> Sync(bool data_only) override;
   // The inode's page cache, or null (ENODEV) without a memory file.
   std::shared_ptr<mm::Mappable> GetMappable() override;
 
  private:
+  friend RegularFileIo;
+  // The writes of RegularFileIo: O_SYNC/O_DSYNC pass on to the host.
+  KResult<size_t> WriteFile(absl::Span<const uint8_t> src, uint64_t* off,
+                            bool append) {
+    return file_->WriteAt(src, off, append, SyncFlags());
+  }
+  KResult<size_t> WriteFileFromGuest(vfs::GuestIo& src, uint64_t* off,
+                                     bool append) {
+    return file_->WriteFromGuest(src, off, append, SyncFlags());
+  }
   uint32_t SyncFlags() const { return status_flags() & (O_SYNC | O_DSYNC); }
-
-  const std::shared_ptr<GoferRegularFile> file_;
 };
 
 }  // namespace sandbox::fs::gofer

@@ -537,62 +537,6 @@ std::shared_ptr<mm::Mappable> RegularFileDescription::GetMappable() {
   return std::shared_ptr<mm::Mappable>(std::move(hold), m);
 }
 
-KResult<size_t> RegularFileDescription::Read(vfs::IoContext&,
-                                             absl::Span<uint8_t> dst) {
-  if (!readable()) return kEBADF;
-  return IoAtOffset(-1, [&](uint64_t& off) { return file_->ReadAt(dst, off); });
-}
-
-KResult<size_t> RegularFileDescription::Write(vfs::IoContext& ctx,
-                                              absl::Span<const uint8_t> src) {
-  if (!writable()) return kEBADF;
-  if (src.empty()) return size_t{0};
-  TRY_VOID(RemovePrivs(ctx));
-  return IoAtOffset(-1, [&](uint64_t& off) {
-    return file_->WriteAt(src, &off, Appends(ctx));
-  });
-}
-
-KResult<size_t> RegularFileDescription::PRead(vfs::IoContext&,
-                                              absl::Span<uint8_t> dst,
-                                              int64_t offset) {
-  if (!readable()) return kEBADF;
-  if (offset < 0) return kEINVAL;
-  return file_->ReadAt(dst, static_cast<uint64_t>(offset));
-}
-
-KResult<size_t> RegularFileDescription::PWrite(vfs::IoContext& ctx,
-                                               absl::Span<const uint8_t> src,
-                                               int64_t offset) {
-  if (!writable()) return kEBADF;
-  if (offset < 0) return kEINVAL;
-  if (src.empty()) return size_t{0};
-  TRY_VOID(RemovePrivs(ctx));
-  // Linux appends even for pwrite on an O_APPEND description.
-  uint64_t off = static_cast<uint64_t>(offset);
-  return file_->WriteAt(src, &off, Appends(ctx));
-}
-
-KResult<size_t> RegularFileDescription::ReadDirect(vfs::IoContext&,
-                                                   vfs::GuestIo& dst,
-                                                   int64_t offset) {
-  if (!readable()) return kEBADF;
-  return IoAtOffset(
-      offset, [&](uint64_t& off) { return file_->ReadToGuest(dst, off); });
-}
-
-KResult<size_t> RegularFileDescription::WriteDirect(vfs::IoContext& ctx,
-                                                    vfs::GuestIo& src,
-                                                    int64_t offset) {
-  if (!writable()) return kEBADF;
-  if (src.size() == 0) return size_t{0};
-  TRY_VOID(RemovePrivs(ctx));
-  // pwrite too: Linux appends even then with O_APPEND.
-  return IoAtOffset(offset, [&](uint64_t& off) {
-    return file_->WriteFromGuest(src, &off, Appends(ctx));
-  });
-}
-
 KResult<int64_t> RegularFileDescription::Seek(int64_t offset, int whence) {
   absl::MutexLock l(&offset_mu_);
   if (whence == SEEK_DATA || whence == SEEK_HOLE) {

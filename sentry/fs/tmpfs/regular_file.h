@@ -43,6 +43,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/types/span.h"
+#include "sentry/fs/fsutil/regular_file_io.h"
 #include "sentry/fs/tmpfs/inode.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/mm/mappable.h"
@@ -171,26 +172,17 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
 
 // An open tmpfs regular file: offset, O_APPEND, lseek incl. SEEK_DATA and
 // SEEK_HOLE.
-class RegularFileDescription final : public vfs::VfsFile {
+// read/write, pread/pwrite and direct I/O are fsutil::RegularFileIo's.
+class RegularFileDescription final
+    : public fsutil::RegularFileIo<RegularFileDescription, RegularFile> {
  public:
   RegularFileDescription(vfs::VirtualDentry vd, uint32_t flags,
                          std::shared_ptr<RegularFile> file)
-      : vfs::VfsFile(std::move(vd), flags), file_(std::move(file)) {}
+      : RegularFileIo(std::move(vd), flags, std::move(file)) {}
 
-  KResult<size_t> Read(vfs::IoContext& ctx, absl::Span<uint8_t> dst) override;
-  KResult<size_t> Write(vfs::IoContext& ctx,
-                        absl::Span<const uint8_t> src) override;
-  KResult<size_t> PRead(vfs::IoContext& ctx, absl::Span<uint8_t> dst,
-                        int64_t offset) override;
-  KResult<size_t> PWrite(vfs::IoContext& ctx, absl::Span<const uint8_t> src,
-                         int64_t offset) override;
   bool CanDirectIo(const platform::MemoryFile& mf) const override {
     return &mf == &file_->memory_file();
   }
-  KResult<size_t> ReadDirect(vfs::IoContext& ctx, vfs::GuestIo& dst,
-                             int64_t offset) override;
-  KResult<size_t> WriteDirect(vfs::IoContext& ctx, vfs::GuestIo& src,
-                              int64_t offset) override;
   KResult<int64_t> Seek(int64_t offset, int whence) override;
   // The file's pages, holding what an open file holds (Linux's
   // vma->vm_file): the mount, and through it the tmpfs instance the
@@ -205,7 +197,16 @@ class RegularFileDescription final : public vfs::VfsFile {
   const std::shared_ptr<RegularFile>& file() const { return file_; }
 
  private:
-  const std::shared_ptr<RegularFile> file_;
+  friend RegularFileIo;
+  // The writes of RegularFileIo.
+  KResult<size_t> WriteFile(absl::Span<const uint8_t> src, uint64_t* off,
+                            bool append) {
+    return file_->WriteAt(src, off, append);
+  }
+  KResult<size_t> WriteFileFromGuest(vfs::GuestIo& src, uint64_t* off,
+                                     bool append) {
+    return file_->WriteFromGuest(src, off, append);
+  }
 };
 
 }  // namespace sandbox::fs::tmpfs

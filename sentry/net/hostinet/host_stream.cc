@@ -5,52 +5,17 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
-#include <vector>
 
-#include "sentry/vfs/waiter.h"
+#include "sentry/net/host_fd_io.h"
 
 namespace sandbox::net::hostinet {
 namespace {
 
-constexpr size_t kStreamChunk = 64 << 10;
+// The largest datagram sent or received at once.
 constexpr size_t kMaxDatagram = 65536;
-constexpr size_t kCmsgSpace = 512;
-
-int64_t Earlier(int64_t a, int64_t b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  return std::min(a, b);
-}
-
-ssize_t SendBytes(int fd, const uint8_t* p, size_t n, int flags) {
-  iovec iov = {const_cast<uint8_t*>(p), n};
-  msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  return sendmsg(fd, &mh, flags);
-}
-
-// Closes any descriptor the host sent (it sends none; a TCP peer cannot).
-void DropRights(msghdr& mh) {
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr;
-       cm = CMSG_NXTHDR(&mh, cm)) {
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-        cm->cmsg_len >= CMSG_LEN(0)) {
-      size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < n; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
-        close(fd);
-      }
-    }
-  }
-}
 
 // The options passed through to the host socket.
 bool PassedThrough(int level, int name) {
@@ -102,24 +67,6 @@ HostStream::HostStream(HostConnection conn, int family, int type,
       peer_(peer),
       connecting_(conn.in_progress) {}
 
-KResult<void> HostStream::Wait(Caller& c, short events, int64_t deadline_ns,
-                               bool timed) const {
-  vfs::ThreadWaiter w;
-  pollfd p = {fd_.get(), static_cast<short>(events | POLLERR | POLLHUP), 0};
-  for (;;) {
-    pollfd now = p;
-    if (poll(&now, 1, 0) > 0) return OkResult();
-    switch (w.Sleep(c.io.interrupt_fd, deadline_ns, {&p, 1})) {
-      case vfs::WakeReason::kNotified:
-        break;
-      case vfs::WakeReason::kInterrupted:
-        return timed ? kEINTR : kERestartSys;
-      case vfs::WakeReason::kTimedOut:
-        return kEAGAIN;
-    }
-  }
-}
-
 bool HostStream::connecting() const {
   absl::MutexLock l(&mu_);
   if (!connecting_) return false;
@@ -163,7 +110,8 @@ KResult<void> HostStream::WaitConnected(Socket& self, Caller& c,
       return kEINPROGRESS;
     }
     const int64_t own = self.SendDeadline();
-    KResult<void> w = Wait(c, POLLOUT, Earlier(own, c.deadline_ns), own >= 0);
+    KResult<void> w = WaitHostFd(fd_.get(), c, POLLOUT,
+                                 EarlierDeadline(own, c.deadline_ns), own >= 0);
     if (!w.ok()) {
       // A timeout leaves the connect in progress (EINPROGRESS, as Linux).
       return w.error() == kEAGAIN ? kEINPROGRESS : w.error();
@@ -185,128 +133,27 @@ KResult<void> HostStream::WaitConnected(Socket& self, Caller& c,
 }
 
 KResult<void> HostStream::Shutdown(int how) {
-  if (shutdown(fd_.get(), how) != 0) return Errno(errno);
-  return OkResult();
+  return ShutdownHostFd(fd_.get(), how);
 }
 
 KResult<size_t> HostStream::SendMsg(Socket& self, Caller& c, MessageIo& data,
                                     SendRequest& req) {
   if (!req.control.rights.empty()) return kEPERM;
-  const bool nonblock = self.nonblocking() || (req.flags & MSG_DONTWAIT);
-  const int64_t own = self.SendDeadline();
-  const int64_t deadline = Earlier(own, c.deadline_ns);
-  const int host_flags = MSG_DONTWAIT | MSG_NOSIGNAL |
-                         (req.flags & (MSG_OOB | MSG_MORE | MSG_EOR));
-  const size_t total = data.size();
-  if (type_ != SOCK_STREAM) {
-    if (total > kMaxDatagram) return kEMSGSIZE;
-    std::vector<uint8_t> buf(total);
-    if (total > 0) {
-      TRY(size_t got, data.CopyIn(0, absl::MakeSpan(buf)));
-      if (got != total) return kEFAULT;
-    }
-    for (;;) {
-      ssize_t n = SendBytes(fd_.get(), buf.data(), buf.size(), host_flags);
-      if (n >= 0) return static_cast<size_t>(n);
-      const int err = errno;
-      if (err != EAGAIN) return Errno(err);
-      if (nonblock) return kEAGAIN;
-      TRY_VOID(Wait(c, POLLOUT, deadline, own >= 0));
-    }
-  }
-  std::vector<uint8_t> buf(std::min(std::max<size_t>(total, 1), kStreamChunk));
-  size_t sent = 0;
-  do {
-    const size_t want = std::min(buf.size(), total - sent);
-    KResult<size_t> got = data.CopyIn(sent, absl::MakeSpan(buf.data(), want));
-    if (!got.ok() || (*got == 0 && want > 0)) {
-      if (sent > 0) return sent;
-      return got.ok() ? kEFAULT : got.error();
-    }
-    size_t off = 0;
-    while (off < *got || (total == 0 && off == 0)) {
-      ssize_t n =
-          SendBytes(fd_.get(), buf.data() + off, *got - off, host_flags);
-      if (n >= 0) {
-        off += static_cast<size_t>(n);
-        if (total == 0) return size_t{0};
-        continue;
-      }
-      const int err = errno;
-      KResult<void> waited = OkResult();
-      if (err != EAGAIN) {
-        waited = Errno(err);
-      } else if (nonblock) {
-        waited = kEAGAIN;
-      } else {
-        waited = Wait(c, POLLOUT, deadline, own >= 0);
-      }
-      if (!waited.ok()) {
-        if (sent + off > 0) return sent + off;
-        return waited.error();
-      }
-    }
-    sent += off;
-    if (*got < want) return sent;  // the guest's buffer ended early
-  } while (sent < total);
-  return sent;
+  return SendToHostFd(fd_.get(), c, data, type_ == SOCK_STREAM, kMaxDatagram,
+                      req.flags & (MSG_OOB | MSG_MORE | MSG_EOR),
+                      SendBlocking(self, c, req.flags));
 }
 
 KResult<size_t> HostStream::RecvMsg(Socket& self, Caller& c, MessageIo& data,
                                     RecvRequest& req) {
-  const bool nonblock = self.nonblocking() || (req.flags & MSG_DONTWAIT);
-  const int64_t own = self.RecvDeadline();
-  const int64_t deadline = Earlier(own, c.deadline_ns);
-  const bool stream = type_ == SOCK_STREAM;
-  const bool waitall = stream && (req.flags & MSG_WAITALL) &&
-                       !(req.flags & (MSG_PEEK | MSG_OOB));
-  const int host_flags = MSG_DONTWAIT | MSG_CMSG_CLOEXEC |
-                         (req.flags & (MSG_PEEK | MSG_TRUNC | MSG_OOB));
-  const size_t total = data.size();
-  std::vector<uint8_t> buf(std::max<size_t>(
-      1, std::min(total, stream ? kStreamChunk : kMaxDatagram)));
-  alignas(cmsghdr) uint8_t control[kCmsgSpace];
-  size_t done = 0;
-  for (;;) {
-    iovec iov = {buf.data(), stream ? std::min(buf.size(), total - done)
-                                    : std::min(buf.size(), total)};
-    msghdr mh = {};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof(control);
-    ssize_t n = recvmsg(fd_.get(), &mh, host_flags);
-    if (n < 0) {
-      const int err = errno;
-      KResult<void> waited = OkResult();
-      if (err != EAGAIN) {
-        waited = Errno(err);
-      } else if (nonblock || (req.flags & MSG_OOB)) {
-        waited = kEAGAIN;
-      } else {
-        waited = Wait(c, POLLIN, deadline, own >= 0);
-      }
-      if (!waited.ok()) {
-        if (done > 0) return done;
-        return waited.error();
-      }
-      continue;
-    }
-    DropRights(mh);
-    req.msg_flags |= mh.msg_flags & (MSG_TRUNC | MSG_OOB);
-    if (req.want_from) req.from = PeerAddr();
-    const size_t have = std::min(static_cast<size_t>(n), iov.iov_len);
-    size_t copied = 0;
-    if (have > 0) {
-      KResult<size_t> out =
-          data.CopyOut(done, absl::MakeConstSpan(buf.data(), have));
-      if (!out.ok()) return done > 0 ? KResult<size_t>(done) : out.error();
-      copied = *out;
-    }
-    if (!stream) return static_cast<size_t>(n);
-    done += copied;
-    if (n == 0 || !waitall || done >= total || copied < have) return done;
-  }
+  // What the host sends with the data is dropped (a TCP peer sends none).
+  HostRecvOptions o;
+  o.stream = type_ == SOCK_STREAM;
+  o.max_record = kMaxDatagram;
+  o.kept_msg_flags = MSG_TRUNC | MSG_OOB;
+  if (req.want_from) o.from = PeerAddr();
+  return RecvFromHostFd(fd_.get(), c, data, req, o,
+                        RecvBlocking(self, c, req.flags));
 }
 
 KResult<void> HostStream::SetSockOpt(int level, int name,
@@ -331,18 +178,11 @@ KResult<size_t> HostStream::GetSockOpt(int level, int name,
 
 KResult<uint64_t> HostStream::SocketIoctl(Caller& c, uint32_t cmd,
                                           uint64_t arg) {
-  if (cmd != FIONREAD && cmd != TIOCOUTQ) return kENOTTY;
-  int v = 0;
-  if (ioctl(fd_.get(), cmd, &v) != 0) return Errno(errno);
-  if (c.io.user == nullptr) return kEFAULT;
-  TRY_VOID(c.io.user->CopyOutFull(arg, &v, sizeof(v)));
-  return uint64_t{0};
+  return HostFdIoctl(fd_.get(), c, cmd, arg);
 }
 
 uint32_t HostStream::Readiness(uint32_t mask) const {
-  pollfd p = {fd_.get(), static_cast<short>(mask & 0xffff), 0};
-  if (poll(&p, 1, 0) <= 0) return 0;
-  return static_cast<uint32_t>(static_cast<uint16_t>(p.revents)) & mask;
+  return HostFdReadiness(fd_.get(), mask);
 }
 
 }  // namespace sandbox::net::hostinet

@@ -11,7 +11,8 @@
 // the guest; UDP (sentry/net/udp) uses it for a connected destination.
 //
 // Semantics are the host socket's, with these choices (as the host Unix
-// sockets of sentry/net/hostunix):
+// sockets of sentry/net/hostunix; the transfer and the waits are
+// sentry/net/host_fd_io.h's, which both use):
 //  - Blocking is the Sentry's: the descriptor is O_NONBLOCK; a call that
 //    would block waits (ThreadWaiter::Sleep on the host fd and the task's
 //    interrupt fd) unless the description is O_NONBLOCK or MSG_DONTWAIT,
@@ -90,9 +91,6 @@ class HostStream {
   uint32_t Readiness(uint32_t mask) const;
 
  private:
-  KResult<void> Wait(Caller& c, short events, int64_t deadline_ns,
-                     bool timed) const;
-
   const vfs::OwnedFd fd_;
   const platform::HostFdHold hold_;
   const int family_;

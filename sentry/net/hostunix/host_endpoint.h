@@ -14,7 +14,8 @@
 //  - HostUnixSocket (host_socket.h): the socket accept(2) returns on such a
 //    listener, a whole net::Socket over a HostEndpoint.
 //
-// Semantics as Linux gives them for the host socket, with these choices:
+// Semantics as Linux gives them for the host socket, with these choices
+// (the transfer and the waits are sentry/net/host_fd_io.h's):
 //  - Blocking is the Sentry's: the descriptor is O_NONBLOCK; a call that
 //    would block waits (ThreadWaiter::Sleep on the host fd and the task's
 //    interrupt fd) unless the description is O_NONBLOCK or MSG_DONTWAIT,
@@ -95,12 +96,6 @@ class HostEndpoint {
   uint32_t Readiness(uint32_t mask) const;
 
  private:
-  // Waits for `events` on the host fd until `deadline_ns` (-1: none).
-  // EAGAIN at the deadline; when interrupted ERESTARTSYS, or EINTR if
-  // `timed` (the socket has its own timeout: sock_intr_errno).
-  KResult<void> Wait(Caller& c, short events, int64_t deadline_ns,
-                     bool timed) const;
-
   const vfs::OwnedFd fd_;
   const platform::HostFdHold hold_;
   const int type_;

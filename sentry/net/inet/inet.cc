@@ -111,7 +111,7 @@ KResult<SocketRef> Create(int family, Caller& c, int type, int protocol,
     }
     return kEPERM;
   }
-  NetNamespace& ns = c.netns != nullptr ? *c.netns : NetNamespace::Root();
+  NetNamespace& ns = NamespaceOf(c);
   if (answer->ctor == p.ping && answer->protocol == icmp &&
       !PingAllowed(c, ns)) {
     return kEACCES;

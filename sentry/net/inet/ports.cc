@@ -25,6 +25,8 @@ class BindingEntry {
   BindingEntry(const BindingEntry&) = delete;
   BindingEntry& operator=(const BindingEntry&) = delete;
 
+  const BindingState& st() const { return st_; }
+
  private:
   friend class PortTable;
   PortTable* table_;
@@ -143,6 +145,33 @@ int DevScore(int bound_dev_if) {
 
 uint64_t FlowHash(const InetAddr& dst, const InetAddr& src) {
   return absl::HashOf(src.ip, src.port, dst.ip, dst.port);
+}
+
+// reuseport_select_sock: the receivers of a lookup on the port's entries
+// `v` whose best match is `best`, appended to `order`: when `grouped`, the
+// entries that are `eligible` and of `best`'s SO_REUSEPORT group, from the
+// one the flow's hash picks on, if they are two or more; else `best` alone.
+template <typename Eligible>
+void AppendReceivers(const std::vector<BindingEntry*>& v,
+                     const BindingEntry& best, bool grouped, Eligible eligible,
+                     const InetAddr& dst, const InetAddr& src,
+                     std::vector<std::weak_ptr<Socket>>& order) {
+  std::vector<const BindingEntry*> group;
+  if (grouped) {
+    for (const BindingEntry* e : v) {
+      if (eligible(e->st()) && SameReuseportGroup(e->st(), best.st())) {
+        group.push_back(e);
+      }
+    }
+  }
+  if (group.size() > 1) {
+    const size_t start = FlowHash(dst, src) % group.size();
+    for (size_t i = 0; i < group.size(); i++) {
+      order.push_back(group[(start + i) % group.size()]->st().owner);
+    }
+  } else {
+    order.push_back(best.st().owner);
+  }
 }
 
 struct PortTables {
@@ -471,22 +500,9 @@ std::shared_ptr<Socket> PortTable::FindListener(const InetAddr& dst,
         }
       }
       if (best == nullptr) continue;
-      std::vector<const BindingEntry*> group;
-      if (best->st_.req.reuseport) {
-        for (const BindingEntry* e : v) {
-          if (e->st_.listening && SameReuseportGroup(e->st_, best->st_)) {
-            group.push_back(e);
-          }
-        }
-      }
-      if (group.size() > 1) {
-        const size_t start = FlowHash(dst, src) % group.size();
-        for (size_t i = 0; i < group.size(); i++) {
-          order.push_back(group[(start + i) % group.size()]->st_.owner);
-        }
-      } else {
-        order.push_back(best->st_.owner);
-      }
+      AppendReceivers(
+          v, *best, best->st_.req.reuseport,
+          [](const BindingState& s) { return s.listening; }, dst, src, order);
     }
   }
   // Locked outside mu_: dropping a socket unbinds it (takes mu_).
@@ -553,23 +569,10 @@ std::shared_ptr<Socket> PortTable::FindReceiver(const InetAddr& dst,
           }
         }
         if (best == nullptr) continue;
-        std::vector<const BindingEntry*> group;
-        if (best->st_.req.reuseport && !best->st_.remote.has_value()) {
-          for (const BindingEntry* e : v) {
-            if (!e->st_.remote.has_value() &&
-                SameReuseportGroup(e->st_, best->st_)) {
-              group.push_back(e);
-            }
-          }
-        }
-        if (group.size() > 1) {
-          const size_t start = FlowHash(dst, src) % group.size();
-          for (size_t i = 0; i < group.size(); i++) {
-            order.push_back(group[(start + i) % group.size()]->st_.owner);
-          }
-        } else {
-          order.push_back(best->st_.owner);
-        }
+        AppendReceivers(
+            v, *best, best->st_.req.reuseport && !best->st_.remote.has_value(),
+            [](const BindingState& s) { return !s.remote.has_value(); }, dst,
+            src, order);
       }
     }
   }

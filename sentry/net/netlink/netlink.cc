@@ -192,7 +192,7 @@ KResult<SocketRef> NetlinkSocket::Create(Caller& c, int type, int protocol,
     LogProtocolOnce(protocol);
     return kEPROTONOSUPPORT;
   }
-  NetNamespace& ns = c.netns != nullptr ? *c.netns : NetNamespace::Root();
+  NetNamespace& ns = NamespaceOf(c);
   if (protocol == kNetlinkRoute) ns.Get<RouteNotifier>().Attach(ns);
   auto s = std::make_shared<NetlinkSocket>(type, protocol, flags, c.ucred, ns);
   s->self_ = s;

@@ -17,46 +17,10 @@
 #include "sentry/net/namespace.h"
 #include "sentry/net/tcp/tcp.h"
 #include "sentry/net/tcp/tcp_socket.h"
+#include "sentry/net/wait.h"
 
 namespace sandbox::net::tcp {
 namespace {
-
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-
-int64_t Earlier(int64_t a, int64_t b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  return a < b ? a : b;
-}
-
-// Sleeps on `q` for `events`: registered on the first call (which returns
-// at once, so the caller re-checks before sleeping), unregistered when
-// destroyed. ERESTARTSYS on a signal, EAGAIN at the deadline.
-class Sleeper {
- public:
-  Sleeper(vfs::WaitQueue& q, uint32_t events) : q_(q), events_(events) {}
-  KResult<void> Wait(const Caller& c, int64_t deadline) {
-    if (!w_.has_value()) {
-      w_.emplace();
-      q_.Register(&*w_, events_);
-      return OkResult();
-    }
-    switch (w_->Sleep(c.io.interrupt_fd, deadline)) {
-      case vfs::WakeReason::kNotified:
-        return OkResult();
-      case vfs::WakeReason::kInterrupted:
-        return kERestartSys;
-      case vfs::WakeReason::kTimedOut:
-        return kEAGAIN;
-    }
-    return OkResult();
-  }
-
- private:
-  vfs::WaitQueue& q_;
-  const uint32_t events_;
-  std::optional<vfs::ThreadWaiter> w_;
-};
 
 // A RST reaching `peer` (tcp_reset), and its wake-up.
 void ResetPeer(const EndpointRef& peer) {
@@ -197,7 +161,7 @@ TcpSocket::TcpSocket(int family, uint32_t flags, const Ucred& owner,
 TcpSocket::~TcpSocket() { Close(); }
 
 KResult<SocketRef> NewSocket(Caller& c, int family, uint32_t flags) {
-  NetNamespace& ns = c.netns != nullptr ? *c.netns : NetNamespace::Root();
+  NetNamespace& ns = NamespaceOf(c);
   return SocketRef(std::make_shared<TcpSocket>(family, flags, c.ucred, ns));
 }
 
@@ -253,8 +217,8 @@ KResult<vfs::FileRef> TcpSocket::Accept(Caller& c, uint32_t flags,
                                         SockAddr* peer) {
   Endpoint& ep = *ep_;
   const bool nonblock = nonblocking();
-  const int64_t deadline = Earlier(RecvDeadline(), c.deadline_ns);
-  Sleeper sleeper(ep.wq_, kPollInBits | vfs::kPollErr | vfs::kPollHup);
+  const int64_t deadline = EarlierDeadline(RecvDeadline(), c.deadline_ns);
+  QueueWaiter sleeper(ep.wq_, kPollInBits | vfs::kPollErr | vfs::kPollHup);
   EndpointRef child;
   std::vector<EndpointRef> completed;
   for (;;) {
@@ -425,8 +389,8 @@ KResult<void> TcpSocket::ConnectLoopback(Caller& c,
 }
 
 KResult<void> TcpSocket::WaitConnected(Caller& c) {
-  const int64_t deadline = Earlier(SendDeadline(), c.deadline_ns);
-  Sleeper sleeper(ep_->wq_, vfs::kAllEvents);
+  const int64_t deadline = EarlierDeadline(SendDeadline(), c.deadline_ns);
+  QueueWaiter sleeper(ep_->wq_, vfs::kAllEvents);
   for (;;) {
     {
       absl::MutexLock l(&ep_->mu_);

@@ -12,19 +12,10 @@
 #include <vector>
 
 #include "sentry/net/tcp/tcp_socket.h"
+#include "sentry/net/wait.h"
 
 namespace sandbox::net::tcp {
 namespace {
-
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-constexpr uint32_t kPollOutBits =
-    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
-
-int64_t Earlier(int64_t a, int64_t b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  return a < b ? a : b;
-}
 
 // sk_stream_is_writeable on the shared buffer: at most two thirds of the
 // window in use (sk_stream_wspace >= sk_stream_min_wspace).
@@ -55,15 +46,7 @@ class OneShotWait {
     vfs::WakeReason r = w_->Sleep(c.io.interrupt_fd, deadline);
     w_->Unregister();
     held.Lock();
-    switch (r) {
-      case vfs::WakeReason::kNotified:
-        return OkResult();
-      case vfs::WakeReason::kInterrupted:
-        return kERestartSys;
-      case vfs::WakeReason::kTimedOut:
-        return kEAGAIN;
-    }
-    return OkResult();
+    return WakeResult(r);
   }
 
  private:
@@ -92,7 +75,7 @@ KResult<size_t> TcpSocket::SendMsg(Caller& c, MessageIo& data,
   Endpoint& self = *ep_;
   const int flags = req.flags;
   const bool nonblock = (flags & MSG_DONTWAIT) || nonblocking();
-  const int64_t deadline = Earlier(SendDeadline(), c.deadline_ns);
+  const int64_t deadline = EarlierDeadline(SendDeadline(), c.deadline_ns);
   const size_t len = data.size();
   const bool oob = flags & MSG_OOB;
   size_t sent = 0;
@@ -273,7 +256,7 @@ KResult<size_t> TcpSocket::RecvMsg(Caller& c, MessageIo& data,
                       : std::min<size_t>(std::max(sol.rcvlowat, 0), size);
   if (target == 0) target = 1;
   const bool nonblock = (flags & MSG_DONTWAIT) || nonblocking();
-  const int64_t deadline = Earlier(RecvDeadline(), c.deadline_ns);
+  const int64_t deadline = EarlierDeadline(RecvDeadline(), c.deadline_ns);
   OneShotWait wait(ep.wq_, vfs::kAllEvents);
 
   absl::MutexLock rl(&ep.rd_mu_);

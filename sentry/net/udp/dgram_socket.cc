@@ -11,51 +11,11 @@
 #include <utility>
 
 #include "sentry/net/inet/mib.h"
+#include "sentry/net/wait.h"
 #include "sentry/vfs/file_description.h"
 
 namespace sandbox::net::udp {
 namespace {
-
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-constexpr uint32_t kPollOutBits =
-    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
-
-// The earlier of two deadlines (-1: none).
-int64_t EarlierDeadline(int64_t a, int64_t b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  return std::min(a, b);
-}
-
-// A blocking wait on a socket's queue: the first Wait registers and
-// returns at once (the caller checks again before sleeping, so no wake-up
-// is lost), later ones sleep. ERESTARTSYS on a signal, EAGAIN at the
-// deadline.
-class Waiter {
- public:
-  Waiter(vfs::WaitQueue& q, uint32_t events) : q_(q), events_(events) {}
-  KResult<void> Wait(const Caller& c, int64_t deadline) {
-    if (!w_.has_value()) {
-      w_.emplace();
-      q_.Register(&*w_, events_);
-      return OkResult();
-    }
-    switch (w_->Sleep(c.io.interrupt_fd, deadline)) {
-      case vfs::WakeReason::kNotified:
-        return OkResult();
-      case vfs::WakeReason::kInterrupted:
-        return kERestartSys;
-      case vfs::WakeReason::kTimedOut:
-        return kEAGAIN;
-    }
-    return OkResult();
-  }
-
- private:
-  vfs::WaitQueue& q_;
-  const uint32_t events_;
-  std::optional<vfs::ThreadWaiter> w_;
-};
 
 // Copies `d` (at most the buffer) out; sets MSG_TRUNC. Returns the bytes
 // copied or EFAULT.
@@ -369,7 +329,7 @@ KResult<size_t> DgramSocket::RecvMsg(Caller& c, MessageIo& data,
   const bool peek = flags & MSG_PEEK;
   const bool nonblock = (flags & MSG_DONTWAIT) || nonblocking();
   const int64_t deadline = EarlierDeadline(RecvDeadline(), c.deadline_ns);
-  std::optional<Waiter> waiter;
+  std::optional<QueueWaiter> waiter;
   Datagram d;
   size_t skip = 0;  // the peek offset inside `d`
   for (;;) {

@@ -13,14 +13,10 @@
 namespace sandbox::net::udp {
 namespace {
 
-NetNamespace& NsOf(const Caller& c) {
-  return c.netns != nullptr ? *c.netns : NetNamespace::Root();
-}
-
 // ping_init_sock: the egid, or a supplementary group, inside
 // net.ipv4.ping_group_range (both ends included; "1 0" admits nobody).
 bool MayPing(const Caller& c) {
-  NetSysctls& s = NsOf(c).sysctl();
+  NetSysctls& s = NamespaceOf(c).sysctl();
   const int64_t lo = s.ping_group_lo.load();
   const int64_t hi = s.ping_group_hi.load();
   auto in = [&](int64_t g) { return lo <= g && g <= hi; };
@@ -37,14 +33,14 @@ bool MayPing(const Caller& c) {
 KResult<SocketRef> NewUdpSocket(Caller& c, int family, uint32_t flags) {
   if (family != AF_INET && family != AF_INET6) return kEAFNOSUPPORT;
   return SocketRef(
-      std::make_shared<UdpSocket>(family, flags, c.ucred, NsOf(c)));
+      std::make_shared<UdpSocket>(family, flags, c.ucred, NamespaceOf(c)));
 }
 
 KResult<SocketRef> NewPingSocket(Caller& c, int family, uint32_t flags) {
   if (family != AF_INET && family != AF_INET6) return kEAFNOSUPPORT;
   if (!MayPing(c)) return kEACCES;
   return SocketRef(
-      std::make_shared<PingSocket>(family, flags, c.ucred, NsOf(c)));
+      std::make_shared<PingSocket>(family, flags, c.ucred, NamespaceOf(c)));
 }
 
 void Register() {

@@ -9,17 +9,10 @@
 #include "sentry/net/unix/endpoint.h"
 #include "sentry/net/unix/gc.h"
 #include "sentry/net/unix/registry.h"
+#include "sentry/net/wait.h"
 
 namespace sandbox::net::unix {
 namespace {
-
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-constexpr uint32_t kPollOutBits =
-    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
-
-NetNamespace& NsOf(const Caller& c) {
-  return c.netns != nullptr ? *c.netns : NetNamespace::Root();
-}
 
 // unix_dgram_disconnected: `sk` stopped talking to `other`. Its queue is
 // purged; if `other` was connected back to it, `other` gets ECONNRESET.
@@ -63,7 +56,7 @@ KResult<void> UnixSocket::DgramConnect(Caller& c, const SockAddr& addr) {
     if (passcred()) TRY_VOID(Autobind());
     for (;;) {
       HostPeer hp;
-      TRY(other, FindPeer(c, NsOf(c), name, self.type(), &hp));
+      TRY(other, FindPeer(c, NamespaceOf(c), name, self.type(), &hp));
       if (other == nullptr) {
         // A host datagram socket: connected on the host from now on.
         return HostConnect(c, name, hp, /*nonblock=*/true, -1);
@@ -183,7 +176,8 @@ KResult<size_t> UnixSocket::DgramSend(Caller& c, MessageIo& data,
       if (other == nullptr) return fail(kENOTCONN);
     }
     if (other == nullptr) {
-      KResult<EndpointRef> found = FindPeer(c, NsOf(c), *to, self.type());
+      KResult<EndpointRef> found =
+          FindPeer(c, NamespaceOf(c), *to, self.type());
       if (!found.ok()) return fail(found.error());
       other = std::move(*found);
     }

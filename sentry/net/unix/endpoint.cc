@@ -172,23 +172,6 @@ LockPair::~LockPair() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   first_->Unlock();
 }
 
-KResult<void> Waiter::Wait(const Caller& c, int64_t deadline) {
-  if (!w_.has_value()) {
-    w_.emplace();
-    q_.Register(&*w_, events_);
-    return OkResult();
-  }
-  switch (w_->Sleep(c.io.interrupt_fd, deadline)) {
-    case vfs::WakeReason::kNotified:
-      return OkResult();
-    case vfs::WakeReason::kInterrupted:
-      return kERestartSys;
-    case vfs::WakeReason::kTimedOut:
-      return kEAGAIN;
-  }
-  return OkResult();
-}
-
 Ucred SenderCreds(const Caller& c) {
   Ucred u = c.ucred;
   if (c.io.creds != nullptr) {

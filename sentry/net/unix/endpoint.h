@@ -49,6 +49,7 @@
 #include "sentry/net/namespace.h"
 #include "sentry/net/socket.h"
 #include "sentry/net/unix/address.h"
+#include "sentry/net/wait.h"
 #include "sentry/vfs/fd_table.h"
 #include "sentry/vfs/waiter.h"
 
@@ -288,39 +289,8 @@ bool MayExceedInflight(const Caller& c);
 bool PasscredEnabledLocked(UnixSocket& self, Endpoint& other)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(other.mu_);
 
-// Sleeps on `q` for `events` (registered on first use). Returns ok to
-// re-check, or the errno: ERESTARTSYS on interrupt (the syscall layer
-// makes it EINTR for a socket with a timeout: Socket::IntrErrno), EAGAIN
-// at the deadline.
-class Waiter {
- public:
-  Waiter(vfs::WaitQueue& q, uint32_t events) : q_(q), events_(events) {}
-  // First call: registers and returns ok (the caller checks again before
-  // sleeping, so no wake-up is lost).
-  KResult<void> Wait(const Caller& c, int64_t deadline);
-  // Wait with `held` (a reader's io_mu_) released while it sleeps and
-  // taken again before it returns.
-  KResult<void> WaitReleasing(absl::Mutex& held, const Caller& c,
-                              int64_t deadline)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(held) {
-    held.Unlock();
-    KResult<void> r = Wait(c, deadline);
-    held.Lock();
-    return r;
-  }
-
- private:
-  vfs::WaitQueue& q_;
-  const uint32_t events_;
-  std::optional<vfs::ThreadWaiter> w_;
-};
-
-// The earlier of two deadlines (-1: none).
-inline int64_t EarlierDeadline(int64_t a, int64_t b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  return a < b ? a : b;
-}
+// Sleeps on a socket's queue (sentry/net/wait.h).
+using Waiter = QueueWaiter;
 
 // Counters of live unix sockets (for tests and leak checks).
 int64_t LiveEndpoints();  // Endpoints not yet destroyed

@@ -14,17 +14,10 @@
 #include "sentry/net/unix/gc.h"
 #include "sentry/net/unix/registry.h"
 #include "sentry/net/unix/unix.h"
+#include "sentry/net/wait.h"
 
 namespace sandbox::net::unix {
 namespace {
-
-constexpr uint32_t kPollOutBits =
-    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-
-NetNamespace& NsOf(const Caller& c) {
-  return c.netns != nullptr ? *c.netns : NetNamespace::Root();
-}
 
 KResult<SocketRef> Create(Caller& c, int type, int protocol, uint32_t flags) {
   if (protocol != 0 && protocol != PF_UNIX) return kEPROTONOSUPPORT;
@@ -39,7 +32,7 @@ KResult<SocketRef> Create(Caller& c, int type, int protocol, uint32_t flags) {
     default:
       return kESOCKTNOSUPPORT;
   }
-  EndpointRef ep = NewEndpoint(type, NsOf(c));
+  EndpointRef ep = NewEndpoint(type, NamespaceOf(c));
   return SocketRef(UnixSocket::Make(std::move(ep), flags, c.ucred));
 }
 

@@ -11,20 +11,9 @@
 #include "sentry/net/unix/endpoint.h"
 #include "sentry/net/unix/gc.h"
 #include "sentry/net/unix/registry.h"
+#include "sentry/net/wait.h"
 
 namespace sandbox::net::unix {
-namespace {
-
-constexpr uint32_t kPollInBits = vfs::kPollIn | vfs::kPollRdNorm;
-constexpr uint32_t kPollOutBits =
-    vfs::kPollOut | vfs::kPollWrNorm | vfs::kPollWrBand;
-
-NetNamespace& NsOf(const Caller& c) {
-  return c.netns != nullptr ? *c.netns : NetNamespace::Root();
-}
-
-}  // namespace
-
 KResult<void> UnixSocket::HostConnect(Caller& c, const Name& name, HostPeer& hp,
                                       bool nonblock, int64_t deadline) {
   Endpoint& self = *ep_;
@@ -81,7 +70,7 @@ KResult<void> UnixSocket::StreamConnect(Caller& c, const SockAddr& addr) {
   std::optional<Waiter> waiter;
   for (;;) {
     HostPeer hp;
-    TRY(EndpointRef other, FindPeer(c, NsOf(c), name, self.type(), &hp));
+    TRY(EndpointRef other, FindPeer(c, NamespaceOf(c), name, self.type(), &hp));
     if (other == nullptr) {
       return HostConnect(c, name, hp, nonblock, sock_deadline);
     }
