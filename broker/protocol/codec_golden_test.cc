@@ -5,8 +5,9 @@
 // them (every byte set to 0x00, 0x01, 0x02 and 0xFF).
 //
 // To regenerate (only for a deliberate protocol change, with a doc change):
-//   CODEC_GOLDEN_WRITE=$PWD/broker/protocol/testdata/codec_golden.txt \
-//       bazel-bin/broker/protocol/codec_golden_test
+//   bazel build //broker/protocol:codec_golden_test
+//   CODEC_GOLDEN_WRITE=$PWD/broker/protocol/testdata/codec_golden.txt
+//   bazel-bin/broker/protocol/codec_golden_test
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>

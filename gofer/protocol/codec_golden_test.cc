@@ -4,8 +4,9 @@
 // same mutations of them (every byte set to 0x00, 0x01, 0x02 and 0xFF).
 //
 // To regenerate (only for a deliberate protocol change, with a doc change):
-//   CODEC_GOLDEN_WRITE=$PWD/gofer/protocol/testdata/codec_golden.txt \
-//       bazel-bin/gofer/protocol/codec_golden_test
+//   bazel build //gofer/protocol:codec_golden_test
+//   CODEC_GOLDEN_WRITE=$PWD/gofer/protocol/testdata/codec_golden.txt
+//   bazel-bin/gofer/protocol/codec_golden_test
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
