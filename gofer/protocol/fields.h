@@ -193,6 +193,7 @@ class FieldSizer {
   size_t size = 0;
 };
 
+// (Usable in constant expressions for structs without strings.)
 template <class T>
 constexpr size_t MinWireSize() {
   T t{};
@@ -240,8 +241,9 @@ class FieldReader {
   // The count is checked against the bytes left before the reserve.
   template <class E>
   void List(std::vector<E>& l, size_t max_count) {
-    static constexpr size_t kMinSize = MinWireSize<E>();
-    static_assert(kMinSize > 0);
+    // Computed once at run time: clang's libstdc++ has no constexpr
+    // std::string, which element structs may hold.
+    static const size_t kMinSize = MinWireSize<E>();
     const uint32_t n = r_.Count(max_count, kMinSize);
     l.clear();
     l.reserve(n);
