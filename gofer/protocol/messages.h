@@ -161,7 +161,15 @@ enum class WalkStatus : uint8_t {
   kError = 2,    // names[inodes.size()] failed with error (ENOENT, ...).
 };
 
-struct WalkReq {
+// Why a walk stopped: kError, and only it, carries an errno.
+inline bool ValidWalkStop(WalkStatus status, uint32_t error) {
+  return static_cast<uint8_t>(status) <= 2 &&
+         (status == WalkStatus::kError) == (error != 0);
+}
+
+// Walk and WalkStat: one request layout, two message types.
+template <MessageType kType>
+struct WalkNamesReq {
   Handle dir = 0;
   std::vector<std::string> names;
   template <class V>
@@ -170,6 +178,7 @@ struct WalkReq {
     v.StrList(names, kMaxWalkNames, kMaxNameLen + 1);
   }
 };
+using WalkReq = WalkNamesReq<MessageType::kWalk>;
 struct WalkResp {
   WalkStatus status = WalkStatus::kOk;
   uint32_t error = 0;  // Set iff status == kError.
@@ -179,22 +188,11 @@ struct WalkResp {
     v(status, error);
     v.List(inodes, kMaxWalkNames);
   }
-  bool Valid() const {
-    return static_cast<uint8_t>(status) <= 2 &&
-           (status == WalkStatus::kError) == (error != 0);
-  }
+  bool Valid() const { return ValidWalkStop(status, error); }
 };
 
 // Like Walk but returns stats only (no handles are created).
-struct WalkStatReq {
-  Handle dir = 0;
-  std::vector<std::string> names;
-  template <class V>
-  constexpr void Fields(V& v) {
-    v(dir);
-    v.StrList(names, kMaxWalkNames, kMaxNameLen + 1);
-  }
-};
+using WalkStatReq = WalkNamesReq<MessageType::kWalkStat>;
 struct WalkStatResp {
   WalkStatus status = WalkStatus::kOk;
   uint32_t error = 0;
@@ -204,10 +202,7 @@ struct WalkStatResp {
     v(status, error);
     v.List(stats, kMaxWalkNames);
   }
-  bool Valid() const {
-    return static_cast<uint8_t>(status) <= 2 &&
-           (status == WalkStatus::kError) == (error != 0);
-  }
+  bool Valid() const { return ValidWalkStop(status, error); }
 };
 
 struct StatReq {
@@ -259,9 +254,13 @@ struct InodeResp {
   }
 };
 
-struct MkdirReq {
+// Mkdir and Mknod: one layout, two message types.
+template <MessageType kType>
+struct DirNameModeReq {
   Handle dir = 0;
   std::string name;
+  // Mkdir: permission bits; Mknod: S_IFIFO, S_IFSOCK or S_IFREG plus
+  // permissions.
   uint32_t mode = 0;
   uint32_t uid = kNoId;
   uint32_t gid = kNoId;
@@ -272,20 +271,8 @@ struct MkdirReq {
     v(mode, uid, gid);
   }
 };
-
-struct MknodReq {
-  Handle dir = 0;
-  std::string name;
-  uint32_t mode = 0;  // S_IFIFO, S_IFSOCK or S_IFREG plus permissions.
-  uint32_t uid = kNoId;
-  uint32_t gid = kNoId;
-  template <class V>
-  constexpr void Fields(V& v) {
-    v(dir);
-    v.Str(name, kMaxNameLen + 1);
-    v(mode, uid, gid);
-  }
-};
+using MkdirReq = DirNameModeReq<MessageType::kMkdir>;
+using MknodReq = DirNameModeReq<MessageType::kMknod>;
 
 struct SymlinkReq {
   Handle dir = 0;
