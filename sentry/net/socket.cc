@@ -256,6 +256,32 @@ Socket::Socket(int family, int type, int protocol, uint32_t flags,
   rcvbuf_ = s.rmem_default.load();
 }
 
+void Socket::InheritOptions(const Socket& listener) {
+  int64_t sndbuf, rcvbuf, rcvtimeo, sndtimeo;
+  bool passcred;
+  Stored stored;
+  {
+    absl::ReaderMutexLock l(&listener.opt_mu_);
+    sndbuf = listener.sndbuf_;
+    rcvbuf = listener.rcvbuf_;
+    rcvtimeo = listener.rcvtimeo_;
+    sndtimeo = listener.sndtimeo_;
+    passcred = listener.passcred_;
+    stored = *listener.stored_;
+  }
+  stored.cookie = 0;  // sock_gen_cookie gives the clone its own
+  // The child's sk_priority is the SYN's (tcp_v4_syn_recv_sock), which
+  // is 0 here whatever either side set, as Linux shows over loopback.
+  stored.priority = 0;
+  absl::MutexLock l(&opt_mu_);
+  sndbuf_ = sndbuf;
+  rcvbuf_ = rcvbuf;
+  rcvtimeo_ = rcvtimeo;
+  sndtimeo_ = sndtimeo;
+  passcred_ = passcred;
+  *stored_ = stored;
+}
+
 Socket::~Socket() = default;
 
 KResult<void> Socket::Bind(Caller&, const SockAddr&) { return kEOPNOTSUPP; }

@@ -170,6 +170,12 @@ class Socket : public vfs::FileDescription {
     int priority = 0;      // SO_PRIORITY
   };
   SolFlags sol_flags() const ABSL_LOCKS_EXCLUDED(opt_mu_);
+  // sk_clone_lock: a connection accepted from `listener` starts with the
+  // listener's SOL_SOCKET options (buffer sizes and their locks, timeouts,
+  // SO_KEEPALIVE, SO_LINGER, SO_RCVLOWAT, SO_MARK, the timestamp flags,
+  // ...), but not its SO_ERROR, SO_ACCEPTCONN, SO_COOKIE or SO_PRIORITY. Called
+  // on the new socket before anyone else sees it.
+  void InheritOptions(const Socket& listener) ABSL_LOCKS_EXCLUDED(opt_mu_);
   // Sets SO_ERROR (a pending asynchronous error) / takes it (getsockopt
   // SO_ERROR and the next call clear it).
   void SetSoError(int err) ABSL_LOCKS_EXCLUDED(opt_mu_);

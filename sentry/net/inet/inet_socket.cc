@@ -365,6 +365,17 @@ IpOptions InetSocket::ip_options() const {
   return ip_;
 }
 
+void InetSocket::InheritOptions(const InetSocket& listener) {
+  Socket::InheritOptions(listener);
+  IpOptions ip = listener.ip_options();
+  // The clone joins no group (mc_list = NULL), and its IP options are the
+  // SYN's (ireq_opt), none over loopback.
+  ip.mc_groups.clear();
+  ip.options.clear();
+  absl::MutexLock l(&ip_mu_);
+  ip_ = std::move(ip);
+}
+
 int InetSocket::EffectiveTtl(Caller&, const IpAddr& dst) const {
   NetSysctls& sys = netns().sysctl();
   absl::MutexLock l(&ip_mu_);

@@ -174,6 +174,10 @@ class InetSocket : public Socket,
                              absl::Span<uint8_t> val) override;
 
   IpOptions ip_options() const ABSL_LOCKS_EXCLUDED(ip_mu_);
+  // inet_csk_clone_lock: an accepted connection starts with the listener's
+  // SOL_SOCKET and SOL_IP/SOL_IPV6 options (on the new socket, before
+  // anyone else sees it).
+  void InheritOptions(const InetSocket& listener) ABSL_LOCKS_EXCLUDED(ip_mu_);
   // The TTL / hop limit a packet of this socket carries to `dst`.
   int EffectiveTtl(Caller& c, const IpAddr& dst) const;
 

@@ -303,6 +303,7 @@ KResult<vfs::FileRef> TcpSocket::Accept(Caller& c, uint32_t flags,
   auto s =
       std::make_shared<TcpSocket>(family(), O_RDWR | flags, c.ucred, child);
   s->AttachNamespace(netns());
+  s->InheritOptions(*this);
   if (inet::Binding lb = binding(); lb != nullptr) {
     s->AdoptBinding(table().Inherit(lb, local, remote, s->weak_from_this()));
   }

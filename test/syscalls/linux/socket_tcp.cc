@@ -284,6 +284,61 @@ TEST_P(TcpTest, AcceptedSocketKeepsListenerFamilyAndType) {
   EXPECT_EQ(IntOpt(p.server.get(), SOL_SOCKET, SO_ACCEPTCONN), 0);
 }
 
+// sk_clone_lock / inet_csk_clone_lock: the accepted socket starts with the
+// listener's SOL_SOCKET, SOL_IP and SOL_TCP options (set before connect).
+TEST_P(TcpTest, AcceptedSocketInheritsListenerOptions) {
+  FileDescriptor l = TcpListener(family());
+  ASSERT_TRUE(l.valid());
+  SetInt(l.get(), SOL_SOCKET, SO_KEEPALIVE, 1);
+  SetInt(l.get(), SOL_SOCKET, SO_PRIORITY, 3);
+  SetInt(l.get(), SOL_SOCKET, SO_RCVLOWAT, 7);
+  SetInt(l.get(), SOL_SOCKET, SO_SNDBUF, 65536);
+  SetInt(l.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+  linger lg = {1, 5};
+  ASSERT_EQ(setsockopt(l.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+  timeval tv = {2, 500000};
+  ASSERT_EQ(setsockopt(l.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+  if (family() == AF_INET) {
+    SetInt(l.get(), IPPROTO_IP, IP_TOS, 0x10);
+    SetInt(l.get(), IPPROTO_IP, IP_TTL, 33);
+  } else {
+    SetInt(l.get(), IPPROTO_IPV6, IPV6_TCLASS, 0x10);
+    SetInt(l.get(), IPPROTO_IPV6, IPV6_UNICAST_HOPS, 33);
+  }
+  InetAddr la = SockName(l.get());
+  FileDescriptor c = TcpSocket(family());
+  ASSERT_THAT(connect(c.get(), la.sa(), la.len), SyscallSucceeds());
+  FileDescriptor s(accept(l.get(), nullptr, nullptr));
+  ASSERT_TRUE(s.valid()) << strerror(errno);
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_KEEPALIVE), 1);
+  // The child's priority is the SYN's, not the listener's.
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_PRIORITY), 0);
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_RCVLOWAT), 7);
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_SNDBUF),
+            IntOpt(l.get(), SOL_SOCKET, SO_SNDBUF));
+  EXPECT_EQ(IntOpt(s.get(), IPPROTO_TCP, TCP_NODELAY), 1);
+  EXPECT_EQ(IntOpt(s.get(), SOL_SOCKET, SO_ACCEPTCONN), 0);
+  linger got = {};
+  socklen_t len = sizeof(got);
+  ASSERT_EQ(getsockopt(s.get(), SOL_SOCKET, SO_LINGER, &got, &len), 0);
+  EXPECT_EQ(got.l_onoff, 1);
+  EXPECT_EQ(got.l_linger, 5);
+  timeval gtv = {};
+  len = sizeof(gtv);
+  ASSERT_EQ(getsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &gtv, &len), 0);
+  EXPECT_EQ(gtv.tv_sec, 2);
+  EXPECT_EQ(gtv.tv_usec, 500000);
+  if (family() == AF_INET) {
+    EXPECT_EQ(IntOpt(s.get(), IPPROTO_IP, IP_TOS), 0x10);
+    EXPECT_EQ(IntOpt(s.get(), IPPROTO_IP, IP_TTL), 33);
+  } else {
+    EXPECT_EQ(IntOpt(s.get(), IPPROTO_IPV6, IPV6_TCLASS), 0x10);
+    EXPECT_EQ(IntOpt(s.get(), IPPROTO_IPV6, IPV6_UNICAST_HOPS), 33);
+  }
+  // The connecting side keeps its own defaults.
+  EXPECT_EQ(IntOpt(c.get(), SOL_SOCKET, SO_KEEPALIVE), 0);
+}
+
 TEST_P(TcpTest, BigTransferIsIntact) {
   ConnectedPair p(family());
   ASSERT_TRUE(p.ok());
