@@ -1,6 +1,7 @@
-// Encode / Decode of broker messages (messages.h). Decode takes untrusted
-// bytes: every length and count is bounded, every enum and flag checked,
-// and trailing bytes refuse the message.
+// Encode / Decode of broker messages (messages.h), both walking
+// Message::Fields. Decode takes untrusted bytes: every length and count is
+// bounded, every enum and flag checked (Message::Valid, Ip::Valid), and
+// trailing bytes refuse the message.
 #ifndef BROKER_PROTOCOL_CODEC_H_
 #define BROKER_PROTOCOL_CODEC_H_
 

@@ -1,9 +1,11 @@
 // The broker protocol (docs/broker-protocol.md): what the Sentry and the
 // broker (the one process that opens host Internet sockets for the sandbox)
 // say to each other over one AF_UNIX SOCK_SEQPACKET socketpair. One record
-// is one message: an 8-byte header and its fields (gofer::Writer /
-// gofer::Reader encoding: little-endian, u32-length strings); a descriptor
-// rides on the record as SCM_RIGHTS, at most one per message.
+// is one message: an 8-byte header and its fields, declared once in
+// Message::Fields and Ip/Endpoint::Fields (gofer/protocol/fields.h's field
+// kinds: little-endian, u32-length strings), which drive both Encode and
+// Decode; a descriptor rides on the record as SCM_RIGHTS, at most one per
+// message.
 //
 // Requests (Sentry -> broker) carry an id the reply repeats; the broker
 // also sends unsolicited messages (id 0): a connection accepted on a
@@ -57,6 +59,21 @@ inline constexpr uint8_t kFamilyInet6 = 10;
 struct Ip {
   uint8_t family = kFamilyInet;
   std::array<uint8_t, 16> bytes{};
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(family, bytes);
+  }
+  // AF_INET or AF_INET6, and an IPv4 address has zeros past its 4 bytes
+  // (one encoding per address).
+  bool Valid() const {
+    if (family == kFamilyInet) {
+      for (size_t i = 4; i < bytes.size(); ++i) {
+        if (bytes[i] != 0) return false;
+      }
+      return true;
+    }
+    return family == kFamilyInet6;
+  }
   bool operator==(const Ip& o) const {
     return family == o.family && bytes == o.bytes;
   }
@@ -66,6 +83,10 @@ struct Ip {
 struct Endpoint {
   Ip ip;
   uint16_t port = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(ip, port);
+  }
   bool operator==(const Endpoint& o) const {
     return ip == o.ip && port == o.port;
   }
@@ -113,6 +134,43 @@ struct Message {
   Rcode rcode = Rcode::kNoError;
   uint32_t ttl = 0;
   std::vector<Ip> addresses;
+
+  // The record: the header (u8 version, u8 type, u16 flags 0, u32 id),
+  // then the fields of `type`.
+  template <class V>
+  void Fields(V& v) {
+    v.template Const<uint8_t>(kVersion);
+    v(type);
+    v.template Const<uint16_t>(0);
+    v(id);
+    switch (type) {
+      case Type::kConnect:
+        v(proto, endpoint);
+        v.Str(name, kMaxName);
+        break;
+      case Type::kConnectReply:
+        v(error);
+        v.Flag(in_progress);
+        v.Str(reason, kMaxReason);
+        v(local);
+        break;
+      case Type::kResolve:
+        v(family);
+        v.Str(name, kMaxName);
+        break;
+      case Type::kResolveReply:
+        v(rcode, ttl);
+        v.List(addresses, kMaxAddresses);
+        break;
+      case Type::kAccepted:
+      case Type::kUdpFlow:
+        v(endpoint, guest_port);
+        break;
+    }
+  }
+  // The rules between fields (codec.cc): a known type, enums in range, an
+  // id on requests and replies and none on unsolicited messages, ...
+  bool Valid() const;
 };
 
 // How many descriptors a message of `type` carries.

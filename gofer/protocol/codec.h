@@ -1,4 +1,5 @@
-// Encoders and decoders for every gofer message (docs/gofer-protocol.md).
+// Encode and Decode of every gofer message (docs/gofer-protocol.md), both
+// driven by the message's one field list (messages.h, fields.h).
 //
 // Decode(bytes, &msg) returns false unless the bytes are exactly one valid
 // encoding of msg: every length within its bound, no trailing bytes, enum
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "gofer/protocol/fields.h"
 #include "gofer/protocol/messages.h"
 #include "gofer/protocol/wire.h"
 
@@ -23,51 +25,26 @@ std::string EncodeHeader(const Header& h);
 // matched, so a reply can echo the request id.
 int DecodeHeader(std::string_view bytes, Header* h);
 
-#define GOFER_CODEC(T)                  \
-  void Encode(Writer& w, const T& msg); \
-  bool Decode(std::string_view in, T* msg);
-GOFER_CODEC(AttachReq)
-GOFER_CODEC(AttachResp)
-GOFER_CODEC(WalkReq)
-GOFER_CODEC(WalkResp)
-GOFER_CODEC(WalkStatReq)
-GOFER_CODEC(WalkStatResp)
-GOFER_CODEC(StatReq)
-GOFER_CODEC(StatResp)
-GOFER_CODEC(OpenReq)
-GOFER_CODEC(CreateReq)
-GOFER_CODEC(InodeResp)
-GOFER_CODEC(MkdirReq)
-GOFER_CODEC(MknodReq)
-GOFER_CODEC(SymlinkReq)
-GOFER_CODEC(LinkReq)
-GOFER_CODEC(ReadlinkReq)
-GOFER_CODEC(ReadlinkResp)
-GOFER_CODEC(UnlinkReq)
-GOFER_CODEC(RenameReq)
-GOFER_CODEC(SetAttrReq)
-GOFER_CODEC(GetdentsReq)
-GOFER_CODEC(GetdentsResp)
-GOFER_CODEC(GetdentsPlusReq)
-GOFER_CODEC(GetdentsPlusResp)
-GOFER_CODEC(StatfsReq)
-GOFER_CODEC(StatfsResp)
-GOFER_CODEC(FsyncReq)
-GOFER_CODEC(GetXattrReq)
-GOFER_CODEC(GetXattrResp)
-GOFER_CODEC(SetXattrReq)
-GOFER_CODEC(ListXattrReq)
-GOFER_CODEC(ListXattrResp)
-GOFER_CODEC(RemoveXattrReq)
-GOFER_CODEC(CloseReq)
-GOFER_CODEC(BindSocketReq)
-GOFER_CODEC(ConnectSocketReq)
-#undef GOFER_CODEC
+// Every message: its field list (messages.h) walked by fields.h.
+template <HasFields T>
+void Encode(Writer& w, const T& msg) {
+  EncodeFields(w, msg);
+}
+template <HasFields T>
+bool Decode(std::string_view in, T* msg) {
+  Reader r(in);
+  DecodeFields(r, msg);
+  return r.Done();
+}
 
 // An empty payload (replies of Open, Unlink, Rename, SetAttr, ...).
-struct Empty {};
-inline void Encode(Writer&, const Empty&) {}
-inline bool Decode(std::string_view in, Empty*) { return in.empty(); }
+struct Empty {
+  template <class V>
+  constexpr void Fields(V&) {}
+};
+
+static_assert(MinWireSize<Stat>() == 96);
+static_assert(MinWireSize<Inode>() == kInodeWireSize);
 
 // Request type -> message type, reply type and donated FD count.
 template <typename Req>

@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   using namespace gofer;  // NOLINT: a table of every message type.
-  switch (data[0] % 35) {
+  switch (data[0] % 37) {
     case 0:
       CheckHeader(in);
       break;
@@ -140,6 +140,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 34:
       Check<GetdentsPlusResp>(in);
+      break;
+    case 35:
+      Check<BindSocketReq>(in);
+      break;
+    case 36:
+      Check<ConnectSocketReq>(in);
       break;
   }
   return 0;

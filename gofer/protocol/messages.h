@@ -1,13 +1,16 @@
 // Gofer protocol messages (docs/gofer-protocol.md is the specification).
 //
 // Every message is a 32-byte little-endian Header followed by payload_len
-// bytes of payload, encoded field by field (wire.h). These structs are the
-// decoded, host-endian form; codec.h converts them. Nothing here trusts its
-// contents: the decoder bounds every length, and the server validates names
-// and handles again before use.
+// bytes of payload, encoded field by field. These structs are the decoded,
+// host-endian form. Each declares its wire layout once, in Fields() (the
+// field kinds are in fields.h), and Valid() where fields constrain each
+// other; codec.h's one Encode and one Decode walk that list. Nothing here
+// trusts its contents: the decoder bounds every length, and the server
+// validates names and handles again before use.
 #ifndef GOFER_PROTOCOL_MESSAGES_H_
 #define GOFER_PROTOCOL_MESSAGES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,7 +24,10 @@ inline constexpr uint32_t kMaxPayload = 1 << 20;  // 1 MiB.
 inline constexpr uint32_t kMaxFdsPerMessage =
     1;  // Only Open, Create, BindSocket and ConnectSocket donate.
 
-// Bounds enforced by the decoder (both sides).
+// Bounds enforced by the decoder (both sides). Names in requests may be
+// empty on the wire and one byte over kMaxNameLen (kMaxNameLen + 1): the
+// server answers EINVAL/ENAMETOOLONG rather than failing the decode (so
+// too for paths and xattr names). Names in replies are 1..kMaxNameLen.
 inline constexpr size_t kMaxNameLen = 255;          // NAME_MAX.
 inline constexpr size_t kMaxPathLen = 4095;         // PATH_MAX - 1 (symlinks).
 inline constexpr size_t kMaxWalkNames = 255;        // Components per Walk.
@@ -79,6 +85,11 @@ struct Header {
   uint64_t request_id = 0;  // Echoed in the reply.
   uint32_t payload_len = 0;
   uint32_t reserved = 0;  // Must be 0.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(magic, version, type, flags, num_fds, error, request_id, payload_len,
+      reserved);
+  }
 };
 
 // Handles name server-side nodes; 0 is never a valid handle.
@@ -88,6 +99,11 @@ inline constexpr uint32_t kNoId = 0xFFFFFFFF;  // uid/gid: leave unchanged.
 struct Timespec {
   int64_t sec = 0;
   uint32_t nsec = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(sec, nsec);
+  }
+  bool Valid() const { return nsec < 1000000000u; }
 };
 
 // A host stat(2) result.
@@ -103,22 +119,39 @@ struct Stat {
   uint32_t blksize = 0;
   uint64_t blocks = 0;
   Timespec atime, mtime, ctime;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dev, ino, mode, nlink, uid, gid, rdev, size, blksize, blocks, atime,
+      mtime, ctime);
+  }
 };
 
 // A walked node: its new handle and stat.
 struct Inode {
   Handle handle = 0;
   Stat stat;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle, stat);
+  }
 };
 
 // ---- Requests and replies (a message without a reply struct replies with
 // an empty payload). ----
 
-struct AttachReq {};
+struct AttachReq {
+  template <class V>
+  constexpr void Fields(V&) {}
+};
 struct AttachResp {
   Inode root;
   uint32_t max_payload = kMaxPayload;
   uint8_t read_only = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(root, max_payload, read_only);
+  }
+  bool Valid() const { return read_only <= 1; }
 };
 
 // Walk status: why the walk stopped.
@@ -128,32 +161,63 @@ enum class WalkStatus : uint8_t {
   kError = 2,    // names[inodes.size()] failed with error (ENOENT, ...).
 };
 
-struct WalkReq {
+// Why a walk stopped: kError, and only it, carries an errno.
+inline bool ValidWalkStop(WalkStatus status, uint32_t error) {
+  return static_cast<uint8_t>(status) <= 2 &&
+         (status == WalkStatus::kError) == (error != 0);
+}
+
+// Walk and WalkStat: one request layout, two message types.
+template <MessageType kType>
+struct WalkNamesReq {
   Handle dir = 0;
   std::vector<std::string> names;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir);
+    v.StrList(names, kMaxWalkNames, kMaxNameLen + 1);
+  }
 };
+using WalkReq = WalkNamesReq<MessageType::kWalk>;
 struct WalkResp {
   WalkStatus status = WalkStatus::kOk;
   uint32_t error = 0;  // Set iff status == kError.
   std::vector<Inode> inodes;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(status, error);
+    v.List(inodes, kMaxWalkNames);
+  }
+  bool Valid() const { return ValidWalkStop(status, error); }
 };
 
 // Like Walk but returns stats only (no handles are created).
-struct WalkStatReq {
-  Handle dir = 0;
-  std::vector<std::string> names;
-};
+using WalkStatReq = WalkNamesReq<MessageType::kWalkStat>;
 struct WalkStatResp {
   WalkStatus status = WalkStatus::kOk;
   uint32_t error = 0;
   std::vector<Stat> stats;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(status, error);
+    v.List(stats, kMaxWalkNames);
+  }
+  bool Valid() const { return ValidWalkStop(status, error); }
 };
 
 struct StatReq {
   Handle handle = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle);
+  }
 };
 struct StatResp {
   Stat stat;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(stat);
+  }
 };
 
 // Open: flags are O_ACCMODE | O_TRUNC | O_APPEND | O_DSYNC | O_SYNC |
@@ -161,6 +225,10 @@ struct StatResp {
 struct OpenReq {
   Handle handle = 0;
   uint32_t flags = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle, flags);
+  }
 };
 
 struct CreateReq {
@@ -170,27 +238,41 @@ struct CreateReq {
   uint32_t mode = 0;   // Permission bits only.
   uint32_t uid = kNoId;
   uint32_t gid = kNoId;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir);
+    v.Str(name, kMaxNameLen + 1);
+    v(flags, mode, uid, gid);
+  }
 };
 // Create donates one host FD. Mkdir/Mknod/Symlink/Link reply with Inode.
 struct InodeResp {
   Inode inode;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(inode);
+  }
 };
 
-struct MkdirReq {
+// Mkdir and Mknod: one layout, two message types.
+template <MessageType kType>
+struct DirNameModeReq {
   Handle dir = 0;
   std::string name;
+  // Mkdir: permission bits; Mknod: S_IFIFO, S_IFSOCK or S_IFREG plus
+  // permissions.
   uint32_t mode = 0;
   uint32_t uid = kNoId;
   uint32_t gid = kNoId;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir);
+    v.Str(name, kMaxNameLen + 1);
+    v(mode, uid, gid);
+  }
 };
-
-struct MknodReq {
-  Handle dir = 0;
-  std::string name;
-  uint32_t mode = 0;  // S_IFIFO, S_IFSOCK or S_IFREG plus permissions.
-  uint32_t uid = kNoId;
-  uint32_t gid = kNoId;
-};
+using MkdirReq = DirNameModeReq<MessageType::kMkdir>;
+using MknodReq = DirNameModeReq<MessageType::kMknod>;
 
 struct SymlinkReq {
   Handle dir = 0;
@@ -198,19 +280,40 @@ struct SymlinkReq {
   std::string target;
   uint32_t uid = kNoId;
   uint32_t gid = kNoId;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir);
+    v.Str(name, kMaxNameLen + 1);
+    v.Str(target, kMaxPathLen + 1);
+    v(uid, gid);
+  }
 };
 
 struct LinkReq {
   Handle dir = 0;
   std::string name;
   Handle target = 0;  // An existing non-directory.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir);
+    v.Str(name, kMaxNameLen + 1);
+    v(target);
+  }
 };
 
 struct ReadlinkReq {
   Handle handle = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle);
+  }
 };
 struct ReadlinkResp {
   std::string target;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v.Str(target, kMaxPathLen + 1);
+  }
 };
 
 // Unlink flags: 0 or AT_REMOVEDIR (0x200).
@@ -218,6 +321,12 @@ struct UnlinkReq {
   Handle dir = 0;
   std::string name;
   uint32_t flags = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir);
+    v.Str(name, kMaxNameLen + 1);
+    v(flags);
+  }
 };
 
 // Rename flags: 0, RENAME_NOREPLACE (1) or RENAME_EXCHANGE (2).
@@ -227,6 +336,14 @@ struct RenameReq {
   Handle new_dir = 0;
   std::string new_name;
   uint32_t flags = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(old_dir);
+    v.Str(old_name, kMaxNameLen + 1);
+    v(new_dir);
+    v.Str(new_name, kMaxNameLen + 1);
+    v(flags);
+  }
 };
 
 // SetAttr mask bits.
@@ -248,21 +365,38 @@ struct SetAttrReq {
   uint32_t gid = kNoId;
   uint64_t size = 0;
   Timespec atime, mtime;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle, mask, mode, uid, gid, size, atime, mtime);
+  }
 };
 
 struct GetdentsReq {
   Handle dir = 0;
   uint64_t cookie = 0;     // 0 = start; else a Dirent.next_cookie.
   uint32_t max_count = 0;  // 1..kMaxDirents.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir, cookie, max_count);
+  }
 };
 struct Dirent {
   uint64_t ino = 0;
   uint64_t next_cookie = 0;  // Resume after this entry.
   uint8_t type = 0;          // DT_* value.
   std::string name;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(ino, next_cookie, type);
+    v.Str(name, kMaxNameLen, /*min=*/1);
+  }
 };
 struct GetdentsResp {
   std::vector<Dirent> dirents;  // Empty = end of directory.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v.List(dirents, kMaxDirents);
+  }
 };
 
 // GetdentsPlus (READDIRPLUS): Getdents whose entries also carry a walked
@@ -273,6 +407,10 @@ struct GetdentsPlusReq {
   Handle dir = 0;
   uint64_t cookie = 0;     // As Getdents.
   uint32_t max_count = 0;  // 1..kMaxDirentsPlus.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir, cookie, max_count);
+  }
 };
 struct DirentPlus {
   uint64_t ino = 0;
@@ -281,13 +419,28 @@ struct DirentPlus {
   std::string name;
   uint8_t has_inode = 0;  // 0 or 1; inode is on the wire only if 1.
   Inode inode;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(ino, next_cookie, type);
+    v.Str(name, kMaxNameLen, /*min=*/1);
+    v.Flag(has_inode);
+    v.Optional(has_inode, inode);
+  }
 };
 struct GetdentsPlusResp {
   std::vector<DirentPlus> dirents;  // Empty = end of directory.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v.List(dirents, kMaxDirentsPlus);
+  }
 };
 
 struct StatfsReq {
   Handle handle = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle);
+  }
 };
 struct StatfsResp {
   uint64_t type = 0;
@@ -300,20 +453,41 @@ struct StatfsResp {
   uint64_t namelen = 0;
   uint64_t frsize = 0;
   uint64_t flags = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(type, bsize, blocks, bfree, bavail, files, ffree, namelen, frsize, flags);
+  }
 };
 
 struct FsyncReq {
   Handle handle = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle);
+  }
 };
 
 struct GetXattrReq {
   Handle handle = 0;
   std::string name;
   uint32_t size = 0;  // 0 = return only the length.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle);
+    v.Str(name, kMaxXattrNameLen + 1);
+    v(size);
+  }
 };
 struct GetXattrResp {
   uint32_t length = 0;  // Value length (when size was 0, value is empty).
   std::string value;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(length);
+    v.Str(value, kMaxXattrValueLen);
+  }
+  // The value, when there is one, is `length` bytes long.
+  bool Valid() const { return value.empty() || value.size() == length; }
 };
 
 struct SetXattrReq {
@@ -321,24 +495,50 @@ struct SetXattrReq {
   std::string name;
   std::string value;
   uint32_t flags = 0;  // 0, XATTR_CREATE (1) or XATTR_REPLACE (2).
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle);
+    v.Str(name, kMaxXattrNameLen + 1);
+    v.Str(value, kMaxXattrValueLen + 1);
+    v(flags);
+  }
 };
 
 struct ListXattrReq {
   Handle handle = 0;
   uint32_t size = 0;  // 0 = return only the length.
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle, size);
+  }
 };
 struct ListXattrResp {
   uint32_t length = 0;
   std::string names;  // NUL-separated, as listxattr(2).
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(length);
+    v.Str(names, kMaxXattrListLen);
+  }
+  bool Valid() const { return names.empty() || names.size() == length; }
 };
 
 struct RemoveXattrReq {
   Handle handle = 0;
   std::string name;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle);
+    v.Str(name, kMaxXattrNameLen + 1);
+  }
 };
 
 struct CloseReq {
   std::vector<Handle> handles;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v.List(handles, kMaxCloseHandles);
+  }
 };
 
 // ---- Host Unix sockets (revision 2). Served only on connections that
@@ -364,6 +564,12 @@ struct BindSocketReq {
   uint32_t mode = 0;
   uint32_t uid = kNoId;
   uint32_t gid = kNoId;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(dir);
+    v.Str(name, kMaxNameLen + 1);
+    v(type, mode, uid, gid);
+  }
 };
 
 // ConnectSocket: a new host AF_UNIX socket of `type` connected to the
@@ -371,6 +577,10 @@ struct BindSocketReq {
 struct ConnectSocketReq {
   Handle handle = 0;
   uint32_t type = 0;
+  template <class V>
+  constexpr void Fields(V& v) {
+    v(handle, type);
+  }
 };
 
 }  // namespace gofer

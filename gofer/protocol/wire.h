@@ -31,8 +31,11 @@ class Writer {
   std::string Take() { return std::move(buf_); }
 
  private:
+  // One append per field (not one push_back per byte).
   void Le(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) buf_.push_back(static_cast<char>(v >> (8 * i)));
+    char b[8];
+    for (int i = 0; i < n; ++i) b[i] = static_cast<char>(v >> (8 * i));
+    buf_.append(b, n);
   }
   std::string buf_;
 };
