@@ -9,7 +9,19 @@
 
 namespace sandbox::abi {
 
+// PAGE_SIZE on x86-64.
 inline constexpr uint64_t kPageSize = 4096;
+
+// TASK_SIZE_MAX (x86-64, 4-level paging): the first address past user
+// space, one page below the end of the lower canonical half.
+inline constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
+
+// access_ok(addr, len): whether [addr, addr + len) lies below kTaskSizeMax,
+// computed without overflow (Linux's __access_ok). A zero-length range at
+// kTaskSizeMax is allowed.
+inline constexpr bool AccessOk(uint64_t addr, uint64_t len) {
+  return len <= kTaskSizeMax && addr <= kTaskSizeMax - len;
+}
 
 // struct timespec / __kernel_timespec.
 struct Timespec {
