@@ -43,6 +43,20 @@ struct Timezone {
 };
 static_assert(sizeof(Timezone) == 8);
 
+// struct utimbuf (utime(2)): seconds.
+struct Utimbuf {
+  int64_t actime;
+  int64_t modtime;
+};
+static_assert(sizeof(Utimbuf) == 16);
+
+// struct f_owner_ex (fcntl F_GETOWN_EX/F_SETOWN_EX).
+struct FOwnerEx {
+  int32_t type;
+  int32_t pid;
+};
+static_assert(sizeof(FOwnerEx) == 8);
+
 // struct stat (arch/x86/include/uapi/asm/stat.h, x86-64).
 struct Stat {
   uint64_t st_dev;

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <utime.h>
 
 #include "gtest/gtest.h"
 #include "sentry/abi/fcntl.h"
@@ -57,6 +58,10 @@ static_assert(offsetof(Siginfo, sigpoll) + offsetof(SiginfoSigpoll, fd) ==
               offsetof(siginfo_t, si_fd));
 static_assert(offsetof(Siginfo, sigsys) + offsetof(SiginfoSigsys, syscall) ==
               offsetof(siginfo_t, si_syscall));
+
+static_assert(sizeof(Utimbuf) == sizeof(struct utimbuf));
+static_assert(sizeof(FOwnerEx) == sizeof(struct f_owner_ex) &&
+              offsetof(FOwnerEx, pid) == offsetof(struct f_owner_ex, pid));
 
 // struct stat: the kernel's x86-64 layout is glibc's.
 static_assert(sizeof(Stat) == sizeof(struct stat));
