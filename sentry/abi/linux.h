@@ -9,7 +9,19 @@
 
 namespace sandbox::abi {
 
+// PAGE_SIZE on x86-64.
 inline constexpr uint64_t kPageSize = 4096;
+
+// TASK_SIZE_MAX (x86-64, 4-level paging): the first address past user
+// space, one page below the end of the lower canonical half.
+inline constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
+
+// access_ok(addr, len): whether [addr, addr + len) lies below kTaskSizeMax,
+// computed without overflow (Linux's __access_ok). A zero-length range at
+// kTaskSizeMax is allowed.
+inline constexpr bool AccessOk(uint64_t addr, uint64_t len) {
+  return len <= kTaskSizeMax && addr <= kTaskSizeMax - len;
+}
 
 // struct timespec / __kernel_timespec.
 struct Timespec {
@@ -30,6 +42,20 @@ struct Timezone {
   int32_t tz_dsttime;
 };
 static_assert(sizeof(Timezone) == 8);
+
+// struct utimbuf (utime(2)): seconds.
+struct Utimbuf {
+  int64_t actime;
+  int64_t modtime;
+};
+static_assert(sizeof(Utimbuf) == 16);
+
+// struct f_owner_ex (fcntl F_GETOWN_EX/F_SETOWN_EX).
+struct FOwnerEx {
+  int32_t type;
+  int32_t pid;
+};
+static_assert(sizeof(FOwnerEx) == 8);
 
 // struct stat (arch/x86/include/uapi/asm/stat.h, x86-64).
 struct Stat {

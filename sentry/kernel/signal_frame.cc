@@ -150,7 +150,7 @@ KResult<FrameResult> SetupSignalFrame(vfs::UserMemory& mem,
   sc.cr2 = req.cr2;
   sc.fpstate = buf_fx;
   f.uc.uc_sigmask = req.saved_mask;
-  if (act.flags & SA_SIGINFO) f.info = req.info;
+  if (act.flags & SA_SIGINFO) memcpy(&f.info, &req.info, sizeof(f.info));
 
   TRY_VOID(mem.CopyOutFull(buf_fx, fx.data(), fx.size()));
   TRY_VOID(mem.CopyOutFull(sp, &f, sizeof(f)));

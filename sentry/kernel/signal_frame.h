@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sentry/abi/linux.h"
+#include "sentry/abi/siginfo.h"
 #include "sentry/base/result.h"
 #include "sentry/kernel/signal_queue.h"
 #include "sentry/vfs/file_description.h"
@@ -62,8 +63,11 @@ static_assert(sizeof(UContext) == 304);
 struct RtSigframe {
   uint64_t pretcode;
   UContext uc;
-  siginfo_t info;
+  abi::Siginfo info;
 };
+// The kernel keeps glibc's siginfo_t, which is the ABI's layout
+// (sentry/abi/linux_test.cc checks it field by field).
+static_assert(sizeof(siginfo_t) == sizeof(abi::Siginfo));
 static_assert(sizeof(RtSigframe) == 440);
 
 inline constexpr uint64_t kUcFpXstate = 0x1;

@@ -126,7 +126,7 @@ TEST(SignalFrameTest, LayoutAsLinux) {
   EXPECT_EQ(sc.ss, kUserDs);
   EXPECT_EQ(sc.oldmask, SigBit(SIGHUP));
   EXPECT_EQ(f.info.si_signo, SIGUSR1);
-  EXPECT_EQ(f.info.si_pid, 42);
+  EXPECT_EQ(f.info.kill.pid, 42);
 
   // The XSAVE image: 64-byte aligned above the frame, with the software
   // bytes and the second magic glibc and Linux check.

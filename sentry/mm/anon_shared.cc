@@ -6,6 +6,8 @@
 #include <iterator>
 #include <utility>
 
+#include "sentry/abi/linux.h"
+
 namespace sandbox::mm {
 
 AnonSharedMappable::AnonSharedMappable(platform::MemoryFile& mf, uint64_t size)
@@ -114,7 +116,7 @@ void AnonSharedMappable::Punch(uint64_t offset, uint64_t length) {
 
 void AnonSharedMappable::Residency(uint64_t offset, uint64_t pages,
                                    uint8_t* vec) {
-  constexpr uint64_t kPage = 4096;
+  constexpr uint64_t kPage = abi::kPageSize;
   const uint64_t end = pages > (UINT64_MAX - offset) / kPage
                            ? UINT64_MAX
                            : offset + pages * kPage;

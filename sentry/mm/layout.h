@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sentry/abi/linux.h"
+
 namespace sandbox::mm {
 
-inline constexpr uint64_t kPageSize = 4096;
+using abi::kPageSize;
 inline constexpr uint64_t kPageMask = ~(kPageSize - 1);
 
 inline constexpr uint64_t PageRoundDown(uint64_t x) { return x & kPageMask; }

@@ -1,11 +1,12 @@
 #include "sentry/mm/layout.h"
 
 #include "gtest/gtest.h"
+#include "sentry/abi/linux.h"
 
 namespace sandbox::mm {
 namespace {
 
-constexpr uintptr_t kTaskSize = 0x7ffffffff000;
+constexpr uintptr_t kTaskSize = abi::kTaskSizeMax;
 
 TEST(LayoutTest, NonRandomMatchesLinux) {
   Layout l = PickLayout(0x1000, kTaskSize, {.randomize = false});

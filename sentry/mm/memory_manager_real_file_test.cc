@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "platform/memory_file.h"
+#include "sentry/abi/linux.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/mm/testing/fake_platform.h"
 
@@ -21,7 +22,7 @@ constexpr uint64_t kMiB = 1 << 20;
 TEST(MemoryManagerRealFileTest, WorkloadReturnsEveryPage) {
   auto mf = platform::MemoryFile::Create(1ull << 30);
   ASSERT_TRUE(mf.ok()) << mf.status();
-  Layout layout = PickLayout(0x10000, 0x7ffffffff000, {.randomize = false});
+  Layout layout = PickLayout(0x10000, abi::kTaskSizeMax, {.randomize = false});
   auto mm = MemoryManager::CreateWith(
       std::make_unique<testing::FakeAddressSpace>(), **mf, layout);
 

@@ -5,16 +5,23 @@
 //   KResult<uint64_t> Read(Task& t, Fd fd, UserAddr buf, uint64_t count);
 //
 // and the table decodes each register with ArgTraits<T>::Decode. Guest
-// memory is reached only through the copy helpers (UserPtr<T>::CopyIn,
-// UserCString::CopyIn, Task::CopyIn/CopyOut). ArgTraits<T>::Format renders
-// an argument for --strace, so strace decoding follows from the types.
+// memory is reached through typed copies: UserPtr<T> for a fixed-size
+// struct or scalar (At() for one of its fields), UserArray<T> for an array
+// whose length is another argument, UserCString for a string. The raw
+// Task::CopyIn/CopyOut (partial copies of bytes) are for the byte-buffer
+// paths only: read/write data, readlink/getcwd/xattr values, socket
+// addresses and control data, the bytes of a versioned struct's tail.
+// ArgTraits<T>::Format renders an argument for --strace, so strace
+// decoding follows from the types.
 #ifndef SENTRY_SYSCALLS_ARGS_H_
 #define SENTRY_SYSCALLS_ARGS_H_
 
 #include <stdint.h>
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
@@ -40,7 +47,9 @@ struct UserAddr {
   bool null() const { return addr == 0; }
 };
 
-// A guest pointer to a T: copy-in/copy-out of exactly sizeof(T) bytes.
+// A guest pointer to a T: copy-in/copy-out of exactly sizeof(T) bytes (all
+// of them or EFAULT). T is a struct of sentry/abi (the kernel's layout) or
+// a scalar.
 template <typename T>
 struct UserPtr {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -49,6 +58,49 @@ struct UserPtr {
   KResult<T> CopyIn(Task& t) const { return t.CopyInObj<T>(addr); }
   KResult<void> CopyOut(Task& t, const T& v) const {
     return t.CopyOutObj<T>(addr, v);
+  }
+  // The first `n` bytes of the T (a versioned struct whose caller passes
+  // a shorter size: clone3, openat2); the rest of `*v` is left as it was.
+  KResult<void> CopyInPrefix(Task& t, T* v, size_t n) const {
+    return t.CopyInFull(addr, v, std::min(n, sizeof(T)));
+  }
+  // The field `f` of the guest's T: ptr.At(&abi::Siginfo::si_code).
+  template <typename F, typename U = T,
+            typename = std::enable_if_t<std::is_class_v<U>>>
+  UserPtr<F> At(F U::*f) const {
+    static_assert(std::is_standard_layout_v<U>);
+    static const U probe{};
+    return UserPtr<F>{addr + static_cast<uint64_t>(
+                                 reinterpret_cast<const char*>(&(probe.*f)) -
+                                 reinterpret_cast<const char*>(&probe))};
+  }
+};
+
+// A guest array of T whose length another argument gives: copies of `n`
+// elements (all of them or EFAULT), or one element through operator[].
+// The caller bounds n (the byte count must not overflow).
+template <typename T>
+struct UserArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+  uint64_t addr;
+  bool null() const { return addr == 0; }
+  UserPtr<T> operator[](size_t i) const {
+    return UserPtr<T>{addr + i * sizeof(T)};
+  }
+  // The array from element `i` on.
+  UserArray<T> From(size_t i) const {
+    return UserArray<T>{addr + i * sizeof(T)};
+  }
+  KResult<void> CopyIn(Task& t, T* v, size_t n) const {
+    return t.CopyInFull(addr, v, n * sizeof(T));
+  }
+  KResult<void> CopyOut(Task& t, const T* v, size_t n) const {
+    return t.CopyOutFull(addr, v, n * sizeof(T));
+  }
+  KResult<std::vector<T>> CopyIn(Task& t, size_t n) const {
+    std::vector<T> v(n);
+    TRY_VOID(CopyIn(t, v.data(), n));
+    return v;
   }
 };
 
@@ -123,6 +175,14 @@ struct ArgTraits<UserAddr> {
 template <typename T>
 struct ArgTraits<UserPtr<T>> {
   static UserPtr<T> Decode(uint64_t v) { return UserPtr<T>{v}; }
+  static std::string Format(Task& t, const SyscallArgs& a, int i) {
+    return ArgTraits<UserAddr>::Format(t, a, i);
+  }
+};
+
+template <typename T>
+struct ArgTraits<UserArray<T>> {
+  static UserArray<T> Decode(uint64_t v) { return UserArray<T>{v}; }
   static std::string Format(Task& t, const SyscallArgs& a, int i) {
     return ArgTraits<UserAddr>::Format(t, a, i);
   }

@@ -163,20 +163,20 @@ KResult<uint64_t> DoUtimes(Task& t, int32_t dirfd, uint64_t path_addr,
 }
 
 // utimensat(2).
-SyscallResult Utimensat(Task& t, Fd dirfd, UserAddr path, UserAddr times,
-                        Flags flags) {
+SyscallResult Utimensat(Task& t, Fd dirfd, UserAddr path,
+                        UserArray<abi::Timespec> times, Flags flags) {
   abi::Timespec ts[2];
-  if (!times.null()) TRY_VOID(t.CopyInFull(times.addr, ts, sizeof(ts)));
+  if (!times.null()) TRY_VOID(times.CopyIn(t, ts, 2));
   return DoUtimes(t, dirfd.fd, path.addr, times.null() ? nullptr : ts,
                   static_cast<int>(flags.v & 0xffffffff));
 }
 
 // futimesat(2) and utimes(2): struct timeval[2], microseconds checked.
 KResult<uint64_t> DoTimeval(Task& t, int32_t dirfd, uint64_t path,
-                            UserAddr times) {
+                            UserArray<abi::Timeval> times) {
   if (times.null()) return DoUtimes(t, dirfd, path, nullptr, 0);
   abi::Timeval tv[2];
-  TRY_VOID(t.CopyInFull(times.addr, tv, sizeof(tv)));
+  TRY_VOID(times.CopyIn(t, tv, 2));
   abi::Timespec ts[2];
   for (int i = 0; i < 2; ++i) {
     if (tv[i].tv_usec < 0 || tv[i].tv_usec >= 1000000) return kEINVAL;
@@ -187,26 +187,26 @@ KResult<uint64_t> DoTimeval(Task& t, int32_t dirfd, uint64_t path,
 }
 
 // futimesat(2).
-SyscallResult Futimesat(Task& t, Fd dirfd, UserAddr path, UserAddr times) {
+SyscallResult Futimesat(Task& t, Fd dirfd, UserAddr path,
+                        UserArray<abi::Timeval> times) {
   return DoTimeval(t, dirfd.fd, path.addr, times);
 }
 
 // utimes(2).
-SyscallResult Utimes(Task& t, UserCString path, UserAddr times) {
+SyscallResult Utimes(Task& t, UserCString path, UserArray<abi::Timeval> times) {
   if (path.addr == 0) return kEFAULT;
   return DoTimeval(t, AT_FDCWD, path.addr, times);
 }
 
 // utime(2): struct utimbuf {actime, modtime} in seconds.
-SyscallResult Utime(Task& t, UserCString path, UserAddr times) {
+SyscallResult Utime(Task& t, UserCString path, UserPtr<abi::Utimbuf> times) {
   if (path.addr == 0) return kEFAULT;
   if (times.null()) return DoUtimes(t, AT_FDCWD, path.addr, nullptr, 0);
-  int64_t buf[2];
-  TRY_VOID(t.CopyInFull(times.addr, buf, sizeof(buf)));
+  TRY(abi::Utimbuf buf, times.CopyIn(t));
   abi::Timespec ts[2];
-  ts[0].tv_sec = buf[0];
+  ts[0].tv_sec = buf.actime;
   ts[0].tv_nsec = 0;
-  ts[1].tv_sec = buf[1];
+  ts[1].tv_sec = buf.modtime;
   ts[1].tv_nsec = 0;
   return DoUtimes(t, AT_FDCWD, path.addr, ts, 0);
 }

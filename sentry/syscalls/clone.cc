@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/syscalls/handler.h"
@@ -48,10 +49,6 @@ constexpr uint64_t kSupported =
     CLONE_IO | CLONE_DETACHED | CLONE_SETTLS | CLONE_PARENT_SETTID |
     CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | kCloneClearSighand;
 
-// The top of user space (TASK_SIZE_MAX): TLS and clone3 stacks must lie
-// below it.
-constexpr uint64_t kTaskSize = 0x7ffffffff000;
-
 // The registers a new task starts with: the caller's, returning 0 from the
 // call, on `stack` and with `tls` as FS base when the flags ask for them.
 // The FPU state is inherited, so the platform must load it.
@@ -61,7 +58,7 @@ KResult<platform::CpuState> ChildCpu(Task& t, uint64_t flags, uint64_t stack,
   cpu.regs.rax = 0;
   if (stack != 0) cpu.regs.rsp = stack;
   if (flags & CLONE_SETTLS) {
-    if (tls >= kTaskSize) return kEPERM;
+    if (tls >= abi::kTaskSizeMax) return kEPERM;  // TLS in user space
     cpu.regs.fs_base = tls;
   }
   cpu.fp_changed = true;
@@ -77,10 +74,10 @@ uint64_t StartChild(Task& t, kernel::Task* child,
                     uint64_t parent_tid, uint64_t child_tid) {
   const uint32_t tid = static_cast<uint32_t>(child->tid());
   if (flags & CLONE_PARENT_SETTID) {
-    (void)t.CopyOutObj<uint32_t>(parent_tid, tid);
+    (void)UserPtr<uint32_t>{parent_tid}.CopyOut(t, tid);
   }
   if (flags & CLONE_CHILD_SETTID) {
-    (void)child->CopyOutObj<uint32_t>(child_tid, tid);
+    (void)UserPtr<uint32_t>{child_tid}.CopyOut(*child, tid);
   }
   if (flags & CLONE_CHILD_CLEARTID) child->set_clear_child_tid(child_tid);
   t.kernel().Start(child, std::move(thread));
@@ -187,14 +184,15 @@ SyscallResult Clone(Task& t, Flags flags, UserAddr stack, UserAddr parent_tid,
 }
 
 // clone3(2): copy_clone_args_from_user, then clone3_args_valid.
-SyscallResult Clone3(Task& t, UserAddr uargs, uint64_t size) {
+SyscallResult Clone3(Task& t, UserPtr<CloneArgs> uargs, uint64_t size) {
   if (size > 4096) return kE2BIG;
   if (size < kCloneArgsSizeVer0) return kEINVAL;
   CloneArgs a = {};
-  TRY_VOID(t.CopyInFull(uargs.addr, &a, std::min(size, sizeof(a))));
+  TRY_VOID(uargs.CopyInPrefix(t, &a, size));
   // Bytes beyond what this kernel knows must be zero (copy_struct_from_user).
+  const UserArray<uint8_t> bytes{uargs.addr};
   for (uint64_t off = sizeof(a); off < size; ++off) {
-    TRY(uint8_t b, t.CopyInObj<uint8_t>(uargs.addr + off));
+    TRY(uint8_t b, bytes[off].CopyIn(t));
     if (b != 0) return kE2BIG;
   }
   if (a.set_tid_size > 32) return kEINVAL;  // MAX_PID_NS_LEVEL
@@ -220,10 +218,7 @@ SyscallResult Clone3(Task& t, UserAddr uargs, uint64_t size) {
   }
   // clone3_stack_valid: both or neither, and inside user space.
   if ((a.stack == 0) != (a.stack_size == 0)) return kEINVAL;
-  if (a.stack != 0 &&
-      (a.stack_size > kTaskSize || a.stack > kTaskSize - a.stack_size)) {
-    return kEINVAL;
-  }
+  if (a.stack != 0 && !abi::AccessOk(a.stack, a.stack_size)) return kEINVAL;
   // Choosing the child's TID (checkpoint/restore) is not supported.
   if (a.set_tid != 0) return kEINVAL;
   uint64_t sp = a.stack != 0 ? a.stack + a.stack_size : 0;

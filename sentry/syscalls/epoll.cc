@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
@@ -52,8 +53,6 @@ static_assert(EPOLLEXCLUSIVE == fs::epoll::kEpollExclusive &&
 // EPOLLEXCLUSIVE_OK_BITS.
 constexpr uint32_t kExclusiveOkBits = EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP |
                                       EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE;
-// The top of the user address range (TASK_SIZE_MAX): access_ok's bound.
-constexpr uint64_t kTaskSize = 0x7ffffffff000;
 constexpr int kMaxEvents = INT_MAX / sizeof(EpollEvent);  // EP_MAX_EVENTS
 
 SyscallResult NewEpoll(Task& t, uint32_t flags) {
@@ -117,7 +116,7 @@ SyscallResult DoEpollWait(Task& t, int32_t epfd, uint64_t events,
                           int32_t maxevents, int64_t deadline) {
   if (maxevents <= 0 || maxevents > kMaxEvents) return kEINVAL;
   const uint64_t len = uint64_t(maxevents) * sizeof(EpollEvent);
-  if (events > kTaskSize || len > kTaskSize - events) return kEFAULT;
+  if (!abi::AccessOk(events, len)) return kEFAULT;
   TRY(vfs::FileRef f, GetFile(t, epfd));
   auto* ep = dynamic_cast<EpollFile*>(f.get());
   if (ep == nullptr) return kEINVAL;
@@ -128,15 +127,10 @@ SyscallResult DoEpollWait(Task& t, int32_t epfd, uint64_t events,
     std::vector<EpollEvent> out;
     out.reserve(evs.size());
     for (const auto& e : evs) out.push_back(EpollEvent{e.events, e.data});
-    if (t.CopyOutFull(events, out.data(), out.size() * sizeof(EpollEvent))
-            .ok()) {
-      return out.size();
-    }
+    const UserArray<EpollEvent> uevents{events};
+    if (uevents.CopyOut(t, out.data(), out.size()).ok()) return out.size();
     size_t done = 0;
-    while (done < out.size() &&
-           t.CopyOutFull(events + done * sizeof(EpollEvent), &out[done],
-                         sizeof(EpollEvent))
-               .ok()) {
+    while (done < out.size() && uevents[done].CopyOut(t, out[done]).ok()) {
       ++done;
     }
     return done;

@@ -151,10 +151,7 @@ SyscallResult FcntlAsync(Task& t, vfs::FileDescription& f, int32_t cmd,
       return static_cast<uint64_t>(v);
     }
     case F_SETOWN_EX: {
-      struct {
-        int32_t type, pid;
-      } ex;
-      TRY_VOID(t.CopyInFull(arg, &ex, sizeof(ex)));
+      TRY(abi::FOwnerEx ex, UserPtr<abi::FOwnerEx>{arg}.CopyIn(t));
       if (ex.type != kOwnerTid && ex.type != kOwnerPid &&
           ex.type != kOwnerPgrp) {
         return kEINVAL;
@@ -168,10 +165,8 @@ SyscallResult FcntlAsync(Task& t, vfs::FileDescription& f, int32_t cmd,
     }
     case F_GETOWN_EX: {
       const Owner o = f.async_owner();
-      struct {
-        int32_t type, pid;
-      } ex = {o.type, o.id};
-      TRY_VOID(t.CopyOutFull(arg, &ex, sizeof(ex)));
+      TRY_VOID(UserPtr<abi::FOwnerEx>{arg}.CopyOut(
+          t, abi::FOwnerEx{o.type, static_cast<int32_t>(o.id)}));
       return uint64_t{0};
     }
     case F_SETSIG: {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/fs/host/host_file.h"
 #include "sentry/fs/pipe/pipe_file.h"
@@ -42,20 +43,13 @@ constexpr size_t kMaxTransfer = 1 << 20;
 // Largest direct transfer (Linux's MAX_RW_COUNT): files whose data lives in
 // the memory file (CanDirectIo) copy straight between their pages and the
 // guest's, with no bounce buffer and no kMaxTransfer bound.
-constexpr uint64_t kMaxRwCount = 0x7ffff000;
-// The highest user address + 1 on x86-64 (TASK_SIZE_MAX).
-constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
+using abi::kMaxRwCount;
 
 KResult<FileRef> GetFile(Task& t, Fd fd) { return syscalls::GetFile(t, fd.fd); }
 
-// access_ok(): the range lies in user space.
-bool RangeOk(uint64_t addr, uint64_t len) {
-  return len <= kTaskSizeMax && addr <= kTaskSizeMax - len;
-}
-
 KResult<size_t> DoRead(Task& t, FileDescription& f, UserAddr buf,
                        uint64_t count, int64_t offset) {
-  if (!RangeOk(buf.addr, count)) return kEFAULT;
+  if (!abi::AccessOk(buf.addr, count)) return kEFAULT;
   if (count == 0) return size_t{0};
   if (f.CanDirectIo(t.mm().memory_file())) {
     mm::GuestSegments dst(t.mm(), /*guest_written=*/true);
@@ -85,7 +79,7 @@ KResult<uint64_t> DoWritev(Task& t, FileDescription& f,
 
 KResult<size_t> DoWrite(Task& t, FileDescription& f, uint64_t buf,
                         uint64_t count, int64_t offset) {
-  if (!RangeOk(buf, count)) return kEFAULT;
+  if (!abi::AccessOk(buf, count)) return kEFAULT;
   if (count == 0) return size_t{0};
   const abi::Iovec iov{buf, count};
   vfs::IoContext ctx = t.io_context();
@@ -98,7 +92,7 @@ SyscallResult Read(Task& t, Fd fd, UserAddr buf, uint64_t count) {
   TRY(FileRef f, GetFile(t, fd));
   if (!f->readable()) return kEBADF;
   if (net::Socket* s = net::AsSocket(*f)) {  // sock_read_iter
-    if (!RangeOk(buf.addr, count)) return kEFAULT;
+    if (!abi::AccessOk(buf.addr, count)) return kEFAULT;
     TRY(size_t n, SocketReadv(t, *s, {abi::Iovec{buf.addr, count}}));
     return n;
   }
@@ -112,7 +106,7 @@ SyscallResult Write(Task& t, Fd fd, UserInBuf buf, uint64_t count) {
   TRY(FileRef f, GetFile(t, fd));
   if (!f->writable()) return kEBADF;
   if (net::Socket* s = net::AsSocket(*f)) {  // sock_write_iter
-    if (!RangeOk(buf.addr, count)) return kEFAULT;
+    if (!abi::AccessOk(buf.addr, count)) return kEFAULT;
     TRY(size_t n, SocketWritev(t, *s, {abi::Iovec{buf.addr, count}}));
     return n;
   }
@@ -149,13 +143,13 @@ SyscallResult PWrite64(Task& t, Fd fd, UserInBuf buf, uint64_t count,
 KResult<std::vector<abi::Iovec>> CopyInIovecs(Task& t, UserAddr iov,
                                               int iovcnt) {
   if (iovcnt < 0 || iovcnt > abi::kUioMaxIov) return kEINVAL;
-  std::vector<abi::Iovec> v(iovcnt);
-  TRY_VOID(t.CopyInFull(iov.addr, v.data(), v.size() * sizeof(abi::Iovec)));
+  TRY(std::vector<abi::Iovec> v,
+      UserArray<abi::Iovec>{iov.addr}.CopyIn(t, iovcnt));
   uint64_t total = 0;
   for (const abi::Iovec& e : v) {
     if (e.iov_len > static_cast<uint64_t>(INT64_MAX) - total) return kEINVAL;
     total += e.iov_len;
-    if (!RangeOk(e.iov_base, e.iov_len)) return kEFAULT;
+    if (!abi::AccessOk(e.iov_base, e.iov_len)) return kEFAULT;
   }
   return v;
 }
@@ -554,7 +548,7 @@ SyscallResult Ioctl(Task& t, Fd fd, uint32_t cmd, uint64_t arg) {
       TRY_VOID(t.fd_table().SetCloexec(fd.fd, false));
       return uint64_t{0};
     case FIONBIO: {
-      TRY(int32_t on, t.CopyInObj<int32_t>(arg));
+      TRY(int32_t on, UserPtr<int32_t>{arg}.CopyIn(t));
       uint32_t fl = f->status_flags();
       f->SetStatusFlags(on ? fl | O_NONBLOCK : fl & ~uint32_t{O_NONBLOCK});
       return uint64_t{0};
@@ -566,7 +560,8 @@ SyscallResult Ioctl(Task& t, Fd fd, uint32_t cmd, uint64_t arg) {
       if (vf == nullptr || !vf->inode().IsRegular()) break;
       TRY(int64_t pos, f->Seek(0, SEEK_CUR));
       int64_t size = static_cast<int64_t>(vf->inode().Attrs().size);
-      TRY_VOID(t.CopyOutObj<int32_t>(arg, static_cast<int32_t>(size - pos)));
+      TRY_VOID(
+          UserPtr<int32_t>{arg}.CopyOut(t, static_cast<int32_t>(size - pos)));
       return uint64_t{0};
     }
     case FIOQSIZE: {
@@ -576,7 +571,7 @@ SyscallResult Ioctl(Task& t, Fd fd, uint32_t cmd, uint64_t arg) {
       if (!inode.IsRegular() && !inode.IsDir() && !inode.IsSymlink()) {
         return kENOTTY;
       }
-      TRY_VOID(t.CopyOutObj<int64_t>(arg, inode.Stat().st_size));
+      TRY_VOID(UserPtr<int64_t>{arg}.CopyOut(t, inode.Stat().st_size));
       return uint64_t{0};
     }
     default:

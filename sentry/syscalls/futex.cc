@@ -69,7 +69,7 @@ SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
       // sys_futex reads the timeout before do_futex checks the clock.
       std::optional<absl::Time> deadline;
       if (!utime.null()) {
-        TRY(abi::Timespec ts, t.CopyInObj<abi::Timespec>(utime.addr));
+        TRY(abi::Timespec ts, UserPtr<abi::Timespec>{utime.addr}.CopyIn(t));
         TRY(absl::Duration d, ToDuration(ts));
         deadline =
             cmd == FUTEX_WAIT

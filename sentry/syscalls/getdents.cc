@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
@@ -15,7 +16,6 @@ namespace {
 
 // The most one call returns; a larger buffer gets a short (valid) read.
 constexpr size_t kMaxDirentBytes = 1 << 20;
-constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
 
 // Serializes one entry as the old struct linux_dirent (d_ino, d_off,
 // d_reclen, d_name, NUL, padding, d_type in the last byte).
@@ -41,7 +41,7 @@ bool AppendDirent(absl::Span<uint8_t> buf, size_t* used,
 KResult<uint64_t> DoGetdents(Task& t, Fd fd, UserAddr dirp, uint32_t count,
                              bool is64) {
   TRY(vfs::FileRef f, GetFile(t, fd.fd));
-  if (count > kTaskSizeMax || dirp.addr > kTaskSizeMax - count) return kEFAULT;
+  if (!abi::AccessOk(dirp.addr, count)) return kEFAULT;
   vfs::VfsFile* vf = AsVfsFile(f);
   if (vf == nullptr) return kENOTDIR;
   std::vector<uint8_t> buf(std::min<size_t>(count, kMaxDirentBytes));

@@ -37,12 +37,12 @@ SyscallResult Getresgid(Task& t, UserPtr<uint32_t> r, UserPtr<uint32_t> e,
 }
 
 // getgroups(2).
-SyscallResult Getgroups(Task& t, int32_t size, UserAddr list) {
+SyscallResult Getgroups(Task& t, int32_t size, UserArray<kernel::Gid> list) {
   const std::vector<kernel::Gid>& g = t.creds().groups;
   if (size < 0) return kEINVAL;
   if (size == 0) return uint64_t{g.size()};
   if (static_cast<size_t>(size) < g.size()) return kEINVAL;
-  TRY_VOID(t.CopyOutFull(list.addr, g.data(), g.size() * sizeof(kernel::Gid)));
+  TRY_VOID(list.CopyOut(t, g.data(), g.size()));
   return uint64_t{g.size()};
 }
 

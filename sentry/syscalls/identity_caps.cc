@@ -30,8 +30,8 @@ static_assert(sizeof(CapHeader) == 8 && sizeof(CapData) == 12);
 // for v1, 2 for v2 and v3). An unknown version is EINVAL after the
 // preferred version (v3) is written back into the header (the probe
 // libcap uses).
-KResult<int> ValidateVersion(Task& t, UserAddr header) {
-  TRY(uint32_t version, t.CopyInObj<uint32_t>(header.addr));
+KResult<int> ValidateVersion(Task& t, UserPtr<CapHeader> header) {
+  TRY(uint32_t version, header.At(&CapHeader::version).CopyIn(t));
   switch (version) {
     case _LINUX_CAPABILITY_VERSION_1:
       return 1;
@@ -39,8 +39,8 @@ KResult<int> ValidateVersion(Task& t, UserAddr header) {
     case _LINUX_CAPABILITY_VERSION_3:
       return 2;
     default:
-      TRY_VOID(
-          t.CopyOutObj<uint32_t>(header.addr, _LINUX_CAPABILITY_VERSION_3));
+      TRY_VOID(header.At(&CapHeader::version)
+                   .CopyOut(t, _LINUX_CAPABILITY_VERSION_3));
       return kEINVAL;
   }
 }
@@ -48,14 +48,15 @@ KResult<int> ValidateVersion(Task& t, UserAddr header) {
 // capget(2). A null data pointer only probes the version: 0 for a good one
 // and also for a bad one (after the write-back). pid 0 is the caller; a
 // negative pid is EINVAL; an unknown one ESRCH.
-SyscallResult Capget(Task& t, UserAddr header, UserAddr data) {
+SyscallResult Capget(Task& t, UserPtr<CapHeader> header,
+                     UserArray<CapData> data) {
   KResult<int> words = ValidateVersion(t, header);
-  if (data.addr == 0) {
+  if (data.null()) {
     return (words.ok() || words.error() == kEINVAL) ? KResult<uint64_t>(0)
                                                     : words.error();
   }
   if (!words.ok()) return words.error();
-  TRY(int32_t pid, t.CopyInObj<int32_t>(header.addr + 4));
+  TRY(int32_t pid, header.At(&CapHeader::pid).CopyIn(t));
   if (pid < 0) return kEINVAL;
   std::shared_ptr<const Credentials> creds;
   if (pid == 0 || pid == t.tid()) {
@@ -73,7 +74,7 @@ SyscallResult Capget(Task& t, UserAddr header, UserAddr data) {
     out[i].permitted = static_cast<uint32_t>(creds->cap_permitted >> shift);
     out[i].inheritable = static_cast<uint32_t>(creds->cap_inheritable >> shift);
   }
-  TRY_VOID(t.CopyOutFull(data.addr, out, *words * sizeof(CapData)));
+  TRY_VOID(data.CopyOut(t, out, *words));
   return uint64_t{0};
 }
 
@@ -84,12 +85,13 @@ SyscallResult Capget(Task& t, UserAddr header, UserAddr data) {
 // within old inheritable|bounding; permitted within the old permitted;
 // effective within the new permitted. Ambient loses what is no longer both
 // permitted and inheritable.
-SyscallResult Capset(Task& t, UserAddr header, UserAddr data) {
+SyscallResult Capset(Task& t, UserPtr<CapHeader> header,
+                     UserArray<CapData> data) {
   TRY(int words, ValidateVersion(t, header));
-  TRY(int32_t pid, t.CopyInObj<int32_t>(header.addr + 4));
+  TRY(int32_t pid, header.At(&CapHeader::pid).CopyIn(t));
   if (pid != 0 && pid != t.tid()) return kEPERM;
   CapData in[2] = {};
-  TRY_VOID(t.CopyInFull(data.addr, in, words * sizeof(CapData)));
+  TRY_VOID(data.CopyIn(t, in, words));
   auto join = [](uint32_t lo, uint32_t hi) {
     return (uint64_t{lo} | (uint64_t{hi} << 32)) & kernel::kAllCaps;
   };

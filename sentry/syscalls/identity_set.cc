@@ -194,14 +194,13 @@ SyscallResult Setfsgid(Task& t, uint32_t gid) {
 // setgroups(2): EPERM without CAP_SETGID (checked first, as Linux), EINVAL
 // for a size above NGROUPS_MAX (or negative) or a -1 entry, EFAULT.
 // Groups are kept sorted (duplicates kept, as Linux's groups_sort).
-SyscallResult Setgroups(Task& t, int32_t size, UserAddr list) {
+SyscallResult Setgroups(Task& t, int32_t size, UserArray<Gid> list) {
   const Credentials& old = t.creds();
   if (!old.HasCapability(kernel::kCapSetgid)) return kEPERM;
   if (size < 0 || size > kNgroupsMax) return kEINVAL;
   std::vector<Gid> groups(static_cast<size_t>(size));
   if (size > 0) {
-    TRY_VOID(
-        t.CopyInFull(list.addr, groups.data(), groups.size() * sizeof(Gid)));
+    TRY_VOID(list.CopyIn(t, groups.data(), groups.size()));
   }
   for (Gid g : groups) {
     if (!Valid(g)) return kEINVAL;

@@ -118,7 +118,8 @@ SyscallResult FlockSyscall(Task& t, Fd fd, uint32_t cmd) {
 
 SyscallResult FcntlLock(Task& t, vfs::FileDescription& f, int32_t cmd,
                         uint64_t arg) {
-  TRY(Flock fl, t.CopyInObj<Flock>(arg));
+  const UserPtr<Flock> ufl{arg};
+  TRY(Flock fl, ufl.CopyIn(t));
   const bool ofd =
       cmd == F_OFD_GETLK || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
   const bool get = cmd == F_GETLK || cmd == F_OFD_GETLK;
@@ -153,7 +154,7 @@ SyscallResult FcntlLock(Task& t, vfs::FileDescription& f, int32_t cmd,
       fl.l_len = c->end == kOffsetMax ? 0 : c->end - c->start + 1;
       fl.l_pid = c->owner.ofd ? -1 : c->owner.pid;
     }
-    TRY_VOID(t.CopyOutObj<Flock>(arg, fl));
+    TRY_VOID(ufl.CopyOut(t, fl));
     return uint64_t{0};
   }
   bool wait = cmd == F_SETLKW || cmd == F_OFD_SETLKW;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/mm/memory_manager.h"
@@ -106,18 +107,14 @@ SyscallResult Msync(Task& t, UserAddr addr, uint64_t length, int32_t flags) {
 // mincore(2), in steps of at most a page of results, as Linux does; the
 // results of the steps before a failure stay written.
 SyscallResult Mincore(Task& t, UserAddr start, uint64_t length, UserAddr vec) {
-  constexpr uint64_t kPage = 4096;
-  // access_ok() on x86-64: [addr, addr+len) below TASK_SIZE_MAX.
-  constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
-  auto range_ok = [&](uint64_t a, uint64_t n) {
-    return n <= kTaskSizeMax && a <= kTaskSizeMax - n;
-  };
+  constexpr uint64_t kPage = abi::kPageSize;
+  using abi::AccessOk;
   uint64_t addr = start.addr;
   if (addr % kPage != 0) return kEINVAL;
-  if (!range_ok(addr, length)) return kENOMEM;
+  if (!AccessOk(addr, length)) return kENOMEM;
   uint64_t pages = length / kPage + (length % kPage != 0 ? 1 : 0);
   uint64_t out = vec.addr;
-  if (!range_ok(out, pages)) return kEFAULT;
+  if (!AccessOk(out, pages)) return kEFAULT;
   std::vector<uint8_t> tmp(kPage);
   while (pages > 0) {
     TRY(size_t n,

@@ -44,7 +44,7 @@ constexpr uint64_t kMsMgcVal = 0xc0ed0000;
 constexpr uint64_t kMsNoUser = 1u << 31;
 constexpr uint64_t kMsPropagation =
     MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
-constexpr size_t kPageSize = 4096;
+using abi::kPageSize;
 
 // Resolves `path` from the task's cwd and root. Only the result holds a
 // reference to its mount (umount counts the caller's references).

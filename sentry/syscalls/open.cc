@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 
+#include "sentry/abi/fcntl.h"
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
@@ -11,10 +13,10 @@
 namespace sandbox::syscalls {
 namespace {
 
-// The kernel's O_LARGEFILE on x86-64 (glibc defines it as 0 there).
-constexpr uint64_t kOLargefile = 0100000;
-// __O_TMPFILE alone (glibc's O_TMPFILE includes O_DIRECTORY).
-constexpr uint64_t kOTmpfileBit = 020000000;
+// The kernel's values of the two flags glibc spells differently
+// (sentry/abi/fcntl.h).
+using abi::kOLargefile;
+using abi::kOTmpfileBit;
 constexpr uint64_t kValidOpenFlags =
     O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK |
     O_DSYNC | O_SYNC | O_ASYNC | O_DIRECT | kOLargefile | O_DIRECTORY |
@@ -29,7 +31,7 @@ struct OpenHow {
 };
 static_assert(sizeof(OpenHow) == sizeof(struct open_how));
 constexpr size_t kOpenHowSizeVer0 = 24;
-constexpr size_t kPageSize = 4096;
+using abi::kPageSize;
 
 bool WillCreate(uint64_t flags) { return flags & (O_CREAT | kOTmpfileBit); }
 
@@ -113,13 +115,12 @@ SyscallResult Creat(Task& t, UserCString path, uint32_t mode) {
 
 // openat2(2): struct open_how of `size` bytes (EINVAL below version 0,
 // E2BIG above a page or with non-zero bytes past the known struct).
-SyscallResult Openat2(Task& t, Fd dirfd, UserCString path, UserAddr how_addr,
-                      uint64_t size) {
+SyscallResult Openat2(Task& t, Fd dirfd, UserCString path,
+                      UserPtr<OpenHow> how_addr, uint64_t size) {
   if (size < kOpenHowSizeVer0) return kEINVAL;
   if (size > kPageSize) return kE2BIG;
   OpenHow how{};
-  size_t known = std::min<uint64_t>(size, sizeof(how));
-  TRY_VOID(t.CopyInFull(how_addr.addr, &how, known));
+  TRY_VOID(how_addr.CopyInPrefix(t, &how, size));
   if (size > sizeof(how)) {
     uint8_t rest[kPageSize];
     size_t extra = size - sizeof(how);

@@ -47,7 +47,7 @@ KResult<T> RaiseSigpipe(Task& t, KResult<T> r) {
 }
 
 // pipe2(2).
-SyscallResult Pipe2(Task& t, UserAddr fds, int32_t flags_arg) {
+SyscallResult Pipe2(Task& t, UserArray<int32_t> fds, int32_t flags_arg) {
   uint32_t flags = static_cast<uint32_t>(flags_arg);
   if (flags &
       ~uint32_t{O_CLOEXEC | O_NONBLOCK | O_DIRECT | kONotificationPipe}) {
@@ -66,7 +66,7 @@ SyscallResult Pipe2(Task& t, UserAddr fds, int32_t flags_arg) {
     return wfd.error();
   }
   int32_t out[2] = {rfd, wfd.value()};
-  KResult<void> c = t.CopyOutFull(fds.addr, out, sizeof(out));
+  KResult<void> c = fds.CopyOut(t, out, 2);
   if (!c.ok()) {
     // Linux installs the descriptors only after the copy succeeded.
     (void)t.fd_table().Remove(rfd);
@@ -77,7 +77,9 @@ SyscallResult Pipe2(Task& t, UserAddr fds, int32_t flags_arg) {
 }
 
 // pipe(2).
-SyscallResult PipeSyscall(Task& t, UserAddr fds) { return Pipe2(t, fds, 0); }
+SyscallResult PipeSyscall(Task& t, UserArray<int32_t> fds) {
+  return Pipe2(t, fds, 0);
+}
 
 // An optional loff_t in guest memory (splice's off_in/off_out).
 struct UserOffset {
@@ -127,10 +129,10 @@ SyscallResult Splice(Task& t, Fd fd_in, UserAddr off_in_addr, Fd fd_out,
   if (opipe != nullptr && !off_out_addr.null()) return kESPIPE;
   UserOffset off_in{off_in_addr.addr}, off_out{off_out_addr.addr};
   if (!off_out_addr.null()) {
-    TRY(off_out.value, t.CopyInObj<int64_t>(off_out.addr));
+    TRY(off_out.value, UserPtr<int64_t>{off_out.addr}.CopyIn(t));
   }
   if (!off_in_addr.null()) {
-    TRY(off_in.value, t.CopyInObj<int64_t>(off_in.addr));
+    TRY(off_in.value, UserPtr<int64_t>{off_in.addr}.CopyIn(t));
   }
   // do_splice.
   if (!in->readable() || !out->writable()) return kEBADF;
@@ -156,7 +158,9 @@ SyscallResult Splice(Task& t, Fd fd_in, UserAddr off_in_addr, Fd fd_out,
                             [&](absl::Span<const uint8_t> src) {
                               return FileWrite(ctx, *out, off, src);
                             })));
-    if (off != nullptr) TRY_VOID(t.CopyOutObj<int64_t>(off->addr, off->value));
+    if (off != nullptr) {
+      TRY_VOID(UserPtr<int64_t>{off->addr}.CopyOut(t, off->value));
+    }
     return n;
   }
   if (opipe != nullptr) {
@@ -168,7 +172,9 @@ SyscallResult Splice(Task& t, Fd fd_in, UserAddr off_in_addr, Fd fd_out,
                                [&](absl::Span<uint8_t> dst) {
                                  return FileRead(ctx, *in, off, dst);
                                })));
-    if (off != nullptr) TRY_VOID(t.CopyOutObj<int64_t>(off->addr, off->value));
+    if (off != nullptr) {
+      TRY_VOID(UserPtr<int64_t>{off->addr}.CopyOut(t, off->value));
+    }
     return n;
   }
   return kEINVAL;
@@ -208,8 +214,8 @@ SyscallResult Vmsplice(Task& t, Fd fd, UserAddr iov, uint64_t nr_segs,
     return kEBADF;
   }
   if (nr_segs > static_cast<uint64_t>(abi::kUioMaxIov)) return kEINVAL;
-  std::vector<abi::Iovec> v(nr_segs);
-  TRY_VOID(t.CopyInFull(iov.addr, v.data(), v.size() * sizeof(abi::Iovec)));
+  TRY(std::vector<abi::Iovec> v,
+      UserArray<abi::Iovec>{iov.addr}.CopyIn(t, nr_segs));
   uint64_t total = 0;
   for (const abi::Iovec& e : v) {
     if (e.iov_len > static_cast<uint64_t>(INT64_MAX) - total) return kEINVAL;

@@ -34,7 +34,7 @@ SyscallResult DoSysPoll(Task& t, uint64_t ufds, uint64_t nfds,
   if (nfds > NofileLimit(t)) return kEINVAL;
   std::vector<pollfd> fds(nfds);
   if (nfds > 0) {
-    TRY_VOID(t.CopyInFull(ufds, fds.data(), nfds * sizeof(pollfd)));
+    TRY_VOID(UserArray<pollfd>{ufds}.CopyIn(t, fds.data(), nfds));
   }
   // Entries with a negative fd take no part (revents 0).
   std::vector<PolledFile> files;
@@ -61,7 +61,7 @@ SyscallResult DoSysPoll(Task& t, uint64_t ufds, uint64_t nfds,
   // events fields are written with the values read, so only a guest that
   // changes them during the call could tell).
   if (nfds > 0) {
-    TRY_VOID(t.CopyOutFull(ufds, fds.data(), nfds * sizeof(pollfd)));
+    TRY_VOID(UserArray<pollfd>{ufds}.CopyOut(t, fds.data(), nfds));
   }
   if (!n.ok()) return n.error();
   return static_cast<uint64_t>(*n);

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
@@ -142,11 +143,11 @@ SyscallResult ArchPrctl(Task& t, int32_t code, UserAddr addr) {
   switch (code) {
     case abi::kArchSetFs:
       // Linux: EPERM for an address outside user space.
-      if (addr.addr >= 0x7ffffffff000) return kEPERM;
+      if (addr.addr >= abi::kTaskSizeMax) return kEPERM;
       regs.fs_base = addr.addr;
       return uint64_t{0};
     case abi::kArchGetFs:
-      TRY_VOID(t.CopyOutObj<uint64_t>(addr.addr, regs.fs_base));
+      TRY_VOID(UserPtr<uint64_t>{addr.addr}.CopyOut(t, regs.fs_base));
       return uint64_t{0};
     case abi::kArchSetGs:
     case abi::kArchGetGs:
@@ -175,7 +176,7 @@ SyscallResult Prctl(Task& t, int32_t option, uint64_t arg2, uint64_t arg3,
       t.set_pdeathsig(static_cast<int>(arg2));
       return uint64_t{0};
     case PR_GET_PDEATHSIG:
-      TRY_VOID(t.CopyOutObj<int32_t>(arg2, t.pdeathsig()));
+      TRY_VOID(UserPtr<int32_t>{arg2}.CopyOut(t, t.pdeathsig()));
       return uint64_t{0};
     case PR_GET_DUMPABLE:
       return static_cast<uint64_t>(t.thread_group().dumpable());
@@ -291,8 +292,9 @@ SyscallResult Wait4(Task& t, int32_t pid, UserPtr<int32_t> wstatus,
 // waitid(2): P_ALL, P_PID, P_PGID; P_PIDFD is EBADF (no pidfds exist).
 // The siginfo's signo, errno, code, pid, uid and status are written (all
 // zero with WNOHANG and no child ready), as Linux; rusage is zeroed.
-SyscallResult Waitid(Task& t, int32_t which, int32_t id, UserAddr infop,
-                     Flags options, UserPtr<struct rusage> rusage) {
+SyscallResult Waitid(Task& t, int32_t which, int32_t id,
+                     UserPtr<abi::Siginfo> infop, Flags options,
+                     UserPtr<struct rusage> rusage) {
   constexpr uint64_t kKnown = WNOHANG | WNOWAIT | WEXITED | WSTOPPED |
                               WCONTINUED | __WNOTHREAD | __WCLONE | __WALL;
   if (options.v & ~kKnown) return kEINVAL;
@@ -324,28 +326,35 @@ SyscallResult Waitid(Task& t, int32_t which, int32_t id, UserAddr infop,
     TRY_VOID(rusage.CopyOut(
         t, kernel::MakeRusage(r.usage.times, r.usage.maxrss_kb)));
   }
-  if (infop.addr == 0) return uint64_t{0};
-  // si_signo, si_errno, si_code, then the _sigchld fields si_pid, si_uid,
-  // si_status at offsets 16, 20, 24.
-  int32_t head[3] = {r.tgid != 0 ? SIGCHLD : 0, 0, 0};
-  int32_t chld[3] = {r.tgid, static_cast<int32_t>(r.uid), 0};
+  if (infop.null()) return uint64_t{0};
+  // Linux writes si_signo, si_errno, si_code and the _sigchld fields
+  // si_pid, si_uid, si_status only (the rest of the caller's siginfo stays
+  // as it was); all zero when WNOHANG found no child.
+  int32_t code = 0, status = 0;
   if (r.tgid != 0 && r.cld == CLD_STOPPED) {
-    head[2] = CLD_STOPPED;
-    chld[2] = r.stop_signo;
+    code = CLD_STOPPED;
+    status = r.stop_signo;
   } else if (r.tgid != 0 && r.cld == CLD_CONTINUED) {
-    head[2] = CLD_CONTINUED;
-    chld[2] = SIGCONT;
+    code = CLD_CONTINUED;
+    status = SIGCONT;
   } else if (r.tgid != 0) {
     if (r.status.signo == 0) {
-      head[2] = CLD_EXITED;
-      chld[2] = r.status.code;
+      code = CLD_EXITED;
+      status = r.status.code;
     } else {
-      head[2] = r.status.core ? CLD_DUMPED : CLD_KILLED;
-      chld[2] = r.status.signo;
+      code = r.status.core ? CLD_DUMPED : CLD_KILLED;
+      status = r.status.signo;
     }
   }
-  TRY_VOID(t.CopyOutFull(infop.addr, head, sizeof(head)));
-  TRY_VOID(t.CopyOutFull(infop.addr + 16, chld, sizeof(chld)));
+  using abi::Siginfo;
+  using abi::SiginfoSigchld;
+  TRY_VOID(infop.At(&Siginfo::si_signo).CopyOut(t, r.tgid != 0 ? SIGCHLD : 0));
+  TRY_VOID(infop.At(&Siginfo::si_errno).CopyOut(t, 0));
+  TRY_VOID(infop.At(&Siginfo::si_code).CopyOut(t, code));
+  UserPtr<SiginfoSigchld> chld = infop.At(&Siginfo::sigchld);
+  TRY_VOID(chld.At(&SiginfoSigchld::pid).CopyOut(t, r.tgid));
+  TRY_VOID(chld.At(&SiginfoSigchld::uid).CopyOut(t, r.uid));
+  TRY_VOID(chld.At(&SiginfoSigchld::status).CopyOut(t, status));
   return uint64_t{0};
 }
 

@@ -29,7 +29,7 @@ abi::Timespec TimeLeft(int64_t deadline) {
 KResult<void> SetUserSigmask(Task& t, uint64_t mask, uint64_t sigsetsize) {
   if (mask == 0) return OkResult();
   if (sigsetsize != abi::kSigsetSize) return kEINVAL;
-  TRY(uint64_t m, t.CopyInObj<uint64_t>(mask));
+  TRY(uint64_t m, UserPtr<uint64_t>{mask}.CopyIn(t));
   t.signals().saved_mask = t.signal_mask();
   kernel::SetSignalMask(t, m);
   return OkResult();

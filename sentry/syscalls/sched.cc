@@ -168,9 +168,9 @@ SyscallResult SchedRrGetInterval(Task& t, int32_t pid,
 // to the kernel's size; the mask must intersect the sandbox's CPUs
 // (EINVAL); EPERM for another owner's task without CAP_SYS_NICE.
 SyscallResult SchedSetaffinity(Task& t, int32_t pid, uint32_t len,
-                               UserAddr mask) {
+                               UserPtr<uint64_t> mask) {
   uint64_t bits = 0;
-  TRY_VOID(t.CopyInFull(mask.addr, &bits, std::min<size_t>(len, kMaskSize)));
+  TRY_VOID(mask.CopyInPrefix(t, &bits, len));
   TRY(std::shared_ptr<kernel::Task> p, FindTask(t, pid));
   if (!SameOwner(t, *p) && !t.creds().HasCapability(kernel::kCapSysNice)) {
     return kEPERM;
@@ -189,7 +189,8 @@ SyscallResult SchedGetaffinity(Task& t, int32_t pid, uint32_t len,
   TRY(std::shared_ptr<kernel::Task> p, FindTask(t, pid));
   const uint64_t set = p->sched().Get().affinity;
   const uint64_t bits = set != 0 ? set & SandboxCpus() : SandboxCpus();
-  TRY_VOID(t.CopyOutObj<uint64_t>(mask.addr, bits != 0 ? bits : SandboxCpus()));
+  TRY_VOID(UserPtr<uint64_t>{mask.addr}.CopyOut(
+      t, bits != 0 ? bits : SandboxCpus()));
   return uint64_t{kMaskSize};
 }
 

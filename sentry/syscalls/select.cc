@@ -37,7 +37,7 @@ KResult<void> GetFdSet(Task& t, uint64_t addr, std::vector<Word>& set) {
     return OkResult();
   }
   if (set.empty()) return OkResult();
-  return t.CopyInFull(addr, set.data(), set.size() * sizeof(Word));
+  return UserArray<Word>{addr}.CopyIn(t, set.data(), set.size());
 }
 
 bool Bit(const std::vector<Word>& set, int fd) {
@@ -95,13 +95,14 @@ SyscallResult CoreSysSelect(Task& t, int32_t n, uint64_t inp, uint64_t outp,
   }
   // set_fd_set: whole longs, only for the sets given.
   if (words > 0) {
-    if (inp != 0 && !t.CopyOutFull(inp, rin.data(), words * 8).ok()) {
+    if (inp != 0 && !UserArray<Word>{inp}.CopyOut(t, rin.data(), words).ok()) {
       return kEFAULT;
     }
-    if (outp != 0 && !t.CopyOutFull(outp, rout.data(), words * 8).ok()) {
+    if (outp != 0 &&
+        !UserArray<Word>{outp}.CopyOut(t, rout.data(), words).ok()) {
       return kEFAULT;
     }
-    if (exp != 0 && !t.CopyOutFull(exp, rex.data(), words * 8).ok()) {
+    if (exp != 0 && !UserArray<Word>{exp}.CopyOut(t, rex.data(), words).ok()) {
       return kEFAULT;
     }
   }

@@ -161,7 +161,9 @@ SyscallResult RtSigtimedwait(Task& t, UserPtr<uint64_t> uset, UserAddr uinfo,
     info = kernel::DequeueSignalIn(t, set);
   }
   if (!info.has_value()) return interrupted ? kEINTR : kEAGAIN;
-  if (!uinfo.null()) TRY_VOID(t.CopyOutFull(uinfo.addr, &*info, sizeof(*info)));
+  if (!uinfo.null()) {
+    TRY_VOID(UserPtr<siginfo_t>{uinfo.addr}.CopyOut(t, *info));
+  }
   return static_cast<uint64_t>(info->si_signo);
 }
 
@@ -301,8 +303,7 @@ SyscallResult Tkill(Task& t, int32_t tid, int32_t sig) {
 // itself.
 KResult<siginfo_t> QueuedInfo(Task& t, UserAddr uinfo, int32_t sig,
                               bool to_self) {
-  siginfo_t info;
-  TRY_VOID(t.CopyInFull(uinfo.addr, &info, sizeof(info)));
+  TRY(siginfo_t info, UserPtr<siginfo_t>{uinfo.addr}.CopyIn(t));
   if ((info.si_code >= 0 || info.si_code == SI_TKILL) && !to_self) {
     return kEPERM;
   }

@@ -25,7 +25,7 @@ static_assert(SFD_CLOEXEC == O_CLOEXEC && SFD_NONBLOCK == O_NONBLOCK);
 SyscallResult DoSignalfd4(Task& t, int32_t ufd, UserAddr mask,
                           uint64_t sizemask, int32_t flags) {
   if (sizemask != sizeof(kernel::SigSet)) return kEINVAL;
-  TRY(kernel::SigSet set, t.CopyInObj<kernel::SigSet>(mask.addr));
+  TRY(kernel::SigSet set, UserPtr<kernel::SigSet>{mask.addr}.CopyIn(t));
   if (flags & ~(SFD_CLOEXEC | SFD_NONBLOCK)) return kEINVAL;
   if (ufd == -1) {
     auto f = std::make_shared<SignalFd>(set, O_RDWR | (flags & SFD_NONBLOCK));

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/pid_namespace.h"
@@ -45,7 +46,6 @@ constexpr uint32_t kMsgCmsgCompat = 0x80000000u;
 constexpr int kMsgInternalSendFlags = 0x8000000 | 0x10000 | 0x100000;
 constexpr int kMsgWaitForOne = 0x10000;  // MSG_WAITFORONE
 constexpr int kSockTypeMask = 0xf;       // SOCK_TYPE_MASK
-constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
 
 struct SockRef {
   FileRef file;  // holds the socket for the call
@@ -77,15 +77,12 @@ KResult<SockAddr> AddrFromUser(Task& t, uint64_t uaddr, int32_t len) {
 // negative, copies min(length, a.len) bytes and stores the real length.
 KResult<void> AddrToUser(Task& t, const SockAddr& a, uint64_t uaddr,
                          uint64_t ulen) {
-  TRY(int32_t len, t.CopyInObj<int32_t>(ulen));
+  const UserPtr<int32_t> ulen_ptr{ulen};
+  TRY(int32_t len, ulen_ptr.CopyIn(t));
   if (len > static_cast<int32_t>(a.len)) len = static_cast<int32_t>(a.len);
   if (len < 0) return kEINVAL;
   if (len > 0) TRY_VOID(t.CopyOutFull(uaddr, a.bytes, len));
-  return t.CopyOutObj<int32_t>(ulen, static_cast<int32_t>(a.len));
-}
-
-bool AccessOk(uint64_t addr, uint64_t len) {
-  return len <= kTaskSizeMax && addr <= kTaskSizeMax - len;
+  return ulen_ptr.CopyOut(t, static_cast<int32_t>(a.len));
 }
 
 uint32_t OpenFlags(int sock_flags) {
@@ -111,15 +108,15 @@ SyscallResult DoSocket(Task& t, SockDomain domain_arg, SockType type_arg,
 // the guest's array before it makes the sockets, so EMFILE and EFAULT come
 // before the family's errors (the array is probed, not clobbered, here).
 SyscallResult DoSocketpair(Task& t, SockDomain domain_arg, SockType type_arg,
-                           int32_t protocol, UserAddr sv) {
+                           int32_t protocol, UserArray<int32_t> sv) {
   const int32_t domain = domain_arg.v, type = type_arg.v;
   const int flags = type & ~kSockTypeMask;
   if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return kEINVAL;
   const uint64_t limit = NofileLimit(t);
   TRY_VOID(t.fd_table().CheckFree(limit));
   int32_t probe[2];
-  TRY_VOID(t.CopyInFull(sv.addr, probe, sizeof(probe)));
-  TRY_VOID(t.CopyOutFull(sv.addr, probe, sizeof(probe)));
+  TRY_VOID(sv.CopyIn(t, probe, 2));
+  TRY_VOID(sv.CopyOut(t, probe, 2));
   net::Caller c = net::CallerOf(t);
   TRY(net::SocketPair p, net::CreateSocketPair(c, domain, type & kSockTypeMask,
                                                protocol, OpenFlags(flags)));
@@ -132,7 +129,7 @@ SyscallResult DoSocketpair(Task& t, SockDomain domain_arg, SockType type_arg,
     return fd1.error();
   }
   const int32_t fds[2] = {fd0, fd1.value()};
-  if (!t.CopyOutFull(sv.addr, fds, sizeof(fds)).ok()) {
+  if (!sv.CopyOut(t, fds, 2).ok()) {
     (void)t.fd_table().Remove(fd0);
     (void)t.fd_table().Remove(fd1.value());
     return kEFAULT;
@@ -247,7 +244,7 @@ SyscallResult Shutdown(Task& t, Fd fd, int32_t how) {
 // descriptor, the address after it.
 SyscallResult Sendto(Task& t, Fd fd, UserInBuf buf, uint64_t len, int32_t flags,
                      UserSockAddr addr, int32_t addr_len) {
-  if (!AccessOk(buf.addr, std::min(len, kSockMaxRwCount))) return kEFAULT;
+  if (!abi::AccessOk(buf.addr, std::min(len, kSockMaxRwCount))) return kEFAULT;
   TRY(SockRef s, LookupSock(t, fd));
   net::SendRequest req;
   if (!addr.null()) {
@@ -264,7 +261,7 @@ SyscallResult Sendto(Task& t, Fd fd, UserInBuf buf, uint64_t len, int32_t flags,
 // error storing it replaces the count.
 SyscallResult Recvfrom(Task& t, Fd fd, UserAddr buf, uint64_t len,
                        int32_t flags, UserAddr addr, UserAddr addr_len) {
-  if (!AccessOk(buf.addr, std::min(len, kSockMaxRwCount))) return kEFAULT;
+  if (!abi::AccessOk(buf.addr, std::min(len, kSockMaxRwCount))) return kEFAULT;
   TRY(SockRef s, LookupSock(t, fd));
   net::RecvRequest req;
   req.flags = flags;
@@ -292,9 +289,6 @@ struct UserMsg {
   int32_t pad2;
 };
 static_assert(sizeof(UserMsg) == sizeof(msghdr));
-constexpr uint64_t kNamelenOff = offsetof(UserMsg, namelen);
-constexpr uint64_t kControllenOff = offsetof(UserMsg, controllen);
-constexpr uint64_t kFlagsOff = offsetof(UserMsg, flags);
 
 // copy_msghdr_from_user + import_iovec: EFAULT, EINVAL for a negative
 // msg_namelen (a longer one is cut to sizeof(sockaddr_storage)), EMSGSIZE
@@ -307,7 +301,7 @@ struct DecodedMsg {
 };
 KResult<DecodedMsg> CopyInMsg(Task& t, uint64_t umsg, bool send) {
   DecodedMsg d;
-  TRY(d.m, t.CopyInObj<UserMsg>(umsg));
+  TRY(d.m, UserPtr<UserMsg>{umsg}.CopyIn(t));
   int32_t namelen = d.m.name == 0 ? 0 : d.m.namelen;
   if (namelen < 0) return kEINVAL;
   namelen = std::min<int32_t>(namelen, SockAddr::kMaxLen);
@@ -406,12 +400,14 @@ KResult<size_t> RecvOne(Task& t, Socket& s, uint64_t umsg, int flags,
       net::cmsg::PutReceived(req.control, d.m.control != 0, d.m.controllen,
                              flags & MSG_CMSG_CLOEXEC, sink);
   if (d.m.name != 0) {
-    TRY_VOID(AddrToUser(t, req.from, d.m.name, umsg + kNamelenOff));
+    TRY_VOID(AddrToUser(t, req.from, d.m.name,
+                        UserPtr<UserMsg>{umsg}.At(&UserMsg::namelen).addr));
   }
   const int32_t out_flags =
       req.msg_flags | cr.msg_flags | (flags & MSG_CMSG_CLOEXEC);
-  TRY_VOID(t.CopyOutObj<int32_t>(umsg + kFlagsOff, out_flags));
-  TRY_VOID(t.CopyOutObj<uint64_t>(umsg + kControllenOff, cr.controllen));
+  const UserPtr<UserMsg> m{umsg};
+  TRY_VOID(m.At(&UserMsg::flags).CopyOut(t, out_flags));
+  TRY_VOID(m.At(&UserMsg::controllen).CopyOut(t, cr.controllen));
   if (oob != nullptr) *oob = out_flags & MSG_OOB;
   return n;
 }
@@ -436,8 +432,13 @@ SyscallResult Recvmsg(Task& t, Fd fd, UserRecvMsghdr msg, Flags flags) {
 }
 
 // struct mmsghdr: a msghdr and the count of its message.
-constexpr uint64_t kMmsgSize = sizeof(UserMsg) + 8;
-constexpr uint64_t kMmsgLenOff = sizeof(UserMsg);
+struct UserMmsg {
+  UserMsg hdr;
+  uint32_t len;
+  uint32_t pad;
+};
+static_assert(sizeof(UserMmsg) == sizeof(mmsghdr));
+constexpr uint64_t kMmsgSize = sizeof(UserMmsg);
 
 // sendmmsg(2): at most UIO_MAXIOV messages; stops at the first error (its
 // errno only if nothing was sent) or at a message not sent whole.
@@ -459,8 +460,9 @@ SyscallResult Sendmmsg(Task& t, Fd fd, UserAddr msgs, uint32_t vlen,
       failed = true;
       break;
     }
-    KResult<void> w = t.CopyOutObj<uint32_t>(entry + kMmsgLenOff,
-                                             static_cast<uint32_t>(r.value()));
+    KResult<void> w = UserPtr<UserMmsg>{entry}
+                          .At(&UserMmsg::len)
+                          .CopyOut(t, static_cast<uint32_t>(r.value()));
     if (!w.ok()) {
       err = w.error();
       failed = true;
@@ -510,8 +512,9 @@ SyscallResult Recvmmsg(Task& t, Fd fd, UserAddr msgs, uint32_t vlen,
       err = r.error();
       break;
     }
-    err = t.CopyOutObj<uint32_t>(entry + kMmsgLenOff,
-                                 static_cast<uint32_t>(r.value()));
+    err = UserPtr<UserMmsg>{entry}
+              .At(&UserMmsg::len)
+              .CopyOut(t, static_cast<uint32_t>(r.value()));
     if (!err.ok()) break;
     ++datagrams;
     if (f & kMsgWaitForOne) f |= MSG_DONTWAIT;
@@ -573,10 +576,10 @@ SyscallResult Setsockopt(Task& t, Fd fd, int32_t level, int32_t name,
 // length. A family that has no options of `level` answers EOPNOTSUPP
 // before Linux reads the length.
 SyscallResult Getsockopt(Task& t, Fd fd, int32_t level, int32_t name,
-                         UserAddr val, UserAddr ulen) {
+                         UserAddr val, UserPtr<int32_t> ulen) {
   TRY(SockRef s, LookupSock(t, fd));
   net::Caller c = net::CallerOf(t);
-  KResult<int32_t> len = t.CopyInObj<int32_t>(ulen.addr);
+  KResult<int32_t> len = ulen.CopyIn(t);
   if (!len.ok()) {
     if (level != SOL_SOCKET) {
       KResult<size_t> probe = s.sock->GetSockOpt(c, level, name, {});
@@ -589,7 +592,7 @@ SyscallResult Getsockopt(Task& t, Fd fd, int32_t level, int32_t name,
   TRY(size_t n, s.sock->GetSockOpt(c, level, name, absl::MakeSpan(buf)));
   n = std::min(n, buf.size());
   if (n > 0) TRY_VOID(t.CopyOutFull(val.addr, buf.data(), n));
-  TRY_VOID(t.CopyOutObj<int32_t>(ulen.addr, static_cast<int32_t>(n)));
+  TRY_VOID(ulen.CopyOut(t, static_cast<int32_t>(n)));
   return uint64_t{0};
 }
 

@@ -7,19 +7,13 @@
 #include <algorithm>
 #include <utility>
 
+#include "sentry/abi/linux.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/syscalls/args.h"
 
 namespace sandbox::syscalls {
-namespace {
 
-// TASK_SIZE_MAX on x86-64: access_ok's bound.
-constexpr uint64_t kTaskSizeMax = 0x7ffffffff000;
-
-bool AccessOk(uint64_t addr, uint64_t len) {
-  return len <= kTaskSizeMax && addr <= kTaskSizeMax - len;
-}
-
-}  // namespace
+using abi::AccessOk;
 
 GuestMessageIo::GuestMessageIo(kernel::Task& t, std::vector<abi::Iovec> v)
     : t_(t), v_(std::move(v)) {
@@ -82,7 +76,7 @@ KResult<std::vector<abi::Iovec>> ImportIovecs(kernel::Task& t, uint64_t uvec,
                                               uint64_t n) {
   std::vector<abi::Iovec> v(n);
   if (n == 0) return v;
-  TRY_VOID(t.CopyInFull(uvec, v.data(), n * sizeof(abi::Iovec)));
+  TRY_VOID(UserArray<abi::Iovec>{uvec}.CopyIn(t, v.data(), n));
   // copy_iovec_from_user: a length that is negative as ssize_t.
   for (const abi::Iovec& e : v) {
     if (static_cast<int64_t>(e.iov_len) < 0) return kEINVAL;

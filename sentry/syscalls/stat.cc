@@ -129,7 +129,7 @@ SyscallResult Statx(Task& t, Fd dirfd, UserCString path, Flags flags,
     mnt_id = vd.mount->id();
   }
   struct statx x = ToStatx(st, mnt_id);
-  TRY_VOID(t.CopyOutFull(buf.addr, &x, sizeof(x)));
+  TRY_VOID(UserPtr<struct statx>{buf.addr}.CopyOut(t, x));
   return uint64_t{0};
 }
 

@@ -58,21 +58,21 @@ struct statfs ToStatfs(const vfs::FsStats& s, uint64_t dev) {
 }
 
 // statfs(2).
-SyscallResult Statfs(Task& t, UserCString path, UserAddr buf) {
+SyscallResult Statfs(Task& t, UserCString path, UserPtr<struct statfs> buf) {
   TRY(std::string p, CopyInPath(t, path));
   TRY(vfs::ResolveBase base, BaseAt(t, AT_FDCWD, p));
   TRY(vfs::VirtualDentry vd, vfs::Resolve(base, p, vfs::ResolveOptions{}));
   vfs::FsStats st = vd.mount->fs().StatFs();
   st.flags = vd.mount->flags();
   struct statfs out = ToStatfs(st, vd.mount->fs().dev());
-  TRY_VOID(t.CopyOutFull(buf.addr, &out, sizeof(out)));
+  TRY_VOID(buf.CopyOut(t, out));
   return uint64_t{0};
 }
 
 // fstatfs(2): O_PATH descriptions too. Host stdio belongs to no file
 // system of the sandbox: ENOSYS, as Linux gives for a super block
 // without statfs.
-SyscallResult Fstatfs(Task& t, Fd fd, UserAddr buf) {
+SyscallResult Fstatfs(Task& t, Fd fd, UserPtr<struct statfs> buf) {
   TRY(vfs::FileRef f, GetFileRaw(t, fd.fd));
   vfs::VfsFile* vf = AsVfsFile(f);
   if (vf == nullptr) return kENOSYS;
@@ -80,7 +80,7 @@ SyscallResult Fstatfs(Task& t, Fd fd, UserAddr buf) {
   vfs::FsStats st = vd.mount->fs().StatFs();
   st.flags = vd.mount->flags();
   struct statfs out = ToStatfs(st, vd.mount->fs().dev());
-  TRY_VOID(t.CopyOutFull(buf.addr, &out, sizeof(out)));
+  TRY_VOID(buf.CopyOut(t, out));
   return uint64_t{0};
 }
 

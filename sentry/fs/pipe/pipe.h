@@ -47,7 +47,7 @@
 
 namespace sandbox::fs::pipe {
 
-inline constexpr size_t kPageSize = 4096;
+using abi::kPageSize;
 inline constexpr size_t kPipeBuf = 4096;       // PIPE_BUF
 inline constexpr uint32_t kDefaultSlots = 16;  // PIPE_DEF_BUFFERS
 // /proc/sys/fs/pipe-max-size: the largest F_SETPIPE_SZ without

@@ -11,7 +11,7 @@
 
 namespace sandbox::mm::testing {
 namespace {
-constexpr uint64_t kPage = 4096;
+constexpr uint64_t kPage = abi::kPageSize;
 }
 
 FakeMemoryFile::FakeMemoryFile(uint64_t max_size) : size_(max_size) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "platform/memory_file.h"
 #include "platform/platform.h"
+#include "sentry/abi/linux.h"
 
 namespace sandbox::mm::testing {
 
@@ -105,7 +106,7 @@ class FakePlatform : public platform::Platform {
       override;
   absl::StatusOr<std::unique_ptr<platform::Context>> NewContext() override;
   uintptr_t MinUserAddress() const override { return 0x10000; }
-  uintptr_t MaxUserAddress() const override { return 0x7ffffffff000; }
+  uintptr_t MaxUserAddress() const override { return abi::kTaskSizeMax; }
   size_t FpStateSize() const override { return 2688; }
   void Cpuid(uint32_t leaf, uint32_t subleaf, uint32_t out[4]) const override;
   platform::MemoryFile& memory_file() override { return mf_; }
