@@ -80,16 +80,14 @@ std::string DPath(const VirtualDentry& root, const VirtualDentry& vd) {
   const bool dead = vd.dentry->IsDead();
   if (vd.mount->internal()) {
     // Its path inside the mount (shm_mnt's files: "/memfd:x (deleted)").
+    // One file system: each step under its tree_mu, as GetCwd walks.
     std::vector<std::string> names;
-    {
-      absl::ReaderMutexLock l(&vd.dentry->fs().tree_mu());
-      std::shared_ptr<Dentry> d = vd.dentry;
-      while (d != vd.mount->root()) {
-        std::shared_ptr<Dentry> parent = d->parent();
-        if (parent == nullptr) break;
-        names.push_back(d->name());
-        d = std::move(parent);
-      }
+    for (std::shared_ptr<Dentry> d = vd.dentry; d != vd.mount->root();) {
+      absl::ReaderMutexLock l(&d->fs().tree_mu());
+      std::shared_ptr<Dentry> parent = d->parent();
+      if (parent == nullptr) break;
+      names.push_back(d->name());
+      d = std::move(parent);
     }
     std::string path;
     for (auto it = names.rbegin(); it != names.rend(); ++it) path += "/" + *it;
