@@ -15,15 +15,12 @@
 
 #include <algorithm>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "broker/protocol/codec.h"
 #include "broker/server/server.h"
-#include "runsc-compat/limit_flags.h"
-#include "runsc-compat/log_flags.h"
+#include "runsc-compat/do_flags.h"
 #include "runsc-compat/network_flags.h"
 #include "sentry/boot/boot.h"
 #include "sentry/boot/boot_spec.h"
@@ -32,100 +29,6 @@ extern char** environ;
 
 namespace sandbox::runsc {
 namespace {
-
-constexpr char kDoHelp[] =
-    R"(Usage: runsc do [flags] [--] PROGRAM [ARGS...]
-
-Runs PROGRAM in a new sandbox with the caller's arguments, environment,
-working directory and standard input/output/error, and exits with its
-status (128+N when it is killed by signal N). SIGINT, SIGTERM, SIGHUP,
-SIGQUIT, SIGUSR1 and SIGUSR2 sent to runsc are passed to the program. When
-runsc ends, every process of the sandbox ends with it.
-
-The sandbox's root file system is, by default, the host's "/" served
-read-only by a Gofer process (`runsc gofer`, confined: the host's /proc,
-/sys, /dev, /tmp, /run and every other mount point below "/" are served as
-empty directories), under an in-memory
-overlay: the program's changes stay in the sandbox's memory and vanish
-with it (the host is never written). /dev, /proc and /sys are the
-sandbox's own, /tmp and /dev/shm are empty tmpfs mounts; the sandbox's
-own mounts are locked (umount EINVAL, as Linux's MNT_LOCKED). The working
-directory is the caller's, if the sandbox has it (else "/", with a
-warning in --log).
-
-PROGRAM is found as execvp(3) would, inside the sandbox's file system: a
-name with a '/' is used as is (relative to the working directory); else
-each directory of the program's PATH (default "/bin:/usr/bin") is tried,
-past ones where it is missing or not executable. "#!" scripts and
-dynamically linked programs (PT_INTERP) load as execve loads them.
-
-Flags:
-  --root=host         the host's root through the Gofer, read-only, under
-                      an in-memory overlay (default)
-  --root=host-ro      the same without the overlay: writes fail with EROFS
-  --root=tmpfs        an in-memory root holding only a copy of PROGRAM
-                      (an absolute path, copied from the host) and an empty
-                      working directory
-  --bind=HOST[:GUEST][:ro][:suid][:uds]
-                      mount the host directory HOST at GUEST (default: the
-                      same path) over the root, served by the Gofer on its
-                      own connection; writable (writes reach the host)
-                      unless ':ro'. Repeatable. GUEST is created if missing
-                      and its parent is writable (e.g. below /tmp).
-                      nosuid and nodev on both sides: the host's files get
-                      no set-user/group-ID bits (cleared on create and
-                      chmod; directories keep set-group-ID), no device
-                      nodes, no security.* or trusted.* xattrs, and only
-                      the caller's uid and gid as owners (chown to another
-                      id is EINVAL). ':suid' lets modes and owners through
-                      as asked: UNSAFE, a setuid-root file planted by the
-                      sandbox gives root to any host user who runs it.
-                      ':uds' lets the guest bind and connect Unix sockets
-                      in HOST: a socket bound there is a host socket that
-                      host programs can connect to, and a connect reaches
-                      the host socket there (the Gofer makes both; no
-                      other host socket is reachable, no symlink out of
-                      HOST is followed). Without it, the host's socket
-                      files in HOST refuse connections (ECONNREFUSED).
-  --strace            log every syscall with its arguments and result, as
-                      strace -tt -T does: entry time, then the time the
-                      Sentry took in <seconds>
-  --strace-summary    print a per-syscall count table when the sandbox
-                      ends, then where time went outside syscalls: guest
-                      faults and host mappings (mm), Gofer calls by type
-                      with the time waited (gofer), stub calls and
-                      guest-side copies (systrap)
-  --log=FILE          append the sandbox's warnings and errors
-                      (unsupported syscalls, failures) to FILE; without
-                      it they are dropped, except errors that end the
-                      sandbox, which reach stderr (exit status 125)
-  --log-format=text|json
-                      --log's lines: 'time="..." level=... msg="..."'
-                      (default) or JSON lines with level, msg and time
-  --debug-log=FILE|DIR
-                      write strace, debug lines and warnings to FILE, or
-                      to a new runsc.log.%TIMESTAMP%.%COMMAND% in DIR (a
-                      directory, or a path ending in '/'); default: stderr
-                      with --strace/--strace-summary, else nowhere
-  --warn-unsupported  also print a note on stderr the first time the
-                      program makes each syscall the sandbox does not
-                      implement (for compatibility testing)
-  --hostname=NAME     the sandbox's host name (default: the host's)
-  --unconfined        debugging only: the Sentry skips its confinement
-                      (namespaces, empty root, capabilities, seccomp)
-  --debug-seccomp     a host syscall outside the Sentry's seccomp allowlist
-                      is reported on stderr and fails with ENOSYS instead of
-                      killing the sandbox
-  -h, --help          show this help
-
-The program's standard output and error carry only what it writes: the
-sandbox's own diagnostics go to --log and --debug-log (see above). These
-flags may also come before 'do' (runsc --log=FILE do ...).
-
-Exit status: the program's, or 2 for bad flags, 125 if the sandbox (or
-its Gofer) failed, 126 if PROGRAM cannot be executed (found but not
-executable, not ELF, no permission), 127 if it is not found.
-)";
 
 int Usage(const std::string& msg) {
   absl::FPrintF(stderr, "runsc do: %s\nTry 'runsc do --help'.\n", msg);
@@ -172,130 +75,23 @@ bool MoveFds(const int* from, const int* to, size_t n) {
 
 }  // namespace
 
-void PrintDoHelp(int fd) {
-  (void)!write(fd, kDoHelp, sizeof(kDoHelp) - 1);
-  (void)!write(fd, "\n", 1);
-  (void)!write(fd, kLimitFlagsHelp, strlen(kLimitFlagsHelp));
-  (void)!write(fd, "\n", 1);
-  (void)!write(fd, kNetworkFlagsHelp, strlen(kNetworkFlagsHelp));
-}
-
-absl::StatusOr<BindFlag> ParseBindFlag(std::string_view value) {
-  std::vector<std::string> parts =
-      absl::StrSplit(absl::string_view(value.data(), value.size()), ':');
-  BindFlag b;
-  for (int k = 0; k < 3 && parts.size() > 1; ++k) {
-    if (!b.read_only && parts.back() == "ro") {
-      b.read_only = true;
-      parts.pop_back();
-    } else if (!b.suid && parts.back() == "suid") {
-      b.suid = true;
-      parts.pop_back();
-    } else if (!b.uds && parts.back() == "uds") {
-      b.uds = true;
-      parts.pop_back();
-    }
-  }
-  if (parts.size() > 2 || parts[0].empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--bind=%s: expected HOST[:GUEST][:ro][:suid][:uds] (no ':' in "
-        "paths)",
-        value));
-  }
-  b.host = parts[0];
-  b.guest = parts.size() == 2 ? parts[1] : parts[0];
-  if (b.guest.empty() || b.guest[0] != '/') {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--bind=%s: GUEST must be an absolute path", value));
-  }
-  if (b.guest.find_first_not_of('/') == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--bind=%s: cannot bind over the root", value));
-  }
-  return b;
-}
-
 int DoCommand(int argc, char** argv) {
-  boot::BootSpec spec;
-  bool host_root = true;
-  bool host_root_ro = false;  // --root=host-ro: no overlay
-  std::vector<BindFlag> binds;
-  LimitFlags limits = DefaultLimits();
-  std::string limit_error;
-  NetworkFlags net;
-  std::string net_error;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    std::string log_error;  // log_flags.h: --log, --debug-log, ...
-    if (LogFlag f = ParseLogFlag(a, &spec, &log_error);
-        f != LogFlag::kNotALogFlag) {
-      if (f == LogFlag::kBad) return Usage(log_error);
-      continue;
-    }
-    if (a == "-h" || a == "--help") {
-      PrintDoHelp(1);
-      return 0;
-    } else if (a == "--strace") {
-      spec.strace = true;
-    } else if (a == "--strace-summary") {
-      spec.strace_summary = true;
-    } else if (a == "--unconfined") {
-      spec.unconfined = true;
-    } else if (a == "--debug-seccomp") {
-      spec.debug_seccomp = true;
-    } else if (a.rfind("--hostname=", 0) == 0) {
-      spec.hostname = std::string(a.substr(11));
-    } else if (a == "--root=host") {
-      host_root = true;
-      host_root_ro = false;
-    } else if (a == "--root=host-ro") {
-      host_root = true;
-      host_root_ro = true;
-    } else if (a == "--root=tmpfs") {
-      host_root = false;
-    } else if (a.rfind("--root=", 0) == 0) {
-      return Usage(
-          absl::StrFormat("%s: expected --root=host or --root=tmpfs (or "
-                          "--root=host-ro)",
-                          a));
-    } else if (ParseLimitFlag(a, &limits, &limit_error)) {
-      if (!limit_error.empty()) return Usage(limit_error);
-    } else if (ParseNetworkFlag(a, &net, &net_error)) {
-      if (!net_error.empty()) return Usage(net_error);
-    } else if (a.rfind("--bind=", 0) == 0) {
-      absl::StatusOr<BindFlag> b = ParseBindFlag(a.substr(7));
-      if (!b.ok()) return Usage(std::string(b.status().message()));
-      binds.push_back(*std::move(b));
-    } else if (!a.empty() && a[0] == '-') {
-      return Usage(absl::StrFormat("unknown flag %s", a));
-    } else {
-      break;  // The program, without "--".
-    }
+  DoOptions o;
+  absl::StatusOr<int> program_at = ParseDoFlags(argc, argv, &o);
+  if (!program_at.ok()) {
+    return Usage(std::string(program_at.status().message()));
   }
-  if (i >= argc) return Usage("no PROGRAM given");
-  if (binds.size() > boot::kMaxGoferMounts) {
-    return Usage(
-        absl::StrFormat("at most %d --bind flags", boot::kMaxGoferMounts));
+  if (o.help) {
+    PrintDoHelp(1);
+    return 0;
   }
-  // Each bind's host directory, absolute and checked here so that a typo
-  // is a usage error rather than a Gofer failure.
-  for (BindFlag& b : binds) {
-    char real[PATH_MAX];
-    struct stat st;
-    if (realpath(b.host.c_str(), real) == nullptr || stat(real, &st) != 0) {
-      return Usage(absl::StrFormat("--bind: %s: %s", b.host, strerror(errno)));
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      return Usage(absl::StrFormat("--bind: %s: not a directory", b.host));
-    }
-    if (b.guest == b.host && b.host[0] != '/') b.guest = real;
-    b.host = real;
-  }
+  const int i = *program_at;
+  boot::BootSpec& spec = o.spec;
+  const bool host_root = o.root != RootFlag::kTmpfs;
+  const bool host_root_ro = o.root == RootFlag::kHostRo;
+  const std::vector<BindFlag>& binds = o.binds;
+  const NetworkFlags& net = o.net;
+
   // The network: the policy checked (and its files read) here, so that a
   // bad entry is a usage error; the published ports' host sockets made
   // here too (a port in use fails before anything starts), then handed to
@@ -311,8 +107,8 @@ int DoCommand(int argc, char** argv) {
     absl::FPrintF(stderr, "runsc do: %s\n", ls.message());
     return 125;
   }
-  spec.memory_limit = limits.memory;
-  spec.pids_limit = limits.pids;
+  spec.memory_limit = o.limits.memory;
+  spec.pids_limit = o.limits.pids;
   std::string program = argv[i];
   for (int j = i; j < argc; ++j) spec.argv.push_back(argv[j]);
   for (char** e = environ; *e != nullptr; ++e) spec.envp.push_back(*e);

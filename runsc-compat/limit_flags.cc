@@ -12,23 +12,13 @@
 
 namespace sandbox::runsc {
 
-const char kLimitFlagsHelp[] =
-    R"(Resource limits (what a memory and a pids cgroup would give a container):
-  --memory=BYTES      the sandbox's memory: anonymous memory, tmpfs files
-                      and cached file pages together; BYTES takes a suffix
-                      k, m, g or t (binary units, as docker's --memory).
-                      Past it the largest process is killed with SIGKILL
-                      (the OOM killer; if it is the program itself, runsc
-                      exits 137). /proc/meminfo's MemTotal and sysinfo show
-                      it, and tmpfs mounts default to half of it (size=),
-                      as Linux's to half of RAM. Default: half the host's
-                      memory (MemTotal); 0: no limit. At least 32m.
-  --pids-limit=N      at most N tasks (threads count, as in a pids cgroup):
-                      fork and clone fail with EAGAIN beyond. Default 4096;
-                      0 or -1: no limit. A process also gets EAGAIN from
-                      clone past 1024 threads of one address space (the
-                      platform's limit).
-)";
+namespace {
+
+constexpr char kLimitFlagsTitle[] =
+    "Resource limits (what a memory and a pids cgroup would give a "
+    "container):\n";
+
+}  // namespace
 
 LimitFlags DefaultLimits() {
   LimitFlags l;
@@ -77,31 +67,61 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view s) {
   return static_cast<uint64_t>(bytes);
 }
 
-bool ParseLimitFlag(std::string_view arg, LimitFlags* limits,
-                    std::string* error) {
-  if (arg.rfind("--memory=", 0) == 0) {
-    absl::StatusOr<uint64_t> v = ParseByteSize(arg.substr(9));
-    if (!v.ok()) {
-      *error = absl::StrFormat("--memory=%s", v.status().message());
-    } else if (*v != 0 && *v < kMinMemory) {
-      *error = absl::StrFormat("%s: at least 32m", arg);
-    } else {
-      limits->memory = *v / 4096 * 4096;
-    }
-    return true;
-  }
-  if (arg.rfind("--pids-limit=", 0) == 0) {
-    std::string_view value = arg.substr(13);
-    int64_t n;
-    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &n) ||
-        n < -1 || n > INT32_MAX) {
-      *error = absl::StrFormat("%s: expected a number of tasks", arg);
-    } else {
-      limits->pids = n <= 0 ? 0 : static_cast<uint32_t>(n);
-    }
-    return true;
-  }
-  return false;
+flags::Table LimitFlagTable(LimitFlags* limits) {
+  using flags::Arg;
+  return {
+      {.name = "memory",
+       .arg = Arg::kRequired,
+       .value_name = "BYTES",
+       .help = {{"", R"(the sandbox's memory: anonymous memory, tmpfs files
+and cached file pages together; BYTES takes a suffix
+k, m, g or t (binary units, as docker's --memory).
+Past it the largest process is killed with SIGKILL
+(the OOM killer; if it is the program itself, runsc
+exits 137). /proc/meminfo's MemTotal and sysinfo show
+it, and tmpfs mounts default to half of it (size=),
+as Linux's to half of RAM. Default: half the host's
+memory (MemTotal); 0: no limit. At least 32m.)"}},
+       .set =
+           [limits](const flags::Given& g) {
+             absl::StatusOr<uint64_t> v = ParseByteSize(g.value);
+             if (!v.ok()) {
+               return absl::InvalidArgumentError(
+                   absl::StrFormat("--memory=%s", v.status().message()));
+             }
+             if (*v != 0 && *v < kMinMemory) {
+               return absl::InvalidArgumentError(
+                   absl::StrFormat("%s: at least 32m", g.text));
+             }
+             limits->memory = *v / 4096 * 4096;
+             return absl::OkStatus();
+           }},
+      {.name = "pids-limit",
+       .arg = Arg::kRequired,
+       .value_name = "N",
+       .help = {{"", R"(at most N tasks (threads count, as in a pids cgroup):
+fork and clone fail with EAGAIN beyond. Default 4096;
+0 or -1: no limit. A process also gets EAGAIN from
+clone past 1024 threads of one address space (the
+platform's limit).)"}},
+       .set =
+           [limits](const flags::Given& g) {
+             int64_t n;
+             if (!absl::SimpleAtoi(
+                     absl::string_view(g.value.data(), g.value.size()), &n) ||
+                 n < -1 || n > INT32_MAX) {
+               return absl::InvalidArgumentError(
+                   absl::StrFormat("%s: expected a number of tasks", g.text));
+             }
+             limits->pids = n <= 0 ? 0 : static_cast<uint32_t>(n);
+             return absl::OkStatus();
+           }},
+  };
+}
+
+std::string LimitFlagsHelp() {
+  LimitFlags unused;
+  return kLimitFlagsTitle + flags::FormatHelp(LimitFlagTable(&unused));
 }
 
 }  // namespace sandbox::runsc

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "runsc-compat/flags.h"
 
 namespace sandbox::runsc {
 
@@ -30,13 +31,12 @@ LimitFlags DefaultLimits();
 // followed by "b" or "ib" ("256m", "1.5g", "512MiB").
 absl::StatusOr<uint64_t> ParseByteSize(std::string_view s);
 
-// Applies `arg` to `limits` if it is a limit flag (true), with *error set
-// when its value is bad; false if it is not one of them.
-bool ParseLimitFlag(std::string_view arg, LimitFlags* limits,
-                    std::string* error);
+// The limit flags' table rows, setting `limits` (the defaults are
+// DefaultLimits(), which the caller starts from).
+flags::Table LimitFlagTable(LimitFlags* limits);
 
 // The "Resource limits" section of `runsc do --help`.
-extern const char kLimitFlagsHelp[];
+std::string LimitFlagsHelp();
 
 }  // namespace sandbox::runsc
 

@@ -1,9 +1,24 @@
 #include "runsc-compat/limit_flags.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace sandbox::runsc {
 namespace {
+
+// Parses `args` with `table` (as a command line after a command name);
+// the error's message, "" when they parse.
+std::string ParseWith(const flags::Table& table,
+                      std::vector<std::string> args) {
+  args.insert(args.begin(), "do");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  absl::StatusOr<int> r =
+      flags::Parse(table, static_cast<int>(argv.size()), argv.data(), 1);
+  return r.ok() ? "" : std::string(r.status().message());
+}
 
 TEST(LimitFlagsTest, ByteSizesAsDockerTakesThem) {
   EXPECT_EQ(*ParseByteSize("4096"), 4096u);
@@ -25,22 +40,24 @@ TEST(LimitFlagsTest, FlagsAndDefaults) {
   EXPECT_EQ(l.pids, kDefaultPidsLimit);
   EXPECT_GE(l.memory, kMinMemory);
   EXPECT_EQ(l.memory % 4096, 0u);
-  std::string err;
-  EXPECT_FALSE(ParseLimitFlag("--bind=/x", &l, &err));
-  EXPECT_TRUE(ParseLimitFlag("--memory=300m", &l, &err));
-  EXPECT_EQ(err, "");
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--bind=/x"}),
+            "unknown flag --bind=/x");
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--memory=300m"}), "");
   EXPECT_EQ(l.memory, 300u << 20);
-  EXPECT_TRUE(ParseLimitFlag("--memory=0", &l, &err));
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--memory", "0"}), "");
   EXPECT_EQ(l.memory, 0u);  // no limit
-  EXPECT_TRUE(ParseLimitFlag("--pids-limit=-1", &l, &err));
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--pids-limit=-1"}), "");
   EXPECT_EQ(l.pids, 0u);
-  EXPECT_TRUE(ParseLimitFlag("--pids-limit=64", &l, &err));
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--pids-limit=64"}), "");
   EXPECT_EQ(l.pids, 64u);
-  EXPECT_TRUE(ParseLimitFlag("--memory=1m", &l, &err));
-  EXPECT_NE(err, "");  // below the minimum
-  err.clear();
-  EXPECT_TRUE(ParseLimitFlag("--pids-limit=-2", &l, &err));
-  EXPECT_NE(err, "");
+  // Below the minimum.
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--memory=1m"}),
+            "--memory=1m: at least 32m");
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--memory", "abc"}),
+            "--memory=abc: not a size (e.g. 256m, 2g)");
+  EXPECT_EQ(ParseWith(LimitFlagTable(&l), {"--pids-limit=-2"}),
+            "--pids-limit=-2: expected a number of tasks");
+  EXPECT_EQ(l.pids, 64u);  // a bad value changes nothing
 }
 
 }  // namespace

@@ -30,41 +30,51 @@ std::string DebugLogPath(std::string_view value, std::string_view command,
       path, {{"%TIMESTAMP%", stamp}, {"%COMMAND%", std::string(command)}});
 }
 
-LogFlag ParseLogFlag(std::string_view arg, boot::BootSpec* spec,
-                     std::string* error) {
-  auto value = [&](std::string_view name, std::string_view* v) {
-    if (arg.substr(0, name.size()) != name) return false;
-    *v = arg.substr(name.size());
-    return true;
+flags::Table LogFlagTable(boot::BootSpec* spec) {
+  using flags::Arg;
+  return {
+      {.name = "log",
+       .arg = Arg::kRequired,
+       .value_name = "FILE",
+       .help = {{"", R"(append the sandbox's warnings and errors
+(unsupported syscalls, failures) to FILE; without
+it they are dropped, except errors that end the
+sandbox, which reach stderr (exit status 125))"}},
+       .set = flags::SetNonEmpty(&spec->log, "--log needs a FILE")},
+      {.name = "log-format",
+       .arg = Arg::kRequired,
+       .value_name = "text|json",
+       .default_value = "text",
+       .help = {{"", R"(--log's lines: 'time="..." level=... msg="..."'
+(default) or JSON lines with level, msg and time)"}},
+       .set = flags::SetChoice<bool>(&spec->log_json,
+                                     {{"text", false}, {"json", true}},
+                                     "expected --log-format=text or json")},
+      {.name = "debug-log",
+       .arg = Arg::kRequired,
+       .value_name = "FILE|DIR",
+       .help = {{"", R"(write strace, debug lines and warnings to FILE, or
+to a new runsc.log.%TIMESTAMP%.%COMMAND% in DIR (a
+directory, or a path ending in '/'); default: stderr
+with --strace/--strace-summary, else nowhere)"}},
+       .set =
+           [spec](const flags::Given& g) {
+             if (g.value.empty()) {
+               return absl::InvalidArgumentError(
+                   "--debug-log needs a FILE or DIR");
+             }
+             timespec ts;
+             clock_gettime(CLOCK_REALTIME, &ts);
+             spec->debug_log = DebugLogPath(
+                 g.value, "do", ts.tv_sec * 1000000LL + ts.tv_nsec / 1000);
+             return absl::OkStatus();
+           }},
+      {.name = "warn-unsupported",
+       .help = {{"", R"(also print a note on stderr the first time the
+program makes each syscall the sandbox does not
+implement (for compatibility testing))"}},
+       .set = flags::SetTrue(&spec->warn_unsupported)},
   };
-  std::string_view v;
-  if (arg == "--warn-unsupported") {
-    spec->warn_unsupported = true;
-  } else if (value("--log=", &v)) {
-    if (v.empty()) {
-      *error = "--log needs a FILE";
-      return LogFlag::kBad;
-    }
-    spec->log = std::string(v);
-  } else if (value("--log-format=", &v)) {
-    if (v != "text" && v != "json") {
-      *error = absl::StrFormat("%s: expected --log-format=text or json", arg);
-      return LogFlag::kBad;
-    }
-    spec->log_json = v == "json";
-  } else if (value("--debug-log=", &v)) {
-    if (v.empty()) {
-      *error = "--debug-log needs a FILE or DIR";
-      return LogFlag::kBad;
-    }
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    spec->debug_log =
-        DebugLogPath(v, "do", ts.tv_sec * 1000000LL + ts.tv_nsec / 1000);
-  } else {
-    return LogFlag::kNotALogFlag;
-  }
-  return LogFlag::kParsed;
 }
 
 }  // namespace sandbox::runsc

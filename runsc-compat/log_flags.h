@@ -13,18 +13,19 @@
 #ifndef RUNSC_COMPAT_LOG_FLAGS_H_
 #define RUNSC_COMPAT_LOG_FLAGS_H_
 
+#include <stdint.h>
+
 #include <string>
 #include <string_view>
 
+#include "runsc-compat/flags.h"
 #include "sentry/boot/boot_spec.h"
 
 namespace sandbox::runsc {
 
-enum class LogFlag { kNotALogFlag, kParsed, kBad };
-
-// Parses `arg` into `spec` if it is a log flag; kBad sets `error`.
-LogFlag ParseLogFlag(std::string_view arg, boot::BootSpec* spec,
-                     std::string* error);
+// The log flags' table rows, setting `spec`'s log fields (--help's text
+// included): part of `runsc do`'s table, and main.cc's global flags.
+flags::Table LogFlagTable(boot::BootSpec* spec);
 
 // The debug-log path for `value` at `unix_us` for `command` (gVisor's
 // rules, above).

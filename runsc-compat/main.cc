@@ -10,7 +10,10 @@
 #include "absl/strings/str_format.h"
 #include "runsc-compat/broker_command.h"
 #include "runsc-compat/do_command.h"
+#include "runsc-compat/do_flags.h"
+#include "runsc-compat/flags.h"
 #include "runsc-compat/gofer_command.h"
+#include "runsc-compat/log_flags.h"
 #include "sentry/boot/boot.h"
 
 namespace {
@@ -42,25 +45,20 @@ Internal:
 
 void PrintHelp(int fd) { (void)!write(fd, kHelp, sizeof(kHelp) - 1); }
 
-// Whether `a` is a global flag: one of the log flags (log_flags.h), which
-// main moves after the command name so that `runsc --log=F do ...` is
-// `runsc do --log=F ...`.
-bool IsGlobalFlag(std::string_view a) {
-  for (std::string_view f :
-       {"--log=", "--log-format=", "--debug-log=", "--warn-unsupported"}) {
-    if (a.substr(0, f.size()) == f) return true;
-  }
-  return false;
+// How many arguments from argv[1] are global flags: the log flags
+// (log_flags.h) with their values, which main moves after the command name
+// so that `runsc --log=F do ...` is `runsc do --log=F ...`.
+size_t CountGlobalFlags(int argc, char** argv) {
+  sandbox::boot::BootSpec unused;
+  return sandbox::runsc::flags::CountLeading(
+      sandbox::runsc::LogFlagTable(&unused), argc, argv, 1);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
-  size_t globals = 0;
-  while (1 + globals < args.size() && IsGlobalFlag(args[1 + globals])) {
-    ++globals;
-  }
+  const size_t globals = CountGlobalFlags(argc, argv);
   if (globals > 0 && 1 + globals < args.size()) {
     // [runsc, G..., cmd, rest...] -> [runsc, cmd, G..., rest...].
     std::rotate(args.begin() + 1, args.begin() + 1 + globals,

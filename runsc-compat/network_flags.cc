@@ -9,95 +9,90 @@
 
 namespace sandbox::runsc {
 
-const char kNetworkFlagsHelp[] =
-    R"(Network:
-  --network=none      (default) the sandbox's own loopback only (lo:
-                      127.0.0.0/8 and ::1): nothing reaches the host's
-                      network; no broker runs unless a port is published
-  --network=host      connections and datagrams to non-loopback addresses
-                      go out through host sockets that a separate, confined
-                      broker process (`runsc broker`) opens and hands to
-                      the sandbox, checked against the egress policy.
-                      WITH NO --egress-allow/--egress-policy, HOST MODE
-                      ALLOWS EVERY DESTINATION but the host's own loopback
-                      (127.0.0.0/8, ::1: its local services), which only
-                      a policy entry opens. The sandbox's listening
-                      sockets stay inside (see --publish)
-  --publish=[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]
-                      as docker run -p: the broker listens on the host at
-                      HOSTADDR:HOSTPORT (default HOSTADDR 127.0.0.1; an
-                      IPv6 one as [::1]) and forwards each connection (or,
-                      with /udp, each datagram) to the sandbox's GUESTPORT
-                      on its loopback. Works in both modes. Repeatable
-  --egress-allow=ENTRY
-                      (host mode) allow a destination: a CIDR
-                      (10.0.0.0/8, [2001:db8::/32]), optionally with a
-                      port or port range (:443, :8000-8080), or a domain
-                      name, optionally "*."-wildcarded and with a port
-                      (pypi.org:443, *.pythonhosted.org). With any entry
-                      (or --egress-policy) everything else is refused:
-                      ECONNREFUSED for TCP, EPERM for UDP, with one --log
-                      line naming the destination, the name it came from
-                      and why. Repeatable
-  --egress-policy=FILE
-                      (host mode) entries as --egress-allow, one a line;
-                      '#' comments. Repeatable
-  --host-resolver=ADDR[:PORT]
-                      (host mode) the DNS server the broker asks for names
-                      the policy allows (default: the nameservers of the
-                      host's /etc/resolv.conf, port 53). Repeatable
-)";
-
-bool ParseNetworkFlag(std::string_view arg, NetworkFlags* flags,
-                      std::string* error) {
-  auto value = [&](std::string_view name, std::string_view* v) {
-    if (arg.substr(0, name.size()) != name) return false;
-    *v = arg.substr(name.size());
-    return true;
+flags::Table NetworkFlagTable(NetworkFlags* flags) {
+  using flags::Arg;
+  return {
+      {.name = "network",
+       .arg = Arg::kRequired,
+       .value_name = "none|host",
+       .default_value = "none",
+       .help = {{"--network=none",
+                 R"((default) the sandbox's own loopback only (lo:
+127.0.0.0/8 and ::1): nothing reaches the host's
+network; no broker runs unless a port is published)"},
+                {"--network=host",
+                 R"(connections and datagrams to non-loopback addresses
+go out through host sockets that a separate, confined
+broker process (`runsc broker`) opens and hands to
+the sandbox, checked against the egress policy.
+WITH NO --egress-allow/--egress-policy, HOST MODE
+ALLOWS EVERY DESTINATION but the host's own loopback
+(127.0.0.0/8, ::1: its local services), which only
+a policy entry opens. The sandbox's listening
+sockets stay inside (see --publish))"}},
+       .set = flags::SetChoice<bool>(&flags->host,
+                                     {{"none", false}, {"host", true}},
+                                     "expected --network=none or host")},
+      {.name = "publish",
+       .alias = 'p',
+       .arg = Arg::kRequired,
+       .value_name = "[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]",
+       .help = {{"", R"(as docker run -p: the broker listens on the host at
+HOSTADDR:HOSTPORT (default HOSTADDR 127.0.0.1; an
+IPv6 one as [::1]) and forwards each connection (or,
+with /udp, each datagram) to the sandbox's GUESTPORT
+on its loopback. Works in both modes. Repeatable)"}},
+       .set =
+           [flags](const flags::Given& g) {
+             absl::StatusOr<broker::Publish> p = broker::ParsePublish(g.value);
+             if (!p.ok()) return p.status();
+             flags->publishes.push_back(*p);
+             return absl::OkStatus();
+           }},
+      {.name = "egress-allow",
+       .arg = Arg::kRequired,
+       .value_name = "ENTRY",
+       .help = {{"", R"((host mode) allow a destination: a CIDR
+(10.0.0.0/8, [2001:db8::/32]), optionally with a
+port or port range (:443, :8000-8080), or a domain
+name, optionally "*."-wildcarded and with a port
+(pypi.org:443, *.pythonhosted.org). With any entry
+(or --egress-policy) everything else is refused:
+ECONNREFUSED for TCP, EPERM for UDP, with one --log
+line naming the destination, the name it came from
+and why. Repeatable)"}},
+       .set = flags::AppendNonEmpty(&flags->egress_allow,
+                                    "--egress-allow needs an ENTRY")},
+      {.name = "egress-policy",
+       .arg = Arg::kRequired,
+       .value_name = "FILE",
+       .help = {{"", R"((host mode) entries as --egress-allow, one a line;
+'#' comments. Repeatable)"}},
+       .set = flags::AppendNonEmpty(&flags->egress_files,
+                                    "--egress-policy needs a FILE")},
+      {.name = "host-resolver",
+       .arg = Arg::kRequired,
+       .value_name = "ADDR[:PORT]",
+       .help = {{"", R"((host mode) the DNS server the broker asks for names
+the policy allows (default: the nameservers of the
+host's /etc/resolv.conf, port 53). Repeatable)"}},
+       .set =
+           [flags](const flags::Given& g) {
+             broker::Endpoint e;
+             if (!broker::ParseHostPort(g.value, 53, &e)) {
+               return absl::InvalidArgumentError(absl::StrFormat(
+                   "%s: expected an IP address, ADDR:PORT or [V6ADDR]:PORT",
+                   g.text));
+             }
+             flags->host_resolvers.push_back(e);
+             return absl::OkStatus();
+           }},
   };
-  std::string_view v;
-  if (value("--network=", &v)) {
-    if (v == "none") {
-      flags->host = false;
-    } else if (v == "host") {
-      flags->host = true;
-    } else {
-      *error = absl::StrFormat("%s: expected --network=none or host",
-                               std::string(arg));
-    }
-    return true;
-  }
-  if (value("--publish=", &v) || value("-p=", &v)) {
-    absl::StatusOr<broker::Publish> p = broker::ParsePublish(v);
-    if (!p.ok()) {
-      *error = std::string(p.status().message());
-    } else {
-      flags->publishes.push_back(*p);
-    }
-    return true;
-  }
-  if (value("--egress-allow=", &v)) {
-    if (v.empty()) *error = "--egress-allow needs an ENTRY";
-    flags->egress_allow.emplace_back(v);
-    return true;
-  }
-  if (value("--egress-policy=", &v)) {
-    if (v.empty()) *error = "--egress-policy needs a FILE";
-    flags->egress_files.emplace_back(v);
-    return true;
-  }
-  if (value("--host-resolver=", &v)) {
-    broker::Endpoint e;
-    if (!broker::ParseHostPort(v, 53, &e)) {
-      *error = absl::StrFormat(
-          "%s: expected an IP address, ADDR:PORT or [V6ADDR]:PORT",
-          std::string(arg));
-    } else {
-      flags->host_resolvers.push_back(e);
-    }
-    return true;
-  }
-  return false;
+}
+
+std::string NetworkFlagsHelp() {
+  NetworkFlags unused;
+  return "Network:\n" + flags::FormatHelp(NetworkFlagTable(&unused));
 }
 
 absl::StatusOr<std::vector<std::string>> BrokerPolicyArgs(

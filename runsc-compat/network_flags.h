@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "broker/broker.h"
+#include "runsc-compat/flags.h"
 
 namespace sandbox::runsc {
 
@@ -21,10 +22,8 @@ struct NetworkFlags {
   std::vector<broker::Endpoint> host_resolvers;
 };
 
-// Applies `arg` if it is a network flag (true; *error set when its value
-// is bad); false if it is not one.
-bool ParseNetworkFlag(std::string_view arg, NetworkFlags* flags,
-                      std::string* error);
+// The network flags' table rows, setting `flags` (-p is --publish).
+flags::Table NetworkFlagTable(NetworkFlags* flags);
 
 // Whether the sandbox needs a broker: host mode or a published port.
 inline bool NeedsBroker(const NetworkFlags& f) {
@@ -39,7 +38,8 @@ inline bool NeedsBroker(const NetworkFlags& f) {
 absl::StatusOr<std::vector<std::string>> BrokerPolicyArgs(
     const NetworkFlags& flags, bool* enforcing);
 
-extern const char kNetworkFlagsHelp[];
+// The "Network" section of `runsc do --help`.
+std::string NetworkFlagsHelp();
 
 }  // namespace sandbox::runsc
 

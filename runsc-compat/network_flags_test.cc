@@ -1,21 +1,50 @@
 #include "runsc-compat/network_flags.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace sandbox::runsc {
 namespace {
 
+// Parses `args` with `table` (as a command line after a command name);
+// the error's message, "" when they parse.
+std::string ParseWith(const flags::Table& table,
+                      std::vector<std::string> args) {
+  args.insert(args.begin(), "do");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  absl::StatusOr<int> r =
+      flags::Parse(table, static_cast<int>(argv.size()), argv.data(), 1);
+  return r.ok() ? "" : std::string(r.status().message());
+}
+
 TEST(NetworkFlags, Network) {
   NetworkFlags f;
-  std::string err;
-  EXPECT_TRUE(ParseNetworkFlag("--network=host", &f, &err));
-  EXPECT_TRUE(err.empty());
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&f), {"--network=host"}), "");
   EXPECT_TRUE(f.host);
-  EXPECT_TRUE(ParseNetworkFlag("--network=none", &f, &err));
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&f), {"--network", "none"}), "");
   EXPECT_FALSE(f.host);
-  EXPECT_TRUE(ParseNetworkFlag("--network=bridge", &f, &err));
+  std::string err = ParseWith(NetworkFlagTable(&f), {"--network=bridge"});
   EXPECT_NE(err.find("none or host"), std::string::npos) << err;
-  EXPECT_FALSE(ParseNetworkFlag("--memory=1g", &f, &err));
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&f), {"--memory=1g"}),
+            "unknown flag --memory=1g");
+  // Mode none is the default.
+  f.host = true;
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&f), {}), "");
+  EXPECT_FALSE(f.host);
+}
+
+TEST(NetworkFlags, PublishAndItsAlias) {
+  NetworkFlags f;
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&f),
+                      {"--publish=8080:80", "-p=8081:81", "-p", "8082:82"}),
+            "");
+  ASSERT_EQ(f.publishes.size(), 3u);
+  EXPECT_EQ(broker::PublishToString(f.publishes[2]), "127.0.0.1:8082:82");
+  std::string err = ParseWith(NetworkFlagTable(&f), {"-p=80"});
+  EXPECT_NE(err.find("--publish=80: "), std::string::npos) << err;
 }
 
 TEST(NetworkFlags, Publish) {
@@ -58,16 +87,17 @@ TEST(NetworkFlags, Publish) {
 
 TEST(NetworkFlags, CrossChecksAndPolicy) {
   NetworkFlags f;
-  std::string err;
-  ASSERT_TRUE(ParseNetworkFlag("--egress-allow=10.0.0.0/8:443", &f, &err));
+  ASSERT_EQ(ParseWith(NetworkFlagTable(&f), {"--egress-allow=10.0.0.0/8:443"}),
+            "");
   bool enforcing = true;
   absl::StatusOr<std::vector<std::string>> a = BrokerPolicyArgs(f, &enforcing);
   ASSERT_FALSE(a.ok());  // not in host mode
   EXPECT_NE(a.status().message().find("--network=host"), std::string::npos);
   f.host = true;
-  ASSERT_TRUE(ParseNetworkFlag("--egress-allow=PyPI.org.", &f, &err));
-  ASSERT_TRUE(ParseNetworkFlag("--host-resolver=127.0.0.1:5353", &f, &err));
-  ASSERT_TRUE(err.empty()) << err;
+  ASSERT_EQ(ParseWith(NetworkFlagTable(&f),
+                      {"--network=host", "--egress-allow=PyPI.org.",
+                       "--host-resolver=127.0.0.1:5353"}),
+            "");
   a = BrokerPolicyArgs(f, &enforcing);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(enforcing);
@@ -75,7 +105,9 @@ TEST(NetworkFlags, CrossChecksAndPolicy) {
                                           "--allow=pypi.org",
                                           "--resolver=127.0.0.1:5353"}));
   // A bad entry names itself.
-  ASSERT_TRUE(ParseNetworkFlag("--egress-allow=10.0.0.256", &f, &err));
+  ASSERT_EQ(ParseWith(NetworkFlagTable(&f),
+                      {"--network=host", "--egress-allow=10.0.0.256"}),
+            "");
   a = BrokerPolicyArgs(f, &enforcing);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("10.0.0.256"), std::string::npos);
@@ -87,18 +119,25 @@ TEST(NetworkFlags, CrossChecksAndPolicy) {
   EXPECT_FALSE(enforcing);
   EXPECT_TRUE(a->empty());
   // A host port twice.
-  ASSERT_TRUE(ParseNetworkFlag("--publish=8080:80", &open, &err));
-  ASSERT_TRUE(ParseNetworkFlag("--publish=127.0.0.1:8080:81", &open, &err));
+  ASSERT_EQ(
+      ParseWith(NetworkFlagTable(&open), {"--network=host", "--publish=8080:80",
+                                          "--publish=127.0.0.1:8080:81"}),
+      "");
   a = BrokerPolicyArgs(open, &enforcing);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("given twice"), std::string::npos);
-  EXPECT_FALSE(ParseNetworkFlag("--host-resolver=nope", &open, &err) &&
-               err.empty());
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&open), {"--host-resolver=nope"}),
+            "--host-resolver=nope: expected an IP address, ADDR:PORT or "
+            "[V6ADDR]:PORT");
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&open), {"--egress-allow="}),
+            "--egress-allow needs an ENTRY");
+  EXPECT_EQ(ParseWith(NetworkFlagTable(&open), {"--egress-policy="}),
+            "--egress-policy needs a FILE");
 }
 
 TEST(NetworkFlags, HelpSaysHostModeWithoutPolicyAllowsEverything) {
-  EXPECT_NE(std::string(kNetworkFlagsHelp)
-                .find("WITH NO --egress-allow/--egress-policy, HOST MODE"),
+  EXPECT_NE(NetworkFlagsHelp().find(
+                "WITH NO --egress-allow/--egress-policy, HOST MODE"),
             std::string::npos);
 }
 

@@ -24,6 +24,12 @@ if tools/thread-safety.sh --direct; then
 else
   echo "//tools:thread_safety_check FAILED" >>"$log"
 fi
+# The sources follow .clang-format (one more case).
+if tools/check-format.sh; then
+  echo "//tools:format_check PASSED" >>"$log"
+else
+  echo "//tools:format_check FAILED" >>"$log"
+fi
 # bazel test leaves the bazel-testlogs symlink; no second (batch) JVM start.
 python3 tools/count-tests.py "$log" "$(readlink -f bazel-testlogs)"
 count_rc=$?

@@ -7,249 +7,265 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sentry/boot/boot_spec.pb.h"
 
 namespace sandbox::boot {
 namespace {
 
-constexpr char kMagic[3] = {'R', 'S', 'B'};
-constexpr char kVersion1 = '1';
-constexpr char kVersion2 = '2';
-constexpr char kVersion3 = '3';
-constexpr char kVersion4 = '4';
-constexpr uint32_t kNetHost = 1;
-constexpr uint32_t kNetPolicy = 2;
-constexpr uint32_t kGoferMountReadOnly = 1;
-constexpr uint32_t kGoferMountShared = 2;
-constexpr uint32_t kGoferMountSuid = 4;
-constexpr uint32_t kGoferMountUds = 8;
-constexpr size_t kMaxSize = 256 << 20;
-constexpr uint32_t kMaxStrings = 1 << 20;
-constexpr uint32_t kFlagStrace = 1;
-constexpr uint32_t kFlagStraceSummary = 2;
-constexpr uint32_t kFlagUnconfined = 4;
-constexpr uint32_t kFlagDebugSeccomp = 8;
-constexpr uint32_t kFlagLogJson = 16;
-constexpr uint32_t kFlagWarnUnsupported = 32;
+// The frame: "RSB" and the format's version ('5': a protobuf message;
+// '1' to '4' were a hand-written layout), the message's length (u32,
+// little-endian), the message.
+constexpr char kMagic[4] = {'R', 'S', 'B', '5'};
+constexpr size_t kHeaderSize = sizeof(kMagic) + sizeof(uint32_t);
+// The largest frame read. argv and envp together are at most 6 MiB on
+// Linux (3/4 of _STK_LIM), the rest a few KiB; the bound keeps what the
+// parser allocates before the counts below are checked to a small
+// multiple of it.
+constexpr size_t kMaxSize = 64 << 20;
+constexpr int kMaxStrings = 1 << 20;
+// A published port's host endpoint, for logs: "[v6addr%zone]:port".
+constexpr size_t kMaxHostEndpoint = 64;
 
-void PutU32(std::string* out, uint32_t v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-void PutU64(std::string* out, uint64_t v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-void PutString(std::string* out, const std::string& s) {
-  PutU32(out, static_cast<uint32_t>(s.size()));
-  out->append(s);
+// The struct's enums and the message's have the same values.
+constexpr int I(auto e) { return static_cast<int>(e); }
+static_assert(I(SeedEntry::kDir) == I(wire::SeedEntry::KIND_DIR) &&
+              I(SeedEntry::kFile) == I(wire::SeedEntry::KIND_FILE) &&
+              I(SeedEntry::kTmpfsMount) ==
+                  I(wire::SeedEntry::KIND_TMPFS_MOUNT));
+static_assert(I(RootKind::kTmpfs) == I(wire::ROOT_TMPFS) &&
+              I(RootKind::kGofer) == I(wire::ROOT_GOFER) &&
+              I(RootKind::kGoferReadOnly) == I(wire::ROOT_GOFER_READ_ONLY));
+static_assert(I(NetworkMode::kNone) == I(wire::NETWORK_NONE) &&
+              I(NetworkMode::kHost) == I(wire::NETWORK_HOST));
+static_assert(I(PublishedPort::kTcp) == I(wire::PublishedPort::PROTO_TCP) &&
+              I(PublishedPort::kUdp) == I(wire::PublishedPort::PROTO_UDP));
+
+absl::Status Bad(std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("boot spec: ", absl::string_view(what.data(), what.size())));
 }
 
-class Reader {
- public:
-  explicit Reader(const std::string& d) : d_(d) {}
-  bool U32(uint32_t* v) {
-    if (d_.size() - pos_ < sizeof(*v)) return false;
-    memcpy(v, d_.data() + pos_, sizeof(*v));
-    pos_ += sizeof(*v);
-    return true;
-  }
-  bool U64(uint64_t* v) {
-    if (d_.size() - pos_ < sizeof(*v)) return false;
-    memcpy(v, d_.data() + pos_, sizeof(*v));
-    pos_ += sizeof(*v);
-    return true;
-  }
-  bool String(std::string* s) {
-    uint32_t n;
-    if (!U32(&n) || d_.size() - pos_ < n) return false;
-    s->assign(d_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool Strings(std::vector<std::string>* v) {
-    uint32_t n;
-    if (!U32(&n) || n > kMaxStrings) return false;
-    v->resize(n);
-    for (auto& s : *v) {
-      if (!String(&s)) return false;
-    }
-    return true;
-  }
-  bool Seed(std::vector<SeedEntry>* v) {
-    uint32_t n;
-    if (!U32(&n) || n > kMaxStrings) return false;
-    v->clear();
-    for (uint32_t i = 0; i < n; ++i) {
-      SeedEntry e;
-      uint32_t kind, fd;
-      if (!U32(&kind) || !String(&e.path) || !U32(&e.mode) || !U32(&e.uid) ||
-          !U32(&e.gid) || !U32(&fd)) {
-        return false;
-      }
-      if (kind != SeedEntry::kDir && kind != SeedEntry::kFile &&
-          kind != SeedEntry::kTmpfsMount) {
-        return false;
-      }
-      e.kind = static_cast<SeedEntry::Kind>(kind);
-      e.host_fd = static_cast<int32_t>(fd);
-      v->push_back(std::move(e));
-    }
-    return true;
-  }
-  // Version 2's root and Gofer mounts.
-  bool Root(BootSpec* spec) {
-    uint32_t kind, fd, n;
-    if (!U32(&kind) || !U32(&fd) || !U32(&n)) return false;
-    if (kind != static_cast<uint32_t>(RootKind::kTmpfs) &&
-        kind != static_cast<uint32_t>(RootKind::kGofer) &&
-        kind != static_cast<uint32_t>(RootKind::kGoferReadOnly)) {
-      return false;
-    }
-    spec->root = static_cast<RootKind>(kind);
-    spec->root_gofer_fd = static_cast<int32_t>(fd);
-    if (spec->root != RootKind::kTmpfs && spec->root_gofer_fd < 0) {
-      return false;
-    }
-    if (n > kMaxGoferMounts) return false;
-    spec->gofer_mounts.clear();
-    for (uint32_t i = 0; i < n; ++i) {
-      GoferMount m;
-      uint32_t mfd, flags;
-      if (!String(&m.path) || !U32(&mfd) || !U32(&flags)) return false;
-      m.fd = static_cast<int32_t>(mfd);
-      if (m.fd < 0 || m.path.empty() || m.path[0] != '/' ||
-          (flags & ~(kGoferMountReadOnly | kGoferMountShared | kGoferMountSuid |
-                     kGoferMountUds)) != 0) {
-        return false;
-      }
-      m.read_only = flags & kGoferMountReadOnly;
-      m.shared = flags & kGoferMountShared;
-      m.suid = flags & kGoferMountSuid;
-      m.host_sockets = flags & kGoferMountUds;
-      spec->gofer_mounts.push_back(std::move(m));
-    }
-    return true;
-  }
-  // Version 4's network.
-  bool Network(BootSpec* spec) {
-    uint32_t fd, flags, n;
-    if (!U32(&fd) || !U32(&flags) || !U32(&n)) return false;
-    spec->broker_fd = static_cast<int32_t>(fd);
-    if ((flags & ~(kNetHost | kNetPolicy)) != 0 || spec->broker_fd < -1) {
-      return false;
-    }
-    spec->network =
-        (flags & kNetHost) ? NetworkMode::kHost : NetworkMode::kNone;
-    spec->egress_policy = flags & kNetPolicy;
-    // Host mode and published ports need the broker.
-    if ((spec->network == NetworkMode::kHost || n > 0) && spec->broker_fd < 0) {
-      return false;
-    }
-    if (n > kMaxPublishedPorts) return false;
-    spec->published.clear();
-    for (uint32_t i = 0; i < n; ++i) {
-      PublishedPort p;
-      uint32_t proto, port;
-      if (!U32(&proto) || !U32(&port) || !String(&p.host)) return false;
-      if ((proto != PublishedPort::kTcp && proto != PublishedPort::kUdp) ||
-          port == 0 || port > 65535 || p.host.size() > 64) {
-        return false;
-      }
-      p.proto = static_cast<PublishedPort::Proto>(proto);
-      p.guest_port = static_cast<uint16_t>(port);
-      spec->published.push_back(std::move(p));
-    }
-    return true;
-  }
-  bool AtEnd() const { return pos_ == d_.size(); }
+// An optional FD field: absent is -1; present, it must be an FD.
+absl::StatusOr<int32_t> Fd(bool has, int32_t fd, std::string_view name) {
+  if (!has) return -1;
+  if (fd < 0) return Bad(std::string(name) + ": negative FD");
+  return fd;
+}
 
- private:
-  const std::string& d_;
-  size_t pos_ = 4;
-};
+wire::BootSpec ToWire(const BootSpec& spec) {
+  wire::BootSpec w;
+  w.set_exe_path(spec.exe_path);
+  w.set_cwd(spec.cwd);
+  for (const std::string& a : spec.argv) w.add_argv(a);
+  for (const std::string& e : spec.envp) w.add_envp(e);
+  w.set_hostname(spec.hostname);
+  w.set_debug_log(spec.debug_log);
+  w.set_log(spec.log);
+  w.set_log_json(spec.log_json);
+  w.set_warn_unsupported(spec.warn_unsupported);
+  w.set_strace(spec.strace);
+  w.set_strace_summary(spec.strace_summary);
+  w.set_unconfined(spec.unconfined);
+  w.set_debug_seccomp(spec.debug_seccomp);
+  for (const SeedEntry& e : spec.seed) {
+    wire::SeedEntry* we = w.add_seed();
+    we->set_kind(static_cast<wire::SeedEntry::Kind>(e.kind));
+    we->set_path(e.path);
+    we->set_mode(e.mode);
+    we->set_uid(e.uid);
+    we->set_gid(e.gid);
+    if (e.host_fd >= 0) we->set_host_fd(e.host_fd);
+  }
+  w.set_root(static_cast<wire::RootKind>(spec.root));
+  if (spec.root_gofer_fd >= 0) w.set_root_gofer_fd(spec.root_gofer_fd);
+  for (const GoferMount& m : spec.gofer_mounts) {
+    wire::GoferMount* wm = w.add_gofer_mounts();
+    wm->set_path(m.path);
+    if (m.fd >= 0) wm->set_fd(m.fd);
+    wm->set_read_only(m.read_only);
+    wm->set_shared(m.shared);
+    wm->set_suid(m.suid);
+    wm->set_host_sockets(m.host_sockets);
+  }
+  w.set_memory_limit(spec.memory_limit);
+  w.set_pids_limit(spec.pids_limit);
+  if (spec.broker_fd >= 0) w.set_broker_fd(spec.broker_fd);
+  w.set_network(static_cast<wire::NetworkMode>(spec.network));
+  w.set_egress_policy(spec.egress_policy);
+  for (const PublishedPort& p : spec.published) {
+    wire::PublishedPort* wp = w.add_published();
+    wp->set_proto(static_cast<wire::PublishedPort::Proto>(p.proto));
+    wp->set_guest_port(p.guest_port);
+    wp->set_host(p.host);
+  }
+  return w;
+}
+
+// The message checked field by field (enums in range, FDs where they are
+// needed, counts bounded, paths absolute) into the struct.
+absl::StatusOr<BootSpec> FromWire(const wire::BootSpec& w) {
+  BootSpec spec;
+  if (w.argv_size() > kMaxStrings || w.envp_size() > kMaxStrings ||
+      w.seed_size() > kMaxStrings) {
+    return Bad("too many argv, envp or seed entries");
+  }
+  spec.exe_path = w.exe_path();
+  spec.cwd = w.cwd();
+  spec.argv.assign(w.argv().begin(), w.argv().end());
+  spec.envp.assign(w.envp().begin(), w.envp().end());
+  spec.hostname = w.hostname();
+  spec.debug_log = w.debug_log();
+  spec.log = w.log();
+  spec.log_json = w.log_json();
+  spec.warn_unsupported = w.warn_unsupported();
+  spec.strace = w.strace();
+  spec.strace_summary = w.strace_summary();
+  spec.unconfined = w.unconfined();
+  spec.debug_seccomp = w.debug_seccomp();
+
+  for (const wire::SeedEntry& we : w.seed()) {
+    SeedEntry e;
+    switch (we.kind()) {
+      case wire::SeedEntry::KIND_DIR:
+      case wire::SeedEntry::KIND_FILE:
+      case wire::SeedEntry::KIND_TMPFS_MOUNT:
+        e.kind = static_cast<SeedEntry::Kind>(we.kind());
+        break;
+      default:
+        return Bad(absl::StrCat("seed entry of unknown kind ", we.kind()));
+    }
+    e.path = we.path();
+    e.mode = we.mode();
+    e.uid = we.uid();
+    e.gid = we.gid();
+    absl::StatusOr<int32_t> fd = Fd(we.has_host_fd(), we.host_fd(), "seed");
+    if (!fd.ok()) return fd.status();
+    e.host_fd = *fd;
+    spec.seed.push_back(std::move(e));
+  }
+
+  switch (w.root()) {
+    case wire::ROOT_TMPFS:
+    case wire::ROOT_GOFER:
+    case wire::ROOT_GOFER_READ_ONLY:
+      spec.root = static_cast<RootKind>(w.root());
+      break;
+    default:
+      return Bad(absl::StrCat("unknown root kind ", w.root()));
+  }
+  absl::StatusOr<int32_t> root_fd =
+      Fd(w.has_root_gofer_fd(), w.root_gofer_fd(), "root_gofer_fd");
+  if (!root_fd.ok()) return root_fd.status();
+  spec.root_gofer_fd = *root_fd;
+  if (spec.root != RootKind::kTmpfs && spec.root_gofer_fd < 0) {
+    return Bad("a Gofer root without its connection (root_gofer_fd)");
+  }
+  if (w.gofer_mounts_size() > static_cast<int>(kMaxGoferMounts)) {
+    return Bad("too many Gofer mounts");
+  }
+  for (const wire::GoferMount& wm : w.gofer_mounts()) {
+    GoferMount m;
+    m.path = wm.path();
+    if (m.path.empty() || m.path[0] != '/') {
+      return Bad("a Gofer mount's path is not absolute");
+    }
+    if (!wm.has_fd() || wm.fd() < 0) {
+      return Bad(absl::StrCat("the Gofer mount at ", m.path,
+                              " has no connection (fd)"));
+    }
+    m.fd = wm.fd();
+    m.read_only = wm.read_only();
+    m.shared = wm.shared();
+    m.suid = wm.suid();
+    m.host_sockets = wm.host_sockets();
+    spec.gofer_mounts.push_back(std::move(m));
+  }
+
+  spec.memory_limit = w.memory_limit();
+  spec.pids_limit = w.pids_limit();
+
+  absl::StatusOr<int32_t> broker_fd =
+      Fd(w.has_broker_fd(), w.broker_fd(), "broker_fd");
+  if (!broker_fd.ok()) return broker_fd.status();
+  spec.broker_fd = *broker_fd;
+  switch (w.network()) {
+    case wire::NETWORK_NONE:
+    case wire::NETWORK_HOST:
+      spec.network = static_cast<NetworkMode>(w.network());
+      break;
+    default:
+      return Bad(absl::StrCat("unknown network mode ", w.network()));
+  }
+  spec.egress_policy = w.egress_policy();
+  // Host mode and published ports need the broker.
+  if ((spec.network == NetworkMode::kHost || w.published_size() > 0) &&
+      spec.broker_fd < 0) {
+    return Bad("host network or published ports without a broker_fd");
+  }
+  if (w.published_size() > static_cast<int>(kMaxPublishedPorts)) {
+    return Bad("too many published ports");
+  }
+  for (const wire::PublishedPort& wp : w.published()) {
+    PublishedPort p;
+    if (wp.proto() != wire::PublishedPort::PROTO_TCP &&
+        wp.proto() != wire::PublishedPort::PROTO_UDP) {
+      return Bad(
+          absl::StrCat("published port of unknown protocol ", wp.proto()));
+    }
+    if (wp.guest_port() == 0 || wp.guest_port() > 65535) {
+      return Bad(absl::StrCat("published guest port ", wp.guest_port()));
+    }
+    if (wp.host().size() > kMaxHostEndpoint) {
+      return Bad("a published port's host endpoint is too long");
+    }
+    p.proto = static_cast<PublishedPort::Proto>(wp.proto());
+    p.guest_port = static_cast<uint16_t>(wp.guest_port());
+    p.host = wp.host();
+    spec.published.push_back(std::move(p));
+  }
+  return spec;
+}
 
 }  // namespace
 
 std::string SerializeBootSpec(const BootSpec& spec) {
+  const std::string message = ToWire(spec).SerializeAsString();
   std::string out(kMagic, sizeof(kMagic));
-  out.push_back(kVersion4);
-  PutU32(&out, (spec.strace ? kFlagStrace : 0) |
-                   (spec.strace_summary ? kFlagStraceSummary : 0) |
-                   (spec.unconfined ? kFlagUnconfined : 0) |
-                   (spec.debug_seccomp ? kFlagDebugSeccomp : 0) |
-                   (spec.log_json ? kFlagLogJson : 0) |
-                   (spec.warn_unsupported ? kFlagWarnUnsupported : 0));
-  PutString(&out, spec.exe_path);
-  PutString(&out, spec.cwd);
-  PutString(&out, spec.hostname);
-  PutString(&out, spec.debug_log);
-  PutString(&out, spec.log);
-  PutU32(&out, static_cast<uint32_t>(spec.argv.size()));
-  for (const auto& s : spec.argv) PutString(&out, s);
-  PutU32(&out, static_cast<uint32_t>(spec.envp.size()));
-  for (const auto& s : spec.envp) PutString(&out, s);
-  PutU32(&out, static_cast<uint32_t>(spec.seed.size()));
-  for (const SeedEntry& e : spec.seed) {
-    PutU32(&out, e.kind);
-    PutString(&out, e.path);
-    PutU32(&out, e.mode);
-    PutU32(&out, e.uid);
-    PutU32(&out, e.gid);
-    PutU32(&out, static_cast<uint32_t>(e.host_fd));
-  }
-  PutU32(&out, static_cast<uint32_t>(spec.root));
-  PutU32(&out, static_cast<uint32_t>(spec.root_gofer_fd));
-  PutU32(&out, static_cast<uint32_t>(spec.gofer_mounts.size()));
-  for (const GoferMount& m : spec.gofer_mounts) {
-    PutString(&out, m.path);
-    PutU32(&out, static_cast<uint32_t>(m.fd));
-    PutU32(&out, (m.read_only ? kGoferMountReadOnly : 0) |
-                     (m.shared ? kGoferMountShared : 0) |
-                     (m.suid ? kGoferMountSuid : 0) |
-                     (m.host_sockets ? kGoferMountUds : 0));
-  }
-  PutU64(&out, spec.memory_limit);
-  PutU32(&out, spec.pids_limit);
-  PutU32(&out, static_cast<uint32_t>(spec.broker_fd));
-  PutU32(&out, (spec.network == NetworkMode::kHost ? kNetHost : 0) |
-                   (spec.egress_policy ? kNetPolicy : 0));
-  PutU32(&out, static_cast<uint32_t>(spec.published.size()));
-  for (const PublishedPort& p : spec.published) {
-    PutU32(&out, p.proto);
-    PutU32(&out, p.guest_port);
-    PutString(&out, p.host);
-  }
+  const uint32_t n = static_cast<uint32_t>(message.size());
+  out.append(reinterpret_cast<const char*>(&n), sizeof(n));
+  out.append(message);
   return out;
 }
 
 absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data) {
-  if (data.size() > kMaxSize || data.size() < sizeof(kMagic) + 1 ||
-      memcmp(data.data(), kMagic, sizeof(kMagic)) != 0 ||
-      (data[3] < kVersion1 || data[3] > kVersion4)) {
-    return absl::InvalidArgumentError("boot spec: bad magic or size");
+  if (data.size() > kMaxSize) return Bad("too large");
+  if (data.size() < kHeaderSize ||
+      memcmp(data.data(), kMagic, sizeof(kMagic) - 1) != 0) {
+    return Bad("bad magic or size");
   }
-  const bool v2 = data[3] >= kVersion2;
-  const bool v3 = data[3] >= kVersion3;
-  const bool v4 = data[3] >= kVersion4;
-  Reader r(data);
-  BootSpec spec;
-  uint32_t flags;
-  if (!r.U32(&flags) || !r.String(&spec.exe_path) || !r.String(&spec.cwd) ||
-      !r.String(&spec.hostname) || !r.String(&spec.debug_log) ||
-      !r.String(&spec.log) || !r.Strings(&spec.argv) ||
-      !r.Strings(&spec.envp) || !r.Seed(&spec.seed) || (v2 && !r.Root(&spec)) ||
-      (v3 && (!r.U64(&spec.memory_limit) || !r.U32(&spec.pids_limit))) ||
-      (v4 && !r.Network(&spec)) || !r.AtEnd()) {
-    return absl::InvalidArgumentError("boot spec: truncated or malformed");
+  if (data[3] != kMagic[3]) {
+    return Bad(absl::StrCat("format version '", data.substr(3, 1),
+                            "', expected '", std::string(1, kMagic[3]),
+                            "' (runsc do and runsc boot differ)"));
   }
-  spec.strace = flags & kFlagStrace;
-  spec.strace_summary = flags & kFlagStraceSummary;
-  spec.unconfined = flags & kFlagUnconfined;
-  spec.debug_seccomp = flags & kFlagDebugSeccomp;
-  spec.log_json = flags & kFlagLogJson;
-  spec.warn_unsupported = flags & kFlagWarnUnsupported;
-  return spec;
+  uint32_t n;
+  memcpy(&n, data.data() + sizeof(kMagic), sizeof(n));
+  if (n != data.size() - kHeaderSize) {
+    return Bad(absl::StrCat(
+        n > data.size() - kHeaderSize ? "truncated" : "trailing bytes",
+        ": the message has ", data.size() - kHeaderSize,
+        " bytes, its header says ", n));
+  }
+  wire::BootSpec w;
+  if (!w.ParseFromArray(data.data() + kHeaderSize, static_cast<int>(n))) {
+    return Bad("malformed (not a BootSpec message)");
+  }
+  return FromWire(w);
 }
 
 absl::StatusOr<int> WriteBootSpecToMemfd(const BootSpec& spec) {
@@ -281,9 +297,7 @@ absl::StatusOr<BootSpec> ReadBootSpecFromFd(int fd) {
     if (n < 0) return absl::ErrnoToStatus(errno, "read(boot spec)");
     if (n == 0) break;
     data.append(buf, n);
-    if (data.size() > kMaxSize) {
-      return absl::InvalidArgumentError("boot spec: too large");
-    }
+    if (data.size() > kMaxSize) return Bad("too large");
   }
   return ParseBootSpec(data);
 }

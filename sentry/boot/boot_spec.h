@@ -2,19 +2,14 @@
 // its arguments and environment, and the Sentry's options. Passed through a
 // memfd so the guest's environment never becomes the Sentry's own.
 //
-// Wire format (little-endian, this host only): "RSB" and a version digit
-// ('1' or '2'), then u32 flags, then strings (u32 length + bytes)
-// exe_path, cwd, hostname, debug_log, log, then u32 argc + argv strings, u32
-// envc + envp strings, then u32 seed count + seed entries (u32 kind, string
-// path, u32 mode, u32 uid, u32 gid, i32 host_fd). Version 2 adds, at the
-// end: u32 root kind, i32 root_gofer_fd, u32 gofer mount count + mounts
-// (string path, i32 fd, u32 flags: 1 read-only, 2 shared, 4 suid, 8 host
-// Unix sockets). Version 1 (no
-// such fields) means a seeded tmpfs root. Version 3 adds u64 memory_limit,
-// u32 pids_limit. Version 4 adds the network: i32 broker_fd, u32 net flags
-// (1 host mode, 2 an egress policy), u32 publish count + entries (u32
-// proto: 1 TCP, 2 UDP; u32 guest port 1..65535; string host endpoint, for
-// logs). The writer always writes 4.
+// Wire format (this binary only: `runsc do` and `runsc boot` are one
+// executable): the protobuf message wire::BootSpec (boot_spec.proto) in a
+// frame: "RSB5", the message's length (u32, little-endian), the message.
+// The parser treats the spec as untrusted input: a frame whose length
+// does not match (truncated, trailing bytes), a malformed message or a
+// field out of range (an unknown enum value, a missing FD, a relative
+// mount path, too many entries) is an InvalidArgument naming the problem.
+// Users see only the struct below: protobuf stays inside boot_spec.cc.
 #ifndef SENTRY_BOOT_BOOT_SPEC_H_
 #define SENTRY_BOOT_BOOT_SPEC_H_
 
@@ -137,7 +132,8 @@ struct BootSpec {
 };
 
 std::string SerializeBootSpec(const BootSpec& spec);
-// Rejects truncated or oversized input (at most 256 MiB, 1M strings).
+// Rejects truncated, malformed or oversized input (at most 64 MiB, 1M
+// strings a list) and fields out of range.
 absl::StatusOr<BootSpec> ParseBootSpec(const std::string& data);
 
 // Writes the spec to a new sealed memfd; returns the FD (close-on-exec).

@@ -4,16 +4,37 @@
 #include <unistd.h>
 
 #include "gtest/gtest.h"
+#include "sentry/boot/boot_spec.pb.h"
 
 namespace sandbox::boot {
 namespace {
 
-// Version 3's tail: u64 memory_limit, u32 pids_limit.
-constexpr size_t kLimitsBytes3 = 8 + 4;
-// Version 4's tail without a network: i32 broker fd, u32 flags, u32 count.
-constexpr size_t kNetBytes = 4 + 4 + 4;
-// What follows version 2's fields in a spec without a network.
-constexpr size_t kLimitsBytes = kLimitsBytes3 + kNetBytes;
+// The frame's header: "RSB5" and the message's length.
+constexpr size_t kHeader = 8;
+
+// The message inside a serialized spec, to change what the writer never
+// writes wrong.
+wire::BootSpec WireOf(const BootSpec& s) {
+  wire::BootSpec w;
+  const std::string data = SerializeBootSpec(s);
+  EXPECT_TRUE(w.ParseFromString(data.substr(kHeader)));
+  return w;
+}
+
+std::string Frame(const std::string& message) {
+  const uint32_t n = static_cast<uint32_t>(message.size());
+  return std::string("RSB5") +
+         std::string(reinterpret_cast<const char*>(&n), sizeof(n)) + message;
+}
+std::string Frame(const wire::BootSpec& w) {
+  return Frame(w.SerializeAsString());
+}
+
+// ParseBootSpec's error message for `data` ("" if it parses).
+std::string ErrorOf(const std::string& data) {
+  absl::StatusOr<BootSpec> s = ParseBootSpec(data);
+  return s.ok() ? "" : std::string(s.status().message());
+}
 
 TEST(BootSpecTest, RoundTripThroughMemfd) {
   BootSpec s;
@@ -96,43 +117,24 @@ TEST(BootSpecTest, RoundTripsTheGoferRootAndMounts) {
   EXPECT_FALSE(got->gofer_mounts[3].suid);
 }
 
-// Versions 1 (no root fields) and 2 (no limits) still parse, as a tmpfs
-// root and without limits; other versions do not.
-TEST(BootSpecTest, ParsesVersions1And2) {
-  BootSpec s{.argv = {"x"}};
-  s.memory_limit = 1 << 30;
-  s.pids_limit = 9;
-  std::string v4 = SerializeBootSpec(s);
-  std::string v3 = v4.substr(0, v4.size() - kNetBytes);
-  v3[3] = '3';
-  auto got3 = ParseBootSpec(v3);
-  ASSERT_TRUE(got3.ok()) << got3.status();
-  EXPECT_EQ(got3->memory_limit, uint64_t{1} << 30);
-  EXPECT_EQ(got3->broker_fd, -1);
-  std::string v2 = v3.substr(0, v3.size() - kLimitsBytes3);
-  v2[3] = '2';
-  auto got2 = ParseBootSpec(v2);
-  ASSERT_TRUE(got2.ok()) << got2.status();
-  EXPECT_EQ(got2->memory_limit, 0u);
-  EXPECT_EQ(got2->pids_limit, 0u);
-  std::string v1 = v2.substr(0, v2.size() - 12);
-  v1[3] = '1';
-  auto got = ParseBootSpec(v1);
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->argv, std::vector<std::string>{"x"});
-  EXPECT_EQ(got->root, RootKind::kTmpfs);
-  v1[3] = '5';
-  EXPECT_FALSE(ParseBootSpec(v1).ok());
-  v1[3] = '0';
-  EXPECT_FALSE(ParseBootSpec(v1).ok());
-  // A version 1 spec with version 2's fields has trailing bytes; so has a
-  // version 2 spec with version 3's.
-  v2[3] = '1';
-  EXPECT_FALSE(ParseBootSpec(v2).ok());
-  v3[3] = '2';
-  EXPECT_FALSE(ParseBootSpec(v3).ok());
-  v4[3] = '3';
-  EXPECT_FALSE(ParseBootSpec(v4).ok());
+// The hand-written layouts of versions 1 to 4 are gone: one binary
+// writes and reads the spec. Another version or magic is refused, naming
+// itself.
+TEST(BootSpecTest, RejectsOtherVersionsAndMagic) {
+  std::string good = SerializeBootSpec(BootSpec{.argv = {"x"}});
+  ASSERT_EQ(ErrorOf(good), "");
+  for (char v : {'1', '4', '6'}) {
+    std::string d = good;
+    d[3] = v;
+    EXPECT_NE(ErrorOf(d).find(std::string("format version '") + v + "'"),
+              std::string::npos)
+        << ErrorOf(d);
+  }
+  std::string d = good;
+  d[0] = 'X';
+  EXPECT_EQ(ErrorOf(d), "boot spec: bad magic or size");
+  EXPECT_EQ(ErrorOf(""), "boot spec: bad magic or size");
+  EXPECT_EQ(ErrorOf("RSB5"), "boot spec: bad magic or size");
 }
 
 TEST(BootSpecTest, RoundTripsTheNetwork) {
@@ -166,28 +168,38 @@ TEST(BootSpecTest, RejectsBadNetworkFields) {
   s.broker_fd = 9;
   s.published = {{PublishedPort::kTcp, 8888, "h"}};
   const std::string good = SerializeBootSpec(s);
-  ASSERT_TRUE(ParseBootSpec(good).ok());
-  // Tail: fd, flags, count, proto, port, host (4+1).
-  const size_t tail = 4 + 4 + 4 + 4 + 4 + 4 + 1;
-  auto patched = [&](size_t off, uint32_t v) {
-    std::string d = good;
-    memcpy(&d[good.size() - tail + off], &v, 4);
-    return d;
-  };
-  EXPECT_FALSE(ParseBootSpec(patched(0, 0xfffffffe)).ok());  // fd -2
-  EXPECT_FALSE(ParseBootSpec(patched(0, 0xffffffff)).ok());  // ports, no fd
-  EXPECT_FALSE(ParseBootSpec(patched(4, 4)).ok());           // flags
-  EXPECT_FALSE(ParseBootSpec(patched(8, 0x7fffffff)).ok());  // count
-  EXPECT_FALSE(ParseBootSpec(patched(12, 3)).ok());          // proto
-  EXPECT_FALSE(ParseBootSpec(patched(16, 0)).ok());          // port 0
-  EXPECT_FALSE(ParseBootSpec(patched(16, 65536)).ok());
-  for (size_t n = good.size() - tail; n < good.size(); ++n) {
-    EXPECT_FALSE(ParseBootSpec(good.substr(0, n)).ok()) << n;
-  }
+  ASSERT_EQ(ErrorOf(good), "");
+  wire::BootSpec w = WireOf(s);
+  w.set_broker_fd(-2);
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: broker_fd: negative FD");
+  w = WireOf(s);
+  w.clear_broker_fd();  // ports, no broker
+  EXPECT_EQ(ErrorOf(Frame(w)),
+            "boot spec: host network or published ports without a broker_fd");
+  w = WireOf(s);
+  w.set_network(static_cast<wire::NetworkMode>(4));
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: unknown network mode 4");
+  w = WireOf(s);
+  for (int k = 0; k < 256; ++k) *w.add_published() = w.published(0);
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: too many published ports");
+  w = WireOf(s);
+  w.mutable_published(0)->set_proto(static_cast<wire::PublishedPort::Proto>(3));
+  EXPECT_EQ(ErrorOf(Frame(w)),
+            "boot spec: published port of unknown protocol 3");
+  w.mutable_published(0)->set_proto(wire::PublishedPort::PROTO_UNSPECIFIED);
+  EXPECT_NE(ErrorOf(Frame(w)), "");
+  w = WireOf(s);
+  w.mutable_published(0)->set_guest_port(0);
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: published guest port 0");
+  w.mutable_published(0)->set_guest_port(65536);
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: published guest port 65536");
+  w = WireOf(s);
+  w.mutable_published(0)->set_host(std::string(65, 'h'));
+  EXPECT_NE(ErrorOf(Frame(w)), "");
   // Host mode without a broker.
   BootSpec host{.argv = {"x"}};
   host.network = NetworkMode::kHost;
-  EXPECT_FALSE(ParseBootSpec(SerializeBootSpec(host)).ok());
+  EXPECT_NE(ErrorOf(SerializeBootSpec(host)), "");
 }
 
 TEST(BootSpecTest, RejectsBadGoferFields) {
@@ -196,52 +208,78 @@ TEST(BootSpecTest, RejectsBadGoferFields) {
   s.root_gofer_fd = 6;
   s.gofer_mounts = {{"/data", 7, false, true}};
   std::string good = SerializeBootSpec(s);
-  ASSERT_TRUE(ParseBootSpec(good).ok());
-  for (size_t n = 0; n < good.size(); ++n) {
-    EXPECT_FALSE(ParseBootSpec(good.substr(0, n)).ok()) << n;
+  ASSERT_EQ(ErrorOf(good), "");
+  wire::BootSpec w = WireOf(s);
+  w.set_root(static_cast<wire::RootKind>(7));
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: unknown root kind 7");
+  w = WireOf(s);
+  w.clear_root_gofer_fd();
+  EXPECT_EQ(ErrorOf(Frame(w)),
+            "boot spec: a Gofer root without its connection (root_gofer_fd)");
+  w.set_root_gofer_fd(-1);
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: root_gofer_fd: negative FD");
+  w = WireOf(s);
+  for (uint32_t k = 0; k < kMaxGoferMounts; ++k) {
+    *w.add_gofer_mounts() = w.gofer_mounts(0);
   }
-  // Layout of the tail: kind, root fd, count, path (4+5), fd, flags.
-  const size_t tail = 4 + 4 + 4 + 4 + 5 + 4 + 4;
-  auto patched = [&](size_t off, uint32_t v) {
-    std::string d = good;
-    memcpy(&d[good.size() - kLimitsBytes - tail + off], &v, 4);
-    return d;
-  };
-  EXPECT_FALSE(ParseBootSpec(patched(0, 7)).ok());           // Unknown root.
-  EXPECT_FALSE(ParseBootSpec(patched(4, 0xffffffff)).ok());  // Root fd -1.
-  EXPECT_FALSE(ParseBootSpec(patched(8, 0x7fffffff)).ok());  // Huge count.
-  EXPECT_FALSE(ParseBootSpec(patched(8, 257)).ok());
-  EXPECT_FALSE(ParseBootSpec(patched(12 + 9, 0xffffffff)).ok());  // fd -1.
-  EXPECT_FALSE(ParseBootSpec(patched(12 + 9 + 4, 16)).ok());      // Bad flags.
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: too many Gofer mounts");
+  w = WireOf(s);
+  w.mutable_gofer_mounts(0)->clear_fd();
+  EXPECT_EQ(ErrorOf(Frame(w)),
+            "boot spec: the Gofer mount at /data has no connection (fd)");
+  w.mutable_gofer_mounts(0)->set_fd(-1);
+  EXPECT_NE(ErrorOf(Frame(w)), "");
   BootSpec rel = s;
   rel.gofer_mounts[0].path = "data";
-  EXPECT_FALSE(ParseBootSpec(SerializeBootSpec(rel)).ok());
+  EXPECT_EQ(ErrorOf(SerializeBootSpec(rel)),
+            "boot spec: a Gofer mount's path is not absolute");
+  rel.gofer_mounts[0].path = "";
+  EXPECT_NE(ErrorOf(SerializeBootSpec(rel)), "");
 }
 
-TEST(BootSpecTest, RejectsMalformed) {
-  std::string good = SerializeBootSpec(BootSpec{.argv = {"x"}});
-  EXPECT_TRUE(ParseBootSpec(good).ok());
-  EXPECT_FALSE(ParseBootSpec("").ok());
-  EXPECT_FALSE(ParseBootSpec("XXXX").ok());
+// A spec that lost its end, or has bytes after it, or holds no message
+// is refused with a message saying so; every prefix of a spec is.
+TEST(BootSpecTest, RejectsTruncatedAndGarbage) {
+  BootSpec s{.argv = {"x", "y"}, .envp = {"A=1"}};
+  s.root = RootKind::kGofer;
+  s.root_gofer_fd = 6;
+  s.gofer_mounts = {{"/data", 7, false, true}};
+  s.seed = {{SeedEntry::kDir, "/d", 0755, 0, 0, -1}};
+  s.broker_fd = 9;
+  s.published = {{PublishedPort::kTcp, 8888, "h"}};
+  const std::string good = SerializeBootSpec(s);
+  ASSERT_EQ(ErrorOf(good), "");
   for (size_t n = 0; n < good.size(); ++n) {
-    EXPECT_FALSE(ParseBootSpec(good.substr(0, n)).ok()) << n;
+    EXPECT_NE(ErrorOf(good.substr(0, n)), "") << n;
   }
-  EXPECT_FALSE(ParseBootSpec(good + "x").ok());
-  // A huge count is rejected without allocating.
-  // (The seed count is followed by version 2's 12 bytes and version 3's.)
-  std::string bad =
-      good.substr(0, good.size() - kLimitsBytes - 12 - 4 - 4 - 5 - 4);
-  bad.append("\xff\xff\xff\x7f", 4);
-  EXPECT_FALSE(ParseBootSpec(bad).ok());
-  // So is a seed entry of an unknown kind.
+  EXPECT_NE(ErrorOf(good.substr(0, good.size() - 1)).find("truncated"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(good + "x").find("trailing bytes"), std::string::npos);
+  // A frame whose length is right around bytes that are no message.
+  EXPECT_EQ(ErrorOf(Frame(std::string("\xff\xff\xff\xff", 4))),
+            "boot spec: malformed (not a BootSpec message)");
+  // A message whose end was cut, in a frame made to fit it.
+  const std::string message = good.substr(kHeader);
+  EXPECT_NE(ErrorOf(Frame(message.substr(0, message.size() - 1))), "");
+}
+
+TEST(BootSpecTest, RejectsBadSeedAndCounts) {
   BootSpec with_seed{.argv = {"x"}};
   with_seed.seed.push_back({SeedEntry::kDir, "/d", 0755, 0, 0, -1});
-  std::string seeded = SerializeBootSpec(with_seed);
-  EXPECT_TRUE(ParseBootSpec(seeded).ok());
-  size_t kind_at =
-      seeded.size() - kLimitsBytes - 12 - (4 + 4 + 2 + 4 + 4 + 4 + 4);
-  seeded[kind_at] = 9;
-  EXPECT_FALSE(ParseBootSpec(seeded).ok());
+  EXPECT_EQ(ErrorOf(SerializeBootSpec(with_seed)), "");
+  wire::BootSpec w = WireOf(with_seed);
+  w.mutable_seed(0)->set_kind(static_cast<wire::SeedEntry::Kind>(9));
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: seed entry of unknown kind 9");
+  w.mutable_seed(0)->set_kind(wire::SeedEntry::KIND_UNSPECIFIED);
+  EXPECT_NE(ErrorOf(Frame(w)), "");
+  w = WireOf(with_seed);
+  w.mutable_seed(0)->set_host_fd(-5);
+  EXPECT_EQ(ErrorOf(Frame(w)), "boot spec: seed: negative FD");
+  // A list longer than 1M entries.
+  w = WireOf(with_seed);
+  for (int k = 0; k <= 1 << 20; ++k) w.add_envp();
+  EXPECT_EQ(ErrorOf(Frame(w)),
+            "boot spec: too many argv, envp or seed entries");
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/operations.h"
 
@@ -246,27 +246,24 @@ SyscallResult Fallocate(Task& t, Fd fd, int32_t mode, int64_t offset,
 
 }  // namespace
 
-void RegisterAttrSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Access>(nr::access);
-  t.Full<&Faccessat>(nr::faccessat);
-  t.Full<&Faccessat2>(nr::faccessat2);
-  t.Full<&Chmod>(nr::chmod);
-  t.Partial<&Fchmod>(nr::fchmod, "host stdio: EPERM");
-  t.Full<&Fchmodat>(nr::fchmodat);
-  t.Full<&Fchmodat2>(nr::fchmodat2);
-  t.Full<&Chown>(nr::chown);
-  t.Partial<&Fchown>(nr::fchown, "host stdio: EPERM");
-  t.Full<&Lchown>(nr::lchown);
-  t.Full<&Fchownat>(nr::fchownat);
-  t.Full<&Utime>(nr::utime);
-  t.Full<&Utimes>(nr::utimes);
-  t.Full<&Futimesat>(nr::futimesat);
-  t.Partial<&Utimensat>(nr::utimensat, "futimens of host stdio: EPERM");
-  t.Full<&Truncate>(nr::truncate);
-  t.Full<&Ftruncate>(nr::ftruncate);
-  t.Partial<&Fallocate>(nr::fallocate,
-                        "tmpfs modes: 0, KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Access);
+SANDBOX_SYSCALL_HANDLER(Faccessat);
+SANDBOX_SYSCALL_HANDLER(Faccessat2);
+SANDBOX_SYSCALL_HANDLER(Chmod);
+SANDBOX_SYSCALL_HANDLER(Fchmod);
+SANDBOX_SYSCALL_HANDLER(Fchmodat);
+SANDBOX_SYSCALL_HANDLER(Fchmodat2);
+SANDBOX_SYSCALL_HANDLER(Chown);
+SANDBOX_SYSCALL_HANDLER(Fchown);
+SANDBOX_SYSCALL_HANDLER(Lchown);
+SANDBOX_SYSCALL_HANDLER(Fchownat);
+SANDBOX_SYSCALL_HANDLER(Utime);
+SANDBOX_SYSCALL_HANDLER(Utimes);
+SANDBOX_SYSCALL_HANDLER(Futimesat);
+SANDBOX_SYSCALL_HANDLER(Utimensat);
+SANDBOX_SYSCALL_HANDLER(Truncate);
+SANDBOX_SYSCALL_HANDLER(Ftruncate);
+SANDBOX_SYSCALL_HANDLER(Fallocate);
 
 }  // namespace sandbox::syscalls

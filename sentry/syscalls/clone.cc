@@ -7,7 +7,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -233,16 +233,10 @@ SyscallResult Clone3(Task& t, UserAddr uargs, uint64_t size) {
 
 }  // namespace
 
-void RegisterCloneSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  constexpr const char* kNote =
-      "threads, fork-like clones, CLONE_VM/CLONE_VFORK (vfork, posix_spawn), "
-      "CLONE_FILES/CLONE_FS/CLONE_PARENT; namespaces, pidfds, cgroups and "
-      "CLONE_SIGHAND without CLONE_THREAD ENOSYS; set_tid EINVAL";
-  t.Partial<&Clone>(nr::clone, kNote);
-  t.Partial<&Clone3>(nr::clone3, kNote);
-  t.Full<&Fork>(nr::fork);
-  t.Full<&Vfork>(nr::vfork);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Clone);
+SANDBOX_SYSCALL_HANDLER(Clone3);
+SANDBOX_SYSCALL_HANDLER(Fork);
+SANDBOX_SYSCALL_HANDLER(Vfork);
 
 }  // namespace sandbox::syscalls

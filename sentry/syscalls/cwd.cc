@@ -3,7 +3,7 @@
 #include <fcntl.h>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/operations.h"
 
@@ -52,12 +52,10 @@ SyscallResult Chroot(Task& t, UserCString path) {
 
 }  // namespace
 
-void RegisterCwdSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Chdir>(nr::chdir);
-  t.Full<&Fchdir>(nr::fchdir);
-  t.Full<&Getcwd>(nr::getcwd);
-  t.Full<&Chroot>(nr::chroot);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Chdir);
+SANDBOX_SYSCALL_HANDLER(Fchdir);
+SANDBOX_SYSCALL_HANDLER(Getcwd);
+SANDBOX_SYSCALL_HANDLER(Chroot);
 
 }  // namespace sandbox::syscalls

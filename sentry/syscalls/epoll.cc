@@ -28,8 +28,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/readiness.h"
-#include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -199,14 +199,12 @@ SyscallResult EpollPwait2(Task& t, Fd epfd, UserAddr events, int32_t maxevents,
 
 }  // namespace
 
-void RegisterEpollSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&EpollCreate>(nr::epoll_create);
-  t.Full<&EpollCreate1>(nr::epoll_create1);
-  t.Full<&EpollCtl>(nr::epoll_ctl);
-  t.Full<&EpollWait>(nr::epoll_wait);
-  t.Full<&EpollPwait>(nr::epoll_pwait);
-  t.Full<&EpollPwait2>(nr::epoll_pwait2);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(EpollCreate);
+SANDBOX_SYSCALL_HANDLER(EpollCreate1);
+SANDBOX_SYSCALL_HANDLER(EpollCtl);
+SANDBOX_SYSCALL_HANDLER(EpollWait);
+SANDBOX_SYSCALL_HANDLER(EpollPwait);
+SANDBOX_SYSCALL_HANDLER(EpollPwait2);
 
 }  // namespace sandbox::syscalls

@@ -8,7 +8,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/task.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -40,10 +40,8 @@ SyscallResult Eventfd(Task& t, uint32_t count) {
 
 }  // namespace
 
-void RegisterEventfdSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Eventfd>(nr::eventfd);
-  t.Full<&Eventfd2>(nr::eventfd2);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Eventfd);
+SANDBOX_SYSCALL_HANDLER(Eventfd2);
 
 }  // namespace sandbox::syscalls

@@ -53,7 +53,7 @@
 #include "sentry/loader/loader.h"
 #include "sentry/loader/vfs_reader.h"
 #include "sentry/mm/memory_manager.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/permissions.h"
 
@@ -268,12 +268,8 @@ SyscallResult Execveat(Task& t, int32_t dirfd, UserCString path, UserAddr argv,
 
 }  // namespace
 
-void RegisterExecSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  constexpr const char* kNote =
-      "set-id bits ignored (nosuid); capabilities not recomputed";
-  t.Partial<&Execve>(nr::execve, kNote);
-  t.Partial<&Execveat>(nr::execveat, kNote);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Execve);
+SANDBOX_SYSCALL_HANDLER(Execveat);
 
 }  // namespace sandbox::syscalls

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -36,9 +36,7 @@ SyscallResult Fadvise64(Task& t, Fd fd, int64_t offset, int64_t len,
 
 }  // namespace
 
-void RegisterFadviseSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Fadvise64>(nr::fadvise64);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Fadvise64);
 
 }  // namespace sandbox::syscalls

@@ -22,10 +22,10 @@
 #include "sentry/mm/guest_io.h"
 #include "sentry/net/socket.h"
 #include "sentry/syscalls/fasync.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/lock.h"
 #include "sentry/syscalls/pipe.h"
 #include "sentry/syscalls/socket_io.h"
-#include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/permissions.h"
 #include "sentry/vfs/vfs_file.h"
@@ -584,38 +584,24 @@ SyscallResult Ioctl(Task& t, Fd fd, uint32_t cmd, uint64_t arg) {
 
 }  // namespace
 
-void RegisterFileSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Read>(nr::read);
-  t.Full<&Write>(nr::write);
-  t.Full<&PRead64>(nr::pread64);
-  t.Full<&PWrite64>(nr::pwrite64);
-  t.Full<&Readv>(nr::readv);
-  t.Full<&Writev>(nr::writev);
-  t.Partial<&Preadv>(nr::preadv, "as readv at an offset");
-  t.Partial<&Pwritev>(nr::pwritev, "as writev at an offset");
-  t.Partial<&Preadv2>(nr::preadv2,
-                      "RWF_HIPRI/DSYNC/SYNC/APPEND/NOAPPEND/NOSIGNAL; "
-                      "NOWAIT, ATOMIC, DONTCACHE EOPNOTSUPP (as tmpfs)");
-  t.Partial<&Pwritev2>(nr::pwritev2, "as preadv2");
-  t.Full<&Lseek>(nr::lseek);
-  t.Full<&Close>(nr::close);
-  t.Full<&CloseRange>(nr::close_range);
-  t.Full<&Dup>(nr::dup);
-  t.Full<&Dup2>(nr::dup2);
-  t.Full<&Dup3>(nr::dup3);
-  t.Partial<&Fcntl>(nr::fcntl,
-                    "F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, "
-                    "F_SETFL, F_ADD_SEALS, F_GET_SEALS, F_GETLK, F_SETLK, "
-                    "F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, "
-                    "F_GETPIPE_SZ, F_SETPIPE_SZ, F_SETOWN, F_GETOWN, "
-                    "F_SETOWN_EX, F_GETOWN_EX, F_SETSIG, F_GETSIG (SIGIO "
-                    "for pollable files); F_NOTIFY accepted on "
-                    "directories, no DN_* signal sent; other commands "
-                    "EINVAL");
-  t.Partial<&Ioctl>(nr::ioctl,
-                    "FIOCLEX, FIONCLEX, FIONBIO, FIONREAD and FIOQSIZE on "
-                    "files; host stdio: TCGETS, TIOCGWINSZ");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Read);
+SANDBOX_SYSCALL_HANDLER(Write);
+SANDBOX_SYSCALL_HANDLER(PRead64);
+SANDBOX_SYSCALL_HANDLER(PWrite64);
+SANDBOX_SYSCALL_HANDLER(Readv);
+SANDBOX_SYSCALL_HANDLER(Writev);
+SANDBOX_SYSCALL_HANDLER(Preadv);
+SANDBOX_SYSCALL_HANDLER(Pwritev);
+SANDBOX_SYSCALL_HANDLER(Preadv2);
+SANDBOX_SYSCALL_HANDLER(Pwritev2);
+SANDBOX_SYSCALL_HANDLER(Lseek);
+SANDBOX_SYSCALL_HANDLER(Close);
+SANDBOX_SYSCALL_HANDLER(CloseRange);
+SANDBOX_SYSCALL_HANDLER(Dup);
+SANDBOX_SYSCALL_HANDLER(Dup2);
+SANDBOX_SYSCALL_HANDLER(Dup3);
+SANDBOX_SYSCALL_HANDLER(Fcntl);
+SANDBOX_SYSCALL_HANDLER(Ioctl);
 
 }  // namespace sandbox::syscalls

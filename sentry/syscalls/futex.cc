@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -114,12 +114,7 @@ SyscallResult Futex(Task& t, UserAddr uaddr, int32_t op, uint32_t val,
 
 }  // namespace
 
-void RegisterFutexSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&Futex>(nr::futex,
-                    "WAIT, WAKE, WAIT_BITSET, WAKE_BITSET, REQUEUE, "
-                    "CMP_REQUEUE, WAKE_OP (shared ones keyed by the memory "
-                    "they live in); no PI futexes");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Futex);
 
 }  // namespace sandbox::syscalls

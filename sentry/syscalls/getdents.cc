@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -71,10 +71,8 @@ SyscallResult Getdents(Task& t, Fd fd, UserAddr dirp, uint32_t count) {
 
 }  // namespace
 
-void RegisterGetdentsSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Getdents64>(nr::getdents64);
-  t.Full<&Getdents>(nr::getdents);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Getdents64);
+SANDBOX_SYSCALL_HANDLER(Getdents);
 
 }  // namespace sandbox::syscalls

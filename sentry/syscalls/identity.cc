@@ -5,7 +5,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/auth/credentials.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -48,17 +48,13 @@ SyscallResult Getgroups(Task& t, int32_t size, UserAddr list) {
 
 }  // namespace
 
-void RegisterIdentitySyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Getuid>(nr::getuid);
-  t.Full<&Geteuid>(nr::geteuid);
-  t.Full<&Getgid>(nr::getgid);
-  t.Full<&Getegid>(nr::getegid);
-  t.Full<&Getresuid>(nr::getresuid);
-  t.Full<&Getresgid>(nr::getresgid);
-  t.Full<&Getgroups>(nr::getgroups);
-  RegisterIdentitySetSyscalls(t);
-  RegisterIdentityCapsSyscalls(t);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Getuid);
+SANDBOX_SYSCALL_HANDLER(Geteuid);
+SANDBOX_SYSCALL_HANDLER(Getgid);
+SANDBOX_SYSCALL_HANDLER(Getegid);
+SANDBOX_SYSCALL_HANDLER(Getresuid);
+SANDBOX_SYSCALL_HANDLER(Getresgid);
+SANDBOX_SYSCALL_HANDLER(Getgroups);
 
 }  // namespace sandbox::syscalls

@@ -4,13 +4,9 @@
 
 #include <stdint.h>
 
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/args.h"
 
 namespace sandbox::syscalls {
-
-// Called by RegisterIdentitySyscalls (identity.cc).
-void RegisterIdentitySetSyscalls(SyscallTable& t);
-void RegisterIdentityCapsSyscalls(SyscallTable& t);
 
 // prctl(2)'s capability options (identity_caps.cc): PR_CAPBSET_READ,
 // PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_GET/SET_KEEPCAPS,

@@ -9,8 +9,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/identity.h"
-#include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -204,10 +204,8 @@ KResult<uint64_t> CapabilityPrctl(Task& t, int option, uint64_t arg2,
   }
 }
 
-void RegisterIdentityCapsSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Capget>(nr::capget);
-  t.Full<&Capset>(nr::capset);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Capget);
+SANDBOX_SYSCALL_HANDLER(Capset);
 
 }  // namespace sandbox::syscalls

@@ -15,7 +15,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/auth/credentials.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -215,17 +215,15 @@ SyscallResult Setgroups(Task& t, int32_t size, UserAddr list) {
 
 }  // namespace
 
-void RegisterIdentitySetSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Setuid>(nr::setuid);
-  t.Full<&Setgid>(nr::setgid);
-  t.Full<&Setreuid>(nr::setreuid);
-  t.Full<&Setregid>(nr::setregid);
-  t.Full<&Setresuid>(nr::setresuid);
-  t.Full<&Setresgid>(nr::setresgid);
-  t.Full<&Setfsuid>(nr::setfsuid);
-  t.Full<&Setfsgid>(nr::setfsgid);
-  t.Full<&Setgroups>(nr::setgroups);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Setuid);
+SANDBOX_SYSCALL_HANDLER(Setgid);
+SANDBOX_SYSCALL_HANDLER(Setreuid);
+SANDBOX_SYSCALL_HANDLER(Setregid);
+SANDBOX_SYSCALL_HANDLER(Setresuid);
+SANDBOX_SYSCALL_HANDLER(Setresgid);
+SANDBOX_SYSCALL_HANDLER(Setfsuid);
+SANDBOX_SYSCALL_HANDLER(Setfsgid);
+SANDBOX_SYSCALL_HANDLER(Setgroups);
 
 }  // namespace sandbox::syscalls

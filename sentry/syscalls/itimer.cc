@@ -5,7 +5,7 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/timers.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -82,11 +82,9 @@ SyscallResult Alarm(Task& t, uint32_t seconds) {
 
 }  // namespace
 
-void RegisterItimerSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Getitimer>(nr::getitimer);
-  t.Full<&Setitimer>(nr::setitimer);
-  t.Full<&Alarm>(nr::alarm);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Getitimer);
+SANDBOX_SYSCALL_HANDLER(Setitimer);
+SANDBOX_SYSCALL_HANDLER(Alarm);
 
 }  // namespace sandbox::syscalls

@@ -7,7 +7,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/thread_group.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/vfs/lock/file_locks.h"
 
 namespace sandbox::syscalls {
@@ -163,9 +163,7 @@ SyscallResult FcntlLock(Task& t, vfs::FileDescription& f, int32_t cmd,
   return uint64_t{0};
 }
 
-void RegisterLockSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&FlockSyscall>(nr::flock);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(FlockSyscall);
 
 }  // namespace sandbox::syscalls

@@ -14,7 +14,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/vfs_file.h"
 
@@ -82,10 +82,7 @@ SyscallResult MemfdCreate(Task& t, UserAddr uname, uint32_t flags) {
 
 }  // namespace
 
-void RegisterMemfdSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&MemfdCreate>(nr::memfd_create,
-                          "tmpfs-backed; MFD_HUGETLB EINVAL (no hugetlbfs)");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(MemfdCreate);
 
 }  // namespace sandbox::syscalls

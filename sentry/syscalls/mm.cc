@@ -7,7 +7,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/mm/memory_manager.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
 
@@ -130,27 +130,14 @@ SyscallResult Mincore(Task& t, UserAddr start, uint64_t length, UserAddr vec) {
 
 }  // namespace
 
-void RegisterMmSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Brk>(nr::brk).hex_result = true;
-  t.Partial<&Mmap>(nr::mmap,
-                   "anonymous and file mappings (tmpfs, memfd); other files "
-                   "ENODEV; no MAP_HUGETLB pool")
-      .hex_result = true;
-  t.Partial<&Msync>(nr::msync,
-                    "validation only: nothing needs writing back; EBUSY only "
-                    "for MAP_LOCKED (no mlock)");
-  t.Partial<&Mincore>(nr::mincore,
-                      "residency of backed pages and of the file's pages; "
-                      "no permission-based all-ones rule");
-  t.Full<&Munmap>(nr::munmap);
-  t.Full<&Mprotect>(nr::mprotect);
-  t.Partial<&Madvise>(nr::madvise,
-                      "DONTNEED, FREE, REMOVE, POPULATE_*; other advice "
-                      "accepted and ignored");
-  t.Partial<&Mremap>(nr::mremap,
-                     "no duplication of shared mappings (old size 0)")
-      .hex_result = true;
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Brk);
+SANDBOX_SYSCALL_HANDLER(Mmap);
+SANDBOX_SYSCALL_HANDLER(Msync);
+SANDBOX_SYSCALL_HANDLER(Mincore);
+SANDBOX_SYSCALL_HANDLER(Munmap);
+SANDBOX_SYSCALL_HANDLER(Mprotect);
+SANDBOX_SYSCALL_HANDLER(Madvise);
+SANDBOX_SYSCALL_HANDLER(Mremap);
 
 }  // namespace sandbox::syscalls

@@ -23,7 +23,7 @@
 #include "sentry/kernel/auth/credentials.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/mm/memory_manager.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/filesystem_type.h"
 #include "sentry/vfs/path_walk.h"
@@ -242,15 +242,8 @@ SyscallResult Umount2(Task& t, UserCString target_addr, int32_t flags) {
 
 }  // namespace
 
-void RegisterMountSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&Mount>(nr::mount,
-                    "tmpfs, proc, sysfs, devpts (no terminals yet), bind "
-                    "(MS_REC), MS_REMOUNT, MS_MOVE, "
-                    "propagation types recorded (one namespace); other types "
-                    "ENODEV; remount "
-                    "changes per-mount flags (and devpts's ptmxmode) only");
-  t.Full<&Umount2>(nr::umount2);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Mount);
+SANDBOX_SYSCALL_HANDLER(Umount2);
 
 }  // namespace sandbox::syscalls

@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/thread_group.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/operations.h"
 
@@ -208,28 +208,22 @@ SyscallResult Readlinkat(Task& t, Fd dirfd, UserCString path, UserAddr buf,
 
 }  // namespace
 
-void RegisterNameiSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Mkdir>(nr::mkdir);
-  t.Full<&Mkdirat>(nr::mkdirat);
-  t.Partial<&Mknod>(nr::mknod,
-                    "creates any type; FIFOs, sockets and devices cannot be "
-                    "opened yet (ENXIO)");
-  t.Partial<&Mknodat>(nr::mknodat, "as mknod");
-  t.Full<&Rmdir>(nr::rmdir);
-  t.Full<&Unlink>(nr::unlink);
-  t.Full<&Unlinkat>(nr::unlinkat);
-  t.Full<&Rename>(nr::rename);
-  t.Full<&Renameat>(nr::renameat);
-  t.Full<&Renameat2>(nr::renameat2);
-  t.Full<&Link>(nr::link);
-  t.Full<&Linkat>(nr::linkat);
-  t.Full<&Symlink>(nr::symlink);
-  t.Full<&Symlinkat>(nr::symlinkat);
-  t.Partial<&Readlink>(nr::readlink,
-                       "/proc/self/exe answered even where no proc is "
-                       "mounted (Linux: ENOENT)");
-  t.Partial<&Readlinkat>(nr::readlinkat, "as readlink");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Mkdir);
+SANDBOX_SYSCALL_HANDLER(Mkdirat);
+SANDBOX_SYSCALL_HANDLER(Mknod);
+SANDBOX_SYSCALL_HANDLER(Mknodat);
+SANDBOX_SYSCALL_HANDLER(Rmdir);
+SANDBOX_SYSCALL_HANDLER(Unlink);
+SANDBOX_SYSCALL_HANDLER(Unlinkat);
+SANDBOX_SYSCALL_HANDLER(Rename);
+SANDBOX_SYSCALL_HANDLER(Renameat);
+SANDBOX_SYSCALL_HANDLER(Renameat2);
+SANDBOX_SYSCALL_HANDLER(Link);
+SANDBOX_SYSCALL_HANDLER(Linkat);
+SANDBOX_SYSCALL_HANDLER(Symlink);
+SANDBOX_SYSCALL_HANDLER(Symlinkat);
+SANDBOX_SYSCALL_HANDLER(Readlink);
+SANDBOX_SYSCALL_HANDLER(Readlinkat);
 
 }  // namespace sandbox::syscalls

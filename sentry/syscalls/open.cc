@@ -4,7 +4,7 @@
 #include <linux/openat2.h>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/operations.h"
 
@@ -135,13 +135,10 @@ SyscallResult Openat2(Task& t, Fd dirfd, UserCString path, UserAddr how_addr,
 
 }  // namespace
 
-void RegisterOpenSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Open>(nr::open);
-  t.Full<&Openat>(nr::openat);
-  t.Full<&Creat>(nr::creat);
-  t.Partial<&Openat2>(nr::openat2,
-                      "RESOLVE_NO_MAGICLINKS has nothing to refuse (no /proc)");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Open);
+SANDBOX_SYSCALL_HANDLER(Openat);
+SANDBOX_SYSCALL_HANDLER(Creat);
+SANDBOX_SYSCALL_HANDLER(Openat2);
 
 }  // namespace sandbox::syscalls

@@ -11,7 +11,7 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/kernel/thread_group.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -279,17 +279,11 @@ SyscallResult FcntlPipe(Task& t, vfs::FileDescription& f, int32_t cmd,
   return size;
 }
 
-void RegisterPipeSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&PipeSyscall>(nr::pipe);
-  t.Partial<&Pipe2>(nr::pipe2,
-                    "O_CLOEXEC, O_NONBLOCK, O_DIRECT (packet mode); "
-                    "O_NOTIFICATION_PIPE is ENOPKG");
-  t.Full<&Splice>(nr::splice);
-  t.Full<&Tee>(nr::tee);
-  t.Partial<&Vmsplice>(nr::vmsplice,
-                       "data is copied (SPLICE_F_GIFT has no effect); at "
-                       "most 1 MiB per call into a pipe");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(PipeSyscall);
+SANDBOX_SYSCALL_HANDLER(Pipe2);
+SANDBOX_SYSCALL_HANDLER(Splice);
+SANDBOX_SYSCALL_HANDLER(Tee);
+SANDBOX_SYSCALL_HANDLER(Vmsplice);
 
 }  // namespace sandbox::syscalls

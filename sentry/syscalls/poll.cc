@@ -19,8 +19,8 @@
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/thread_group.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/readiness.h"
-#include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -117,10 +117,8 @@ SyscallResult Ppoll(Task& t, UserAddr ufds, uint32_t nfds,
 
 }  // namespace
 
-void RegisterPollSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Poll>(nr::poll);
-  t.Full<&Ppoll>(nr::ppoll);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Poll);
+SANDBOX_SYSCALL_HANDLER(Ppoll);
 
 }  // namespace sandbox::syscalls

@@ -12,7 +12,7 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/sched.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -97,12 +97,8 @@ SyscallResult Setpriority(Task& t, int32_t which, int32_t who, int32_t nice) {
 
 }  // namespace
 
-void RegisterPrioritySyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&Getpriority>(nr::getpriority,
-                          "recorded; the host schedules the Sentry's threads");
-  t.Partial<&Setpriority>(nr::setpriority,
-                          "recorded; the host schedules the Sentry's threads");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Getpriority);
+SANDBOX_SYSCALL_HANDLER(Setpriority);
 
 }  // namespace sandbox::syscalls

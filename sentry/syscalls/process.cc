@@ -13,8 +13,8 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/identity.h"
-#include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -363,47 +363,30 @@ SyscallResult SchedYield(Task&) { return uint64_t{0}; }
 
 }  // namespace
 
-void RegisterProcessSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Getpid>(nr::getpid);
-  t.Full<&Gettid>(nr::gettid);
-  t.Full<&Getppid>(nr::getppid);
-  t.Full<&Exit>(nr::exit);
-  t.Full<&ExitGroup>(nr::exit_group);
-  t.Full<&SetTidAddress>(nr::set_tid_address);
-  t.Partial<&SetRobustList>(nr::set_robust_list,
-                            "recorded; robust futexes are not walked");
-  t.Unsupported(nr::rseq, kENOSYS, "as a kernel without CONFIG_RSEQ");
-  t.Partial<&Prlimit64>(nr::prlimit64,
-                        "own process only (ESRCH otherwise); limits other "
-                        "than RLIMIT_NOFILE are recorded, not enforced");
-  t.Partial<&Getrlimit>(nr::getrlimit, "as prlimit64");
-  t.Partial<&Setrlimit>(nr::setrlimit, "as prlimit64");
-  t.Full<&Uname>(nr::uname);
-  t.Partial<&Sysinfo>(
-      nr::sysinfo,
-      "memory figures are the sandbox's (--memory); loads and swap 0");
-  t.Partial<&ArchPrctl>(nr::arch_prctl,
-                        "ARCH_SET_FS, ARCH_GET_FS, ARCH_GET_CPUID; "
-                        "ARCH_SET_GS/ARCH_GET_GS EINVAL");
-  t.Full<&SchedYield>(nr::sched_yield);
-  t.Full<&Umask>(nr::umask);
-  t.Partial<&Prctl>(nr::prctl,
-                    "PR_{SET,GET}_NAME, _PDEATHSIG (recorded), _DUMPABLE, "
-                    "_NO_NEW_PRIVS, PR_CAPBSET_READ; others EINVAL");
-  t.Full<&Getpgrp>(nr::getpgrp);
-  t.Full<&Getpgid>(nr::getpgid);
-  t.Full<&Getsid>(nr::getsid);
-  t.Full<&Setpgid>(nr::setpgid);
-  t.Full<&Setsid>(nr::setsid);
-  t.Partial<&Wait4>(nr::wait4, "rusage zeroed for stop/continue reports");
-  t.Partial<&Waitid>(nr::waitid,
-                     "P_ALL, P_PID, P_PGID; rusage zeroed for stop/continue "
-                     "reports, P_PIDFD "
-                     "EBADF (no pidfds)");
-  t.Partial<&Getrusage>(nr::getrusage,
-                        "times and ru_maxrss; page faults, context switches "
-                        "and block I/O counts 0");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Getpid);
+SANDBOX_SYSCALL_HANDLER(Gettid);
+SANDBOX_SYSCALL_HANDLER(Getppid);
+SANDBOX_SYSCALL_HANDLER(Exit);
+SANDBOX_SYSCALL_HANDLER(ExitGroup);
+SANDBOX_SYSCALL_HANDLER(SetTidAddress);
+SANDBOX_SYSCALL_HANDLER(SetRobustList);
+SANDBOX_SYSCALL_HANDLER(Prlimit64);
+SANDBOX_SYSCALL_HANDLER(Getrlimit);
+SANDBOX_SYSCALL_HANDLER(Setrlimit);
+SANDBOX_SYSCALL_HANDLER(Uname);
+SANDBOX_SYSCALL_HANDLER(Sysinfo);
+SANDBOX_SYSCALL_HANDLER(ArchPrctl);
+SANDBOX_SYSCALL_HANDLER(SchedYield);
+SANDBOX_SYSCALL_HANDLER(Umask);
+SANDBOX_SYSCALL_HANDLER(Prctl);
+SANDBOX_SYSCALL_HANDLER(Getpgrp);
+SANDBOX_SYSCALL_HANDLER(Getpgid);
+SANDBOX_SYSCALL_HANDLER(Getsid);
+SANDBOX_SYSCALL_HANDLER(Setpgid);
+SANDBOX_SYSCALL_HANDLER(Setsid);
+SANDBOX_SYSCALL_HANDLER(Wait4);
+SANDBOX_SYSCALL_HANDLER(Waitid);
+SANDBOX_SYSCALL_HANDLER(Getrusage);
 
 }  // namespace sandbox::syscalls

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -33,9 +33,7 @@ SyscallResult Getrandom(Task& t, UserAddr buf, uint64_t len, Flags flags) {
 
 }  // namespace
 
-void RegisterRandomSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Getrandom>(nr::getrandom);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Getrandom);
 
 }  // namespace sandbox::syscalls

@@ -3,7 +3,7 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/cpu_clock.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -41,9 +41,7 @@ SyscallResult Times(Task& t, UserPtr<Tms> buf) {
 
 }  // namespace
 
-void RegisterRusageSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Times>(nr::times);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Times);
 
 }  // namespace sandbox::syscalls

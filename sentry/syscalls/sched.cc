@@ -13,7 +13,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -195,22 +195,15 @@ SyscallResult SchedGetaffinity(Task& t, int32_t pid, uint32_t len,
 
 }  // namespace
 
-void RegisterSchedSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&SchedSetscheduler>(nr::sched_setscheduler,
-                                "recorded; SCHED_DEADLINE EINVAL");
-  t.Partial<&SchedGetscheduler>(nr::sched_getscheduler, "as recorded");
-  t.Partial<&SchedSetparam>(nr::sched_setparam,
-                            "recorded; the host schedules the threads");
-  t.Partial<&SchedGetparam>(nr::sched_getparam, "as recorded");
-  t.Full<&SchedGetPriorityMax>(nr::sched_get_priority_max);
-  t.Full<&SchedGetPriorityMin>(nr::sched_get_priority_min);
-  t.Partial<&SchedRrGetInterval>(nr::sched_rr_get_interval,
-                                 "fixed slices: RR 100 ms, fair 4 ms");
-  t.Partial<&SchedSetaffinity>(nr::sched_setaffinity,
-                               "recorded; the host places the threads");
-  t.Partial<&SchedGetaffinity>(nr::sched_getaffinity,
-                               "the recorded mask within the sandbox's CPUs");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(SchedSetscheduler);
+SANDBOX_SYSCALL_HANDLER(SchedGetscheduler);
+SANDBOX_SYSCALL_HANDLER(SchedSetparam);
+SANDBOX_SYSCALL_HANDLER(SchedGetparam);
+SANDBOX_SYSCALL_HANDLER(SchedGetPriorityMax);
+SANDBOX_SYSCALL_HANDLER(SchedGetPriorityMin);
+SANDBOX_SYSCALL_HANDLER(SchedRrGetInterval);
+SANDBOX_SYSCALL_HANDLER(SchedSetaffinity);
+SANDBOX_SYSCALL_HANDLER(SchedGetaffinity);
 
 }  // namespace sandbox::syscalls

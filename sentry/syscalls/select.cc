@@ -17,8 +17,8 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/task.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/readiness.h"
-#include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -169,10 +169,8 @@ SyscallResult Pselect6(Task& t, int32_t n, UserAddr inp, UserAddr outp,
 
 }  // namespace
 
-void RegisterSelectSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Select>(nr::select);
-  t.Full<&Pselect6>(nr::pselect6);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Select);
+SANDBOX_SYSCALL_HANDLER(Pselect6);
 
 }  // namespace sandbox::syscalls

@@ -10,7 +10,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/thread_group.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -177,13 +177,8 @@ SyscallResult CopyFileRange(Task& t, Fd fd_in, UserPtr<int64_t> off_in,
 
 }  // namespace
 
-void RegisterSendfileSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&Sendfile>(nr::sendfile,
-                       "copies through the Sentry; the output offset is "
-                       "the file's own");
-  t.Partial<&CopyFileRange>(nr::copy_file_range,
-                            "regular files of one file system");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Sendfile);
+SANDBOX_SYSCALL_HANDLER(CopyFileRange);
 
 }  // namespace sandbox::syscalls

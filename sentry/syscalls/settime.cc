@@ -13,7 +13,7 @@
 #include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/timers.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -139,16 +139,10 @@ SyscallResult ClockAdjtime(Task& t, int32_t clock, UserPtr<struct timex> txp) {
 
 }  // namespace
 
-void RegisterSettimeSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&ClockSettime>(nr::clock_settime,
-                           "EPERM: no CAP_SYS_TIME over the host clock");
-  t.Partial<&Settimeofday>(nr::settimeofday,
-                           "EPERM: no CAP_SYS_TIME over the host clock");
-  t.Partial<&Adjtimex>(nr::adjtimex,
-                       "queries report an unsynchronized clock; changes "
-                       "EPERM (no CAP_SYS_TIME over the host clock)");
-  t.Partial<&ClockAdjtime>(nr::clock_adjtime, "as adjtimex");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(ClockSettime);
+SANDBOX_SYSCALL_HANDLER(Settimeofday);
+SANDBOX_SYSCALL_HANDLER(Adjtimex);
+SANDBOX_SYSCALL_HANDLER(ClockAdjtime);
 
 }  // namespace sandbox::syscalls

@@ -13,7 +13,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signal_frame.h"
 #include "sentry/kernel/thread_group.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -336,22 +336,20 @@ SyscallResult RtTgsigqueueinfo(Task& t, int32_t tgid, int32_t tid, int32_t sig,
 
 }  // namespace
 
-void RegisterSignalSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&RtSigaction>(nr::rt_sigaction);
-  t.Full<&RtSigprocmask>(nr::rt_sigprocmask);
-  t.Full<&RtSigpending>(nr::rt_sigpending);
-  t.Full<&RtSigsuspend>(nr::rt_sigsuspend);
-  t.Full<&Pause>(nr::pause);
-  t.Full<&RtSigtimedwait>(nr::rt_sigtimedwait);
-  t.Full<&RtSigreturn>(nr::rt_sigreturn);
-  t.Full<&RestartSyscall>(nr::restart_syscall);
-  t.Full<&Sigaltstack>(nr::sigaltstack);
-  t.Full<&Kill>(nr::kill);
-  t.Full<&Tgkill>(nr::tgkill);
-  t.Full<&Tkill>(nr::tkill);
-  t.Full<&RtSigqueueinfo>(nr::rt_sigqueueinfo);
-  t.Full<&RtTgsigqueueinfo>(nr::rt_tgsigqueueinfo);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(RtSigaction);
+SANDBOX_SYSCALL_HANDLER(RtSigprocmask);
+SANDBOX_SYSCALL_HANDLER(RtSigpending);
+SANDBOX_SYSCALL_HANDLER(RtSigsuspend);
+SANDBOX_SYSCALL_HANDLER(Pause);
+SANDBOX_SYSCALL_HANDLER(RtSigtimedwait);
+SANDBOX_SYSCALL_HANDLER(RtSigreturn);
+SANDBOX_SYSCALL_HANDLER(RestartSyscall);
+SANDBOX_SYSCALL_HANDLER(Sigaltstack);
+SANDBOX_SYSCALL_HANDLER(Kill);
+SANDBOX_SYSCALL_HANDLER(Tgkill);
+SANDBOX_SYSCALL_HANDLER(Tkill);
+SANDBOX_SYSCALL_HANDLER(RtSigqueueinfo);
+SANDBOX_SYSCALL_HANDLER(RtTgsigqueueinfo);
 
 }  // namespace sandbox::syscalls

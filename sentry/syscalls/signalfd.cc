@@ -12,7 +12,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/task.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -53,10 +53,8 @@ SyscallResult Signalfd(Task& t, int32_t ufd, UserAddr mask, uint64_t sizemask) {
 
 }  // namespace
 
-void RegisterSignalfdSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Signalfd>(nr::signalfd);
-  t.Full<&Signalfd4>(nr::signalfd4);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Signalfd);
+SANDBOX_SYSCALL_HANDLER(Signalfd4);
 
 }  // namespace sandbox::syscalls

@@ -25,8 +25,8 @@
 #include "sentry/net/cmsg.h"
 #include "sentry/net/family.h"
 #include "sentry/net/namespace.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/socket_io.h"
-#include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -595,26 +595,24 @@ SyscallResult Getsockopt(Task& t, Fd fd, int32_t level, int32_t name,
 
 }  // namespace
 
-void RegisterSocketSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&DoSocket>(nr::socket);
-  t.Full<&DoSocketpair>(nr::socketpair);
-  t.Full<&Bind>(nr::bind);
-  t.Full<&Listen>(nr::listen);
-  t.Full<&Connect>(nr::connect);
-  t.Full<&Accept>(nr::accept);
-  t.Full<&Accept4>(nr::accept4);
-  t.Full<&Getsockname>(nr::getsockname);
-  t.Full<&Getpeername>(nr::getpeername);
-  t.Full<&Shutdown>(nr::shutdown);
-  t.Full<&Sendto>(nr::sendto);
-  t.Full<&Recvfrom>(nr::recvfrom);
-  t.Full<&Sendmsg>(nr::sendmsg);
-  t.Full<&Recvmsg>(nr::recvmsg);
-  t.Full<&Sendmmsg>(nr::sendmmsg);
-  t.Full<&Recvmmsg>(nr::recvmmsg);
-  t.Full<&Setsockopt>(nr::setsockopt);
-  t.Full<&Getsockopt>(nr::getsockopt);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(DoSocket);
+SANDBOX_SYSCALL_HANDLER(DoSocketpair);
+SANDBOX_SYSCALL_HANDLER(Bind);
+SANDBOX_SYSCALL_HANDLER(Listen);
+SANDBOX_SYSCALL_HANDLER(Connect);
+SANDBOX_SYSCALL_HANDLER(Accept);
+SANDBOX_SYSCALL_HANDLER(Accept4);
+SANDBOX_SYSCALL_HANDLER(Getsockname);
+SANDBOX_SYSCALL_HANDLER(Getpeername);
+SANDBOX_SYSCALL_HANDLER(Shutdown);
+SANDBOX_SYSCALL_HANDLER(Sendto);
+SANDBOX_SYSCALL_HANDLER(Recvfrom);
+SANDBOX_SYSCALL_HANDLER(Sendmsg);
+SANDBOX_SYSCALL_HANDLER(Recvmsg);
+SANDBOX_SYSCALL_HANDLER(Sendmmsg);
+SANDBOX_SYSCALL_HANDLER(Recvmmsg);
+SANDBOX_SYSCALL_HANDLER(Setsockopt);
+SANDBOX_SYSCALL_HANDLER(Getsockopt);
 
 }  // namespace sandbox::syscalls

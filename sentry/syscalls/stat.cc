@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/operations.h"
 
@@ -135,14 +135,11 @@ SyscallResult Statx(Task& t, Fd dirfd, UserCString path, Flags flags,
 
 }  // namespace
 
-void RegisterStatSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Stat>(nr::stat);
-  t.Full<&Lstat>(nr::lstat);
-  t.Full<&Fstat>(nr::fstat);
-  t.Full<&Newfstatat>(nr::newfstatat);
-  t.Partial<&Statx>(nr::statx,
-                    "basic fields and STATX_MNT_ID; no btime or attributes");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Stat);
+SANDBOX_SYSCALL_HANDLER(Lstat);
+SANDBOX_SYSCALL_HANDLER(Fstat);
+SANDBOX_SYSCALL_HANDLER(Newfstatat);
+SANDBOX_SYSCALL_HANDLER(Statx);
 
 }  // namespace sandbox::syscalls

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
@@ -86,10 +86,8 @@ SyscallResult Fstatfs(Task& t, Fd fd, UserAddr buf) {
 
 }  // namespace
 
-void RegisterStatfsSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Statfs>(nr::statfs);
-  t.Partial<&Fstatfs>(nr::fstatfs, "host stdio: ENOSYS");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Statfs);
+SANDBOX_SYSCALL_HANDLER(Fstatfs);
 
 }  // namespace sandbox::syscalls

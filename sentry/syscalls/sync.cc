@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -58,13 +58,11 @@ SyscallResult SyncFileRange(Task& t, Fd fd, int64_t offset, int64_t nbytes,
 
 }  // namespace
 
-void RegisterSyncSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Sync>(nr::sync);
-  t.Full<&Syncfs>(nr::syncfs);
-  t.Full<&Fsync>(nr::fsync);
-  t.Full<&Fdatasync>(nr::fdatasync);
-  t.Full<&SyncFileRange>(nr::sync_file_range);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Sync);
+SANDBOX_SYSCALL_HANDLER(Syncfs);
+SANDBOX_SYSCALL_HANDLER(Fsync);
+SANDBOX_SYSCALL_HANDLER(Fdatasync);
+SANDBOX_SYSCALL_HANDLER(SyncFileRange);
 
 }  // namespace sandbox::syscalls

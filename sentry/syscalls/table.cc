@@ -10,76 +10,12 @@
 
 namespace sandbox::syscalls {
 
-SyscallTable::SyscallTable() {
+SyscallTable::SyscallTable(absl::Span<const SyscallEntry> rows) {
   for (int nr = 0; nr < abi::kMaxSyscall; ++nr) {
+    entries_[nr].nr = nr;
     entries_[nr].name = abi::SyscallName(nr);
   }
-}
-
-std::unique_ptr<SyscallTable> SyscallTable::CreateLinux64() {
-  auto t = std::make_unique<SyscallTable>();
-  RegisterFileSyscalls(*t);
-  RegisterMmSyscalls(*t);
-  RegisterMemfdSyscalls(*t);
-  RegisterProcessSyscalls(*t);
-  RegisterIdentitySyscalls(*t);
-  RegisterMountSyscalls(*t);
-  RegisterTimeSyscalls(*t);
-  RegisterUtsSyscalls(*t);
-  RegisterPrioritySyscalls(*t);
-  RegisterSchedSyscalls(*t);
-  RegisterSettimeSyscalls(*t);
-  RegisterItimerSyscalls(*t);
-  RegisterTimerSyscalls(*t);
-  RegisterRusageSyscalls(*t);
-  RegisterSignalSyscalls(*t);
-  RegisterRandomSyscalls(*t);
-  RegisterFutexSyscalls(*t);
-  RegisterCloneSyscalls(*t);
-  RegisterPipeSyscalls(*t);
-  RegisterLockSyscalls(*t);
-  RegisterOpenSyscalls(*t);
-  RegisterStatSyscalls(*t);
-  RegisterNameiSyscalls(*t);
-  RegisterCwdSyscalls(*t);
-  RegisterGetdentsSyscalls(*t);
-  RegisterAttrSyscalls(*t);
-  RegisterXattrSyscalls(*t);
-  RegisterStatfsSyscalls(*t);
-  RegisterSyncSyscalls(*t);
-  RegisterSendfileSyscalls(*t);
-  RegisterExecSyscalls(*t);
-  RegisterFadviseSyscalls(*t);
-  RegisterSocketSyscalls(*t);
-  RegisterPollSyscalls(*t);
-  RegisterSelectSyscalls(*t);
-  RegisterEpollSyscalls(*t);
-  RegisterEventfdSyscalls(*t);
-  RegisterTimerfdSyscalls(*t);
-  RegisterSignalfdSyscalls(*t);
-  return t;
-}
-
-SyscallEntry& SyscallTable::Add(int nr, HandlerFn fn, FormatFn format,
-                                Support support, const char* note) {
-  SyscallEntry& e = entries_.at(nr);
-  e.registered = true;
-  e.fn = fn;
-  e.format = format;
-  e.support = support;
-  e.note = note;
-  return e;
-}
-
-SyscallEntry& SyscallTable::Unsupported(int nr, Errno error, const char* note) {
-  SyscallEntry& e = entries_.at(nr);
-  e.registered = true;
-  e.fn = nullptr;
-  e.format = nullptr;
-  e.support = Support::kUnsupported;
-  e.note = note;
-  e.error = error;
-  return e;
+  for (const SyscallEntry& row : rows) entries_.at(row.nr) = row;
 }
 
 const SyscallEntry* SyscallTable::Lookup(uint64_t nr) const {
@@ -143,8 +79,8 @@ KResult<uint64_t> SyscallTable::Dispatch(Task& task, uint64_t nr,
     start = absl::Now();
     const char* name = nr < abi::kMaxSyscall ? entries_[nr].name : nullptr;
     std::string decoded =
-        e != nullptr && e->format != nullptr
-            ? e->format(task, args)
+        e != nullptr && e->handler != nullptr
+            ? e->handler->format(task, args)
             : absl::StrFormat("%#x, %#x, %#x, %#x, %#x, %#x", args.v[0],
                               args.v[1], args.v[2], args.v[3], args.v[4],
                               args.v[5]);
@@ -161,7 +97,9 @@ KResult<uint64_t> SyscallTable::Dispatch(Task& task, uint64_t nr,
   }
 
   KResult<uint64_t> r = kENOSYS;
-  if (e != nullptr) r = e->fn != nullptr ? e->fn(task, args) : e->error;
+  if (e != nullptr) {
+    r = e->handler != nullptr ? e->handler->fn(task, args) : e->error;
+  }
 
   if (strace_.count) Count(nr, !r.ok());
   if (strace_.log_calls) {

@@ -1,21 +1,24 @@
 // The syscall table: every x86-64 number with its handler and support level.
 //
-// Entries are registered by family (file.cc, mm.cc, process.cc, ...):
+// The rows are linux64.tbl.inc, one per number in number order:
 //
-//   table.Full<&Read>(nr::read);
-//   table.Partial<&Ioctl>(nr::ioctl, "TCGETS, TIOCGWINSZ, FIOCLEX, FIONCLEX");
-//   table.Unsupported(nr::rseq, kENOSYS, "as a kernel without CONFIG_RSEQ");
+//   FULL(0, read, Read)
+//   PARTIAL(16, ioctl, Ioctl, "FIOCLEX, FIONCLEX, ...; host stdio: TCGETS")
+//   UNSUPPORTED(334, rseq, kENOSYS, "as a kernel without CONFIG_RSEQ")
+//   MISSING(134, uselib)
 //
-// A number with no entry returns ENOSYS. Every number that is not fully
-// supported is logged once (unknown and unimplemented numbers as warnings,
-// deliberate Unsupported entries at debug level) and counted.
+// and each handler is defined in its family file (file.cc, mm.cc, ...)
+// with its handle (handler.h). A MISSING number returns ENOSYS. Every
+// number that is not fully supported is logged once (unknown and missing
+// numbers as warnings, deliberate Unsupported entries at debug level) and
+// counted.
 //
 // --strace logs each call with arguments decoded from the handler's
 // parameter types, its result and errno name; --strace-summary prints the
 // per-number counts at exit.
 //
-// Thread-safety: registration happens before the first Dispatch; Dispatch
-// is thread-safe (counters are atomic).
+// Thread-safety: the table is filled by its constructor; Dispatch is
+// thread-safe (counters are atomic).
 #ifndef SENTRY_SYSCALLS_TABLE_H_
 #define SENTRY_SYSCALLS_TABLE_H_
 
@@ -25,16 +28,15 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <tuple>
-#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/syscall_dispatcher.h"
 #include "sentry/syscalls/args.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 
@@ -44,14 +46,14 @@ enum class Support {
   kUnsupported,  // Always fails with `error`.
 };
 
-using HandlerFn = SyscallResult (*)(Task&, const SyscallArgs&);
-using FormatFn = std::string (*)(Task&, const SyscallArgs&);
-
+// One number's row (linux64.tbl.inc).
 struct SyscallEntry {
+  int nr = -1;
   const char* name = nullptr;
+  // False for MISSING rows and numbers with no row: ENOSYS.
   bool registered = false;
-  HandlerFn fn = nullptr;
-  FormatFn format = nullptr;
+  // The handler; null for UNSUPPORTED rows.
+  const SyscallHandler* handler = nullptr;
   Support support = Support::kUnsupported;
   const char* note = "";
   Errno error = kENOSYS;
@@ -59,46 +61,8 @@ struct SyscallEntry {
   bool hex_result = false;
 };
 
-namespace internal {
-
-template <typename F>
-struct FnTraits;
-template <typename... A>
-struct FnTraits<SyscallResult (*)(Task&, A...)> {
-  using Args = std::tuple<A...>;
-  static constexpr size_t kArity = sizeof...(A);
-};
-
-template <auto Fn, typename Tuple, size_t... I>
-SyscallResult InvokeImpl(Task& t, const SyscallArgs& a,
-                         std::index_sequence<I...>) {
-  return Fn(t, ArgTraits<std::tuple_element_t<I, Tuple>>::Decode(a.v[I])...);
-}
-
-template <auto Fn>
-SyscallResult Invoke(Task& t, const SyscallArgs& a) {
-  using Tr = FnTraits<decltype(Fn)>;
-  static_assert(Tr::kArity <= 6, "syscalls have at most six arguments");
-  return InvokeImpl<Fn, typename Tr::Args>(
-      t, a, std::make_index_sequence<Tr::kArity>());
-}
-
-template <auto Fn, typename Tuple, size_t... I>
-std::string FormatImpl(Task& t, const SyscallArgs& a,
-                       std::index_sequence<I...>) {
-  std::array<std::string, sizeof...(I)> parts = {
-      ArgTraits<std::tuple_element_t<I, Tuple>>::Format(t, a, I)...};
-  return absl::StrJoin(parts, ", ");
-}
-
-template <auto Fn>
-std::string Format(Task& t, const SyscallArgs& a) {
-  using Tr = FnTraits<decltype(Fn)>;
-  return FormatImpl<Fn, typename Tr::Args>(
-      t, a, std::make_index_sequence<Tr::kArity>());
-}
-
-}  // namespace internal
+// The rows of linux64.tbl.inc, in number order.
+absl::Span<const SyscallEntry> Linux64Rows();
 
 struct StraceOptions {
   bool log_calls = false;  // one line per syscall (--strace)
@@ -107,21 +71,10 @@ struct StraceOptions {
 
 class SyscallTable final : public kernel::SyscallDispatcher {
  public:
-  SyscallTable();
-  // The x86-64 Linux table with every family registered.
+  // A table of `rows` (each nr below abi::kMaxSyscall, at most once).
+  explicit SyscallTable(absl::Span<const SyscallEntry> rows);
+  // The x86-64 Linux table: Linux64Rows().
   static std::unique_ptr<SyscallTable> CreateLinux64();
-
-  template <auto Fn>
-  SyscallEntry& Full(int nr) {
-    return Add(nr, &internal::Invoke<Fn>, &internal::Format<Fn>, Support::kFull,
-               "");
-  }
-  template <auto Fn>
-  SyscallEntry& Partial(int nr, const char* note) {
-    return Add(nr, &internal::Invoke<Fn>, &internal::Format<Fn>,
-               Support::kPartial, note);
-  }
-  SyscallEntry& Unsupported(int nr, Errno error, const char* note);
 
   // The entry for `nr`, or null if none is registered.
   const SyscallEntry* Lookup(uint64_t nr) const;
@@ -142,8 +95,6 @@ class SyscallTable final : public kernel::SyscallDispatcher {
   uint64_t CallCount(uint64_t nr) const;
 
  private:
-  SyscallEntry& Add(int nr, HandlerFn fn, FormatFn format, Support support,
-                    const char* note);
   // Logs the first call of a number that is not fully supported.
   void LogOnce(uint64_t nr, const SyscallEntry* e);
   void Count(uint64_t nr, bool failed);
@@ -164,47 +115,6 @@ class SyscallTable final : public kernel::SyscallDispatcher {
   absl::flat_hash_set<uint64_t> out_of_range_logged_
       ABSL_GUARDED_BY(out_of_range_mu_);
 };
-
-// Family registration (one file each).
-void RegisterFileSyscalls(SyscallTable& t);
-void RegisterMmSyscalls(SyscallTable& t);
-void RegisterMemfdSyscalls(SyscallTable& t);
-void RegisterProcessSyscalls(SyscallTable& t);
-void RegisterIdentitySyscalls(SyscallTable& t);
-void RegisterMountSyscalls(SyscallTable& t);
-void RegisterTimeSyscalls(SyscallTable& t);
-void RegisterUtsSyscalls(SyscallTable& t);
-void RegisterPrioritySyscalls(SyscallTable& t);
-void RegisterSchedSyscalls(SyscallTable& t);
-void RegisterSettimeSyscalls(SyscallTable& t);
-void RegisterItimerSyscalls(SyscallTable& t);
-void RegisterTimerSyscalls(SyscallTable& t);
-void RegisterRusageSyscalls(SyscallTable& t);
-void RegisterSignalSyscalls(SyscallTable& t);
-void RegisterRandomSyscalls(SyscallTable& t);
-void RegisterFutexSyscalls(SyscallTable& t);
-void RegisterCloneSyscalls(SyscallTable& t);
-void RegisterPipeSyscalls(SyscallTable& t);
-void RegisterLockSyscalls(SyscallTable& t);
-void RegisterOpenSyscalls(SyscallTable& t);
-void RegisterStatSyscalls(SyscallTable& t);
-void RegisterNameiSyscalls(SyscallTable& t);
-void RegisterCwdSyscalls(SyscallTable& t);
-void RegisterGetdentsSyscalls(SyscallTable& t);
-void RegisterAttrSyscalls(SyscallTable& t);
-void RegisterXattrSyscalls(SyscallTable& t);
-void RegisterStatfsSyscalls(SyscallTable& t);
-void RegisterSyncSyscalls(SyscallTable& t);
-void RegisterSendfileSyscalls(SyscallTable& t);
-void RegisterExecSyscalls(SyscallTable& t);
-void RegisterFadviseSyscalls(SyscallTable& t);
-void RegisterSocketSyscalls(SyscallTable& t);
-void RegisterPollSyscalls(SyscallTable& t);
-void RegisterSelectSyscalls(SyscallTable& t);
-void RegisterEpollSyscalls(SyscallTable& t);
-void RegisterEventfdSyscalls(SyscallTable& t);
-void RegisterTimerfdSyscalls(SyscallTable& t);
-void RegisterSignalfdSyscalls(SyscallTable& t);
 
 }  // namespace sandbox::syscalls
 

@@ -17,7 +17,7 @@
 #include "sentry/kernel/cpu_clock.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/timers.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/vdso/vdso.h"
 
 namespace sandbox::syscalls {
@@ -274,19 +274,12 @@ SyscallResult ClockNanosleep(Task& t, int32_t clock, Flags flags,
 
 }  // namespace
 
-void RegisterTimeSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&ClockGettime>(nr::clock_gettime,
-                           "no dynamic (file descriptor) clocks");
-  t.Partial<&ClockGetres>(nr::clock_getres,
-                          "no dynamic (file descriptor) clocks");
-  t.Full<&Gettimeofday>(nr::gettimeofday);
-  t.Full<&Time>(nr::time);
-  t.Full<&Nanosleep>(nr::nanosleep);
-  t.Partial<&ClockNanosleep>(
-      nr::clock_nanosleep,
-      "TIMER_ABSTIME becomes a relative sleep at the call (re-converted "
-      "on restart); CPU clocks polled");
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(ClockGettime);
+SANDBOX_SYSCALL_HANDLER(ClockGetres);
+SANDBOX_SYSCALL_HANDLER(Gettimeofday);
+SANDBOX_SYSCALL_HANDLER(Time);
+SANDBOX_SYSCALL_HANDLER(Nanosleep);
+SANDBOX_SYSCALL_HANDLER(ClockNanosleep);
 
 }  // namespace sandbox::syscalls

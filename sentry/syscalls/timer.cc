@@ -7,8 +7,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/timers.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/itimerspec.h"
-#include "sentry/syscalls/table.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -138,15 +138,11 @@ SyscallResult TimerDelete(Task& t, int32_t id) {
 
 }  // namespace
 
-void RegisterTimerSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&TimerCreate>(nr::timer_create,
-                          "no timers on another process's CPU clock "
-                          "(EINVAL); no _ALARM clocks (no RTC: EOPNOTSUPP)");
-  t.Full<&TimerSettime>(nr::timer_settime);
-  t.Full<&TimerGettime>(nr::timer_gettime);
-  t.Full<&TimerGetoverrun>(nr::timer_getoverrun);
-  t.Full<&TimerDelete>(nr::timer_delete);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(TimerCreate);
+SANDBOX_SYSCALL_HANDLER(TimerSettime);
+SANDBOX_SYSCALL_HANDLER(TimerGettime);
+SANDBOX_SYSCALL_HANDLER(TimerGetoverrun);
+SANDBOX_SYSCALL_HANDLER(TimerDelete);
 
 }  // namespace sandbox::syscalls

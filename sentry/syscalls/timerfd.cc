@@ -14,8 +14,8 @@
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/task.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/itimerspec.h"
-#include "sentry/syscalls/table.h"
 #include "sentry/syscalls/vfs_util.h"
 
 namespace sandbox::syscalls {
@@ -83,16 +83,9 @@ SyscallResult TimerfdGettime(Task& t, Fd fd, UserPtr<Itimerspec> value) {
 
 }  // namespace
 
-void RegisterTimerfdSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Partial<&TimerfdCreate>(
-      nr::timerfd_create,
-      "the _ALARM clocks run as REALTIME/BOOTTIME (no suspend)");
-  t.Partial<&TimerfdSettime>(
-      nr::timerfd_settime,
-      "TFD_TIMER_CANCEL_ON_SET never cancels: the sandbox's realtime "
-      "clock cannot be set");
-  t.Full<&TimerfdGettime>(nr::timerfd_gettime);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(TimerfdCreate);
+SANDBOX_SYSCALL_HANDLER(TimerfdSettime);
+SANDBOX_SYSCALL_HANDLER(TimerfdGettime);
 
 }  // namespace sandbox::syscalls

@@ -7,7 +7,7 @@
 
 #include "sentry/abi/syscalls.h"
 #include "sentry/kernel/kernel.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -39,10 +39,8 @@ SyscallResult Setdomainname(Task& t, UserAddr name, int32_t len) {
 
 }  // namespace
 
-void RegisterUtsSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  t.Full<&Sethostname>(nr::sethostname);
-  t.Full<&Setdomainname>(nr::setdomainname);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Sethostname);
+SANDBOX_SYSCALL_HANDLER(Setdomainname);
 
 }  // namespace sandbox::syscalls

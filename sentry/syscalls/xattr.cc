@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/syscalls/table.h"
+#include "sentry/syscalls/handler.h"
 #include "sentry/syscalls/vfs_util.h"
 #include "sentry/vfs/xattr_ops.h"
 
@@ -154,22 +154,18 @@ SyscallResult Fremovexattr(Task& t, Fd fd, UserCString name) {
 
 }  // namespace
 
-void RegisterXattrSyscalls(SyscallTable& t) {
-  using namespace abi;  // NOLINT: nr::
-  constexpr const char* kNote =
-      "user.* and trusted.*; security.* and system.* EOPNOTSUPP";
-  t.Partial<&Getxattr>(nr::getxattr, kNote);
-  t.Partial<&Lgetxattr>(nr::lgetxattr, kNote);
-  t.Partial<&Fgetxattr>(nr::fgetxattr, kNote);
-  t.Partial<&Setxattr>(nr::setxattr, kNote);
-  t.Partial<&Lsetxattr>(nr::lsetxattr, kNote);
-  t.Partial<&Fsetxattr>(nr::fsetxattr, kNote);
-  t.Partial<&Listxattr>(nr::listxattr, kNote);
-  t.Partial<&Llistxattr>(nr::llistxattr, kNote);
-  t.Partial<&Flistxattr>(nr::flistxattr, kNote);
-  t.Partial<&Removexattr>(nr::removexattr, kNote);
-  t.Partial<&Lremovexattr>(nr::lremovexattr, kNote);
-  t.Partial<&Fremovexattr>(nr::fremovexattr, kNote);
-}
+// The handles of this file's handlers, named by linux64.tbl.inc.
+SANDBOX_SYSCALL_HANDLER(Getxattr);
+SANDBOX_SYSCALL_HANDLER(Lgetxattr);
+SANDBOX_SYSCALL_HANDLER(Fgetxattr);
+SANDBOX_SYSCALL_HANDLER(Setxattr);
+SANDBOX_SYSCALL_HANDLER(Lsetxattr);
+SANDBOX_SYSCALL_HANDLER(Fsetxattr);
+SANDBOX_SYSCALL_HANDLER(Listxattr);
+SANDBOX_SYSCALL_HANDLER(Llistxattr);
+SANDBOX_SYSCALL_HANDLER(Flistxattr);
+SANDBOX_SYSCALL_HANDLER(Removexattr);
+SANDBOX_SYSCALL_HANDLER(Lremovexattr);
+SANDBOX_SYSCALL_HANDLER(Fremovexattr);
 
 }  // namespace sandbox::syscalls

@@ -1,6 +1,6 @@
 """Drives a Jupyter kernel as a notebook server would (jupyter_test.cc).
 
-usage: jupyter_driver.py DIR [RUNSC]
+usage: jupyter_driver.py [--tcp] DIR [RUNSC]
 
 Starts Debian's ipykernel from a kernelspec whose argv is the plain
 `python3 -m ipykernel_launcher -f {connection_file}`, or, with RUNSC, the
@@ -8,7 +8,14 @@ same under `RUNSC do --bind=DIR:uds` (DIR at the same path in the sandbox,
 host Unix sockets allowed there). The connection file uses the "ipc"
 transport with a relative name, so the kernel (its working directory is DIR
 in both cases) binds its five ZeroMQ sockets in DIR and the client here
-connects to them there. A BlockingKernelClient then runs cells: a print, an
+connects to them there.
+
+With --tcp, the connection file uses the "tcp" transport on 127.0.0.1 with
+five ports chosen here, and RUNSC runs the kernel under `RUNSC do
+--bind=DIR --publish=127.0.0.1:P:P` for each: the kernel listens on the
+sandbox's own loopback, the client here connects to the host's 127.0.0.1:P
+and the broker forwards each connection in, as a notebook server on the
+host reaches a kernel in a container with published ports. A BlockingKernelClient then runs cells: a print, an
 exception, a numpy computation, a file written and read back, input()
 answered on the stdin channel; then a clean shutdown.
 
@@ -18,22 +25,49 @@ first cell's output).
 """
 import json
 import os
+import socket
 import sys
 import time
 
 from jupyter_client.manager import KernelManager
 
-TIMEOUT = 120
+# Seconds to wait for the kernel and for each cell (JD_TIMEOUT overrides).
+TIMEOUT = int(os.environ.get("JD_TIMEOUT", "120"))
+
+
+PORT_NAMES = ('shell_port', 'iopub_port', 'stdin_port', 'control_port',
+              'hb_port')
+
+
+def free_ports(n):
+    """n distinct ports of the host's 127.0.0.1 that nothing listens on now."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(('127.0.0.1', 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
 
 def main():
-    d, runsc = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else None)
+    args = sys.argv[1:]
+    tcp = '--tcp' in args
+    args = [a for a in args if a != '--tcp']
+    d, runsc = args[0], (args[1] if len(args) > 1 else None)
     os.chdir(d)
     spec_dir = os.path.join(d, 'kernels', 'probe')
     os.makedirs(spec_dir)
     argv = ['/usr/bin/python3', '-m', 'ipykernel_launcher', '-f',
             '{connection_file}']
-    if runsc:
+    ports = dict(zip(PORT_NAMES, free_ports(len(PORT_NAMES)))) if tcp else {}
+    if runsc and tcp:
+        argv = ([runsc, 'do', '--bind=%s' % d] +
+                ['--publish=127.0.0.1:%d:%d' % (p, p) for p in ports.values()]
+                + ['--'] + argv)
+    elif runsc:
         argv = [runsc, 'do', '--bind=%s:uds' % d, '--'] + argv
     with open(os.path.join(spec_dir, 'kernel.json'), 'w') as f:
         json.dump({'argv': argv, 'display_name': 'probe',
@@ -45,8 +79,17 @@ def main():
 
     # In DIR (the client's temporary file would be in the host's /tmp, which
     # the sandbox does not see); "ip" relative, for sun_path's 108 bytes.
-    km = KernelManager(kernel_name='probe', transport='ipc', ip='kernel-ipc',
-                       connection_file=os.path.join(d, 'connection.json'))
+    if tcp:
+        km = KernelManager(kernel_name='probe', transport='tcp',
+                           ip='127.0.0.1',
+                           connection_file=os.path.join(d, 'connection.json'),
+                           # Else jupyter_client's local provisioner picks
+                           # its own ports over these.
+                           cache_ports=False, **ports)
+    else:
+        km = KernelManager(kernel_name='probe', transport='ipc',
+                           ip='kernel-ipc',
+                           connection_file=os.path.join(d, 'connection.json'))
     start = time.monotonic()
     km.start_kernel(cwd=d)
     kc = km.client()

@@ -271,5 +271,68 @@ TEST_F(NetworkHost, PublishedPortReachesTheSandboxsServer) {
   EXPECT_NE(r.out.find("served"), std::string::npos);
 }
 
+// A UDP echo server in the sandbox, reached through --publish=P:8766/udp
+// (the default network mode): each host peer's datagrams arrive from the
+// peer's own address, and the answers sent back to that address reach
+// the peer through the broker's flow (not the sandbox's loopback).
+constexpr char kUdpEcho[] = R"(
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', int(sys.argv[1])))
+print('ready', flush=True)
+seen = set()
+while len(seen) < 2:
+    data, peer = s.recvfrom(2048)
+    if data == b'bye':
+        seen.add(peer)
+        s.sendto(b'bye', peer)
+        continue
+    s.sendto(data.upper() + (' from %s' % peer[0]).encode(), peer)
+print('served', len(seen), flush=True)
+)";
+
+TEST_F(NetworkHost, PublishedUdpPortAnswersEachHostPeer) {
+  int probe = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
+  close(probe);
+  const int host_port = ntohs(a.sin_port);
+  Child c({"do", "--publish=" + std::to_string(host_port) + ":8766/udp", "--",
+           kPython, "-c", kUdpEcho, "8766"});
+  ASSERT_TRUE(c.WaitForOutput("ready"));
+  a.sin_port = htons(host_port);
+  // Two peers (two host sockets), each answered on its own flow.
+  int peers[2];
+  for (int& fd : peers) {
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  }
+  // Datagrams may be lost (UDP): send each until its answer comes, bounded.
+  auto ask = [&](int fd, const std::string& q) {
+    char buf[2048];
+    for (int i = 0; i < 50; ++i) {
+      (void)!send(fd, q.data(), q.size(), 0);
+      pollfd p = {fd, POLLIN, 0};
+      if (poll(&p, 1, 200) <= 0) continue;
+      ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n >= 0) return std::string(buf, n);
+    }
+    return std::string("(no answer)");
+  };
+  EXPECT_EQ(ask(peers[0], "one"), "ONE from 127.0.0.1");
+  EXPECT_EQ(ask(peers[1], "two"), "TWO from 127.0.0.1");
+  EXPECT_EQ(ask(peers[0], "three"), "THREE from 127.0.0.1");
+  EXPECT_EQ(ask(peers[0], "bye"), "bye");
+  EXPECT_EQ(ask(peers[1], "bye"), "bye");
+  for (int fd : peers) close(fd);
+  Result r = c.Finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("served 2"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace sandbox::e2e

@@ -102,6 +102,18 @@ Symlink::Symlink(Filesystem& fs, std::string target)
 
 // ---- GeneratedFile ----
 
+KResult<std::shared_ptr<vfs::Inode>> Dir::CreateChild(
+    std::string_view, const vfs::NewInodeAttrs& attrs, std::string_view) {
+  if (kfs().absent() == Filesystem::Absent::kLookupFails) return kENOENT;
+  return S_ISREG(attrs.mode) ? kEACCES : kEPERM;
+}
+
+KResult<void> Dir::LinkChild(std::string_view,
+                             const std::shared_ptr<vfs::Inode>&) {
+  if (kfs().absent() == Filesystem::Absent::kLookupFails) return kENOENT;
+  return kEPERM;
+}
+
 GeneratedFile::GeneratedFile(Filesystem& fs, uint32_t perm, Generator gen,
                              uint32_t uid, uint32_t gid)
     : vfs::Inode(fs, fs.NextIno(),

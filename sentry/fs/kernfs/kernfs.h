@@ -47,8 +47,21 @@ namespace sandbox::fs::kernfs {
 
 class Filesystem : public vfs::Filesystem {
  public:
-  Filesystem(std::string type_name, uint64_t magic)
-      : type_name_(std::move(type_name)), magic_(magic) {}
+  // How a name that is absent from one of its directories behaves when a
+  // file is created there (open O_CREAT, mknod, mkdir, symlink, link).
+  enum class Absent {
+    // Lookup gives a negative dentry and the directory has no create
+    // operations (sysfs, devpts): vfs_create's EACCES for a regular file,
+    // vfs_mkdir/mknod/symlink/link's EPERM for the rest.
+    kNoCreateOps,
+    // Lookup itself fails with ENOENT (proc_lookup, proc_sys_lookup), so
+    // every creation does.
+    kLookupFails,
+  };
+
+  Filesystem(std::string type_name, uint64_t magic,
+             Absent absent = Absent::kNoCreateOps)
+      : type_name_(std::move(type_name)), magic_(magic), absent_(absent) {}
 
   std::string_view type_name() const override { return type_name_; }
   std::shared_ptr<vfs::Dentry> root() const override { return root_; }
@@ -59,10 +72,12 @@ class Filesystem : public vfs::Filesystem {
   }
   // Called once, before the file system is mounted.
   void SetRoot(std::shared_ptr<vfs::Inode> root);
+  Absent absent() const { return absent_; }
 
  private:
   const std::string type_name_;
   const uint64_t magic_;
+  const Absent absent_;
   std::atomic<uint64_t> next_ino_{1};
   std::shared_ptr<vfs::Dentry> root_;
 };
@@ -93,15 +108,12 @@ class Dir : public vfs::Inode {
   KResult<std::shared_ptr<vfs::Inode>> Lookup(std::string_view name) override;
   KResult<void> IterDirents(int64_t offset, vfs::DirentSink sink) override;
   bool IsEmptyDir() override { return false; }
-  KResult<std::shared_ptr<vfs::Inode>> CreateChild(std::string_view,
-                                                   const vfs::NewInodeAttrs&,
-                                                   std::string_view) override {
-    return kEPERM;
-  }
+  // Nothing can be created: see Filesystem::Absent.
+  KResult<std::shared_ptr<vfs::Inode>> CreateChild(
+      std::string_view, const vfs::NewInodeAttrs& attrs,
+      std::string_view) override;
   KResult<void> LinkChild(std::string_view,
-                          const std::shared_ptr<vfs::Inode>&) override {
-    return kEPERM;
-  }
+                          const std::shared_ptr<vfs::Inode>&) override;
   KResult<void> RemoveChild(std::string_view, vfs::Inode&) override {
     return kEPERM;
   }
@@ -160,6 +172,12 @@ class GeneratedFile final : public vfs::Inode {
                                               uint32_t flags) override;
   // The content now (tests, and callers that want it without a file).
   KResult<std::string> Generate() const { return gen_(); }
+
+ protected:
+  // truncate(2) and O_TRUNC succeed and change nothing, as proc_setattr,
+  // proc_sys_setattr and kernfs_iop_setattr accept ATTR_SIZE: the content
+  // is generated (so `echo 1 > /proc/sys/...` works as on Linux).
+  KResult<void> Truncate(uint64_t) override { return OkResult(); }
 
  private:
   const Generator gen_;

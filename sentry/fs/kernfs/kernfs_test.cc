@@ -63,9 +63,29 @@ TEST(KernfsTest, DirListsFixedThenDynamicAndResumes) {
   absl::ReaderMutexLock l(&t.fs->tree_mu());
   EXPECT_TRUE(t.root->Lookup("9").ok());
   EXPECT_EQ(t.root->Lookup("8").error(), kENOENT);
+  // No create operations (sysfs): vfs_create's EACCES, vfs_mkdir's EPERM.
   EXPECT_EQ(
       t.root->CreateChild("new", kernfs::RootOwned(S_IFREG | 0644), "").error(),
+      kEACCES);
+  EXPECT_EQ(
+      t.root->CreateChild("new", kernfs::RootOwned(S_IFDIR | 0755), "").error(),
       kEPERM);
+}
+
+// A file system whose lookups fail for absent names (proc): every creation
+// is ENOENT.
+TEST(KernfsTest, CreatingWhereLookupFailsIsEnoent) {
+  auto fs = std::make_shared<kernfs::Filesystem>(
+      "proc", 0x9fa0, kernfs::Filesystem::Absent::kLookupFails);
+  auto root = std::make_shared<kernfs::Dir>(*fs, 0555);
+  fs->SetRoot(root);
+  absl::ReaderMutexLock l(&fs->tree_mu());
+  EXPECT_EQ(
+      root->CreateChild("new", kernfs::RootOwned(S_IFREG | 0644), "").error(),
+      kENOENT);
+  EXPECT_EQ(
+      root->CreateChild("new", kernfs::RootOwned(S_IFDIR | 0755), "").error(),
+      kENOENT);
 }
 
 // Each dynamic entry's offset is its number: entries that go away after

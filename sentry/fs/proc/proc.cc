@@ -134,7 +134,8 @@ std::shared_ptr<kernfs::Dir> SysDir(kernfs::Filesystem& fs, Kernel& k,
 }  // namespace
 
 std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
-  auto fs = std::make_shared<kernfs::Filesystem>("proc", kProcSuperMagic);
+  auto fs = std::make_shared<kernfs::Filesystem>(
+      "proc", kProcSuperMagic, kernfs::Filesystem::Absent::kLookupFails);
   kernfs::Filesystem* fsp = fs.get();
   Kernel* kp = &k;
   auto root = std::make_shared<kernfs::Dir>(*fs, 0555);

@@ -57,6 +57,12 @@ void BrokerClient::SetAcceptHandler(AcceptHandler h) {
   on_accept_ = std::move(h);
 }
 
+bool BrokerClient::publishes(broker::Proto proto) const {
+  return std::any_of(
+      published_.begin(), published_.end(),
+      [proto](const PublishedPort& p) { return p.proto == proto; });
+}
+
 void BrokerClient::SetUdpFlowHandler(AcceptHandler h) {
   absl::MutexLock l(&mu_);
   on_udp_flow_ = std::move(h);

@@ -96,6 +96,8 @@ class BrokerClient {
 
   // --network=host: non-loopback destinations go through Connect.
   bool host_mode() const { return host_mode_; }
+  // Whether some port of `proto` is published.
+  bool publishes(broker::Proto proto) const;
 
   // A host socket of `proto` (TCP: connect started; UDP: connected) to
   // `dst`; `name` is the DNS name it came from, if known (for the log).

@@ -175,6 +175,14 @@ struct HostPath {
   KResult<size_t> (*send)(Caller& c, DgramSocket& s, const inet::InetAddr& dst,
                           MessageIo& data, const SendParams& p,
                           int flags) = nullptr;
+  // Published UDP ports (--publish=...:P/udp, any network mode): a datagram
+  // from `s` to a loopback `dst` that answers a flow the broker relayed in
+  // (s is bound at the flow's guest port, dst is the flow's host peer) goes
+  // back out through that flow, as conntrack sends a reply back through
+  // its NAT; sets *sent and returns true then, false when no flow matches
+  // (the datagram stays on the sandbox's loopback). `port`: s's bound port.
+  bool (*reply)(Caller& c, uint16_t port, const inet::InetAddr& dst,
+                MessageIo& data, KResult<size_t>* sent) = nullptr;
 };
 HostPath& DatagramHostPath();
 

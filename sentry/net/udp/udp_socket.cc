@@ -299,6 +299,12 @@ KResult<size_t> UdpSocket::SendMsg(Caller& c, MessageIo& data,
   if (route == RouteKind::kBroadcast && !sol_flags().broadcast) {
     return kEACCES;
   }
+  if (HostPath& hp = DatagramHostPath(); route == RouteKind::kLocal &&
+                                         hp.reply != nullptr &&
+                                         local.has_value() && local->port) {
+    KResult<size_t> sent = kENETUNREACH;
+    if (hp.reply(c, local->port, dst, data, &sent)) return sent;
+  }
   // __ip_append_data / ip6_append_data.
   if (len > (v4 ? kMaxUdp4Payload : kMaxUdp6Payload)) return kEMSGSIZE;
   if (gso > 0) {

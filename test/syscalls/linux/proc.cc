@@ -15,6 +15,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/sysmacros.h>
@@ -1853,6 +1855,63 @@ TEST(ProcTest, TaskListingSkipsNoneWhenAListedThreadExits) {
   EXPECT_TRUE(gone);
   EXPECT_TRUE(seen.count(std::to_string(tids[1])));
   EXPECT_TRUE(seen.count(std::to_string(tids[2])));
+}
+
+// proc_lookup and proc_sys_lookup fail for an absent name, so creating one
+// fails with ENOENT whatever the call; unlinking a real entry is EPERM
+// (no unlink operation).
+TEST(ProcTest, CreatingInProcIsEnoent) {
+  for (const char* dir : {"/proc", "/proc/self", "/proc/sys/kernel"}) {
+    std::string path = std::string(dir) + "/no-such-entry";
+    errno = 0;
+    EXPECT_EQ(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), -1);
+    EXPECT_EQ(errno, ENOENT) << path;
+    errno = 0;
+    EXPECT_EQ(mkdir(path.c_str(), 0755), -1);
+    EXPECT_EQ(errno, ENOENT) << path;
+    errno = 0;
+    EXPECT_EQ(symlink("/", path.c_str()), -1);
+    EXPECT_EQ(errno, ENOENT) << path;
+  }
+  errno = 0;
+  EXPECT_EQ(unlink("/proc/self/status"), -1);
+  EXPECT_EQ(errno, EPERM);
+}
+
+// sysfs looks absent names up as negative dentries and has no create
+// operations: vfs_create's EACCES, vfs_mkdir's EPERM (EROFS before both
+// where /sys is mounted read-only, as in many containers).
+TEST(ProcTest, CreatingInSysfs) {
+  struct statfs sf;
+  if (statfs("/sys/kernel", &sf) != 0 || sf.f_type != 0x62656572) {
+    GTEST_SKIP() << "no sysfs at /sys";
+  }
+  bool ro = (sf.f_flags & ST_RDONLY) != 0;
+  errno = 0;
+  EXPECT_EQ(open("/sys/kernel/no-such-entry", O_WRONLY | O_CREAT, 0644), -1);
+  EXPECT_EQ(errno, ro ? EROFS : EACCES);
+  errno = 0;
+  EXPECT_EQ(mkdir("/sys/kernel/no-such-entry", 0755), -1);
+  EXPECT_EQ(errno, ro ? EROFS : EPERM);
+}
+
+// A shell's `echo NAME > /proc/self/comm` opens with O_TRUNC: proc_setattr
+// accepts the size change (nothing to truncate) and the write goes through.
+TEST(ProcTest, TruncatingOpenOfAWritableEntry) {
+  std::string before = ReadFile("/proc/self/comm");
+  int fd = open("/proc/self/comm", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  EXPECT_EQ(write(fd, "truncated", 9), 9);
+  close(fd);
+  EXPECT_EQ(ReadFile("/proc/self/comm"), "truncated\n");
+  EXPECT_EQ(truncate("/proc/self/comm", 0), 0) << strerror(errno);
+  EXPECT_EQ(ReadFile("/proc/self/comm"), "truncated\n");
+  // Restore the name (the runner's messages show it), without its "\n".
+  fd = open("/proc/self/comm", O_WRONLY);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(write(fd, before.data(), before.size() - 1),
+            static_cast<ssize_t>(before.size() - 1));
+  close(fd);
 }
 
 }  // namespace
