@@ -311,6 +311,7 @@ int BootMain(int argc, char** argv) {
   kopts.host_cpu_flags = std::move(host_cpu_flags);
   kopts.max_tasks = spec.pids_limit;
   auto k = std::make_unique<kernel::Kernel>(plat.get(), *table, kopts);
+  RegisterFilesystemTypes(*k);  // mount(2)'s types, /proc/filesystems
   // The OOM killer (sentry/kernel/oom.cc) answers allocations past
   // --memory; unset before the kernel goes.
   plat->memory_file().SetOomHandler(

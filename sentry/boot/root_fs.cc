@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -13,9 +14,13 @@
 #include "sentry/fs/devpts/devpts.h"
 #include "sentry/fs/gofer/filesystem.h"
 #include "sentry/fs/overlay/overlay.h"
+#include "sentry/fs/proc/proc.h"
 #include "sentry/fs/sys/synthetic.h"
+#include "sentry/fs/sys/sys.h"
+#include "sentry/fs/tmpfs/filesystem_type.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/auth/credentials.h"
+#include "sentry/vfs/filesystem_type.h"
 #include "sentry/vfs/operations.h"
 #include "sentry/vfs/path_walk.h"
 
@@ -59,6 +64,23 @@ size_t CachedInodeShare(const BootSpec& spec) {
 }
 
 }  // namespace
+
+void RegisterFilesystemTypes(kernel::Kernel& kernel) {
+  std::unique_ptr<vfs::FilesystemType> types[] = {
+      fs::sys::NewFilesystemType(),
+      fs::tmpfs::NewFilesystemType(),
+      std::make_unique<vfs::ListedFilesystemType>("devtmpfs"),
+      fs::proc::NewFilesystemType(kernel),
+      std::make_unique<vfs::ListedFilesystemType>("pipefs"),
+      fs::devpts::NewFilesystemType(),
+      std::make_unique<vfs::ListedFilesystemType>("9p"),
+      std::make_unique<vfs::ListedFilesystemType>("overlay"),
+  };
+  for (auto& t : types) {
+    // Distinct names: cannot fail.
+    (void)kernel.filesystem_types().Register(std::move(t));
+  }
+}
 
 KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
                                            platform::MemoryFile& mf,

@@ -35,6 +35,14 @@ KResult<RootFilesystem> MakeRootFilesystem(const BootSpec& spec,
                                            platform::MemoryFile& mf,
                                            std::string* why);
 
+// Registers the file system types in `kernel`'s registry
+// (vfs/filesystem_type.h), in Linux's registration order, which
+// /proc/filesystems keeps: sysfs, tmpfs, devtmpfs, proc, pipefs, devpts,
+// 9p, overlay. mount(2) makes tmpfs, proc, sysfs and devpts; the others
+// (the Sentry's own /dev, pipes, Gofer and overlay roots) are listed only.
+// Called once, before guest code runs.
+void RegisterFilesystemTypes(kernel::Kernel& kernel);
+
 // The whole initial tree: the root, /dev /proc /sys (fs::MountSynthetic),
 // spec.seed applied in order, then each of spec.gofer_mounts (its
 // connection owned from now on; the mount point is created if missing, so

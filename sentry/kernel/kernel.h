@@ -29,6 +29,7 @@
 #include "sentry/kernel/thread_group.h"
 #include "sentry/kernel/timer_service.h"
 #include "sentry/kernel/uts.h"
+#include "sentry/vfs/filesystem_type.h"
 
 namespace sandbox::kernel {
 
@@ -172,13 +173,23 @@ class Kernel {
   KResult<ThreadId> NewSession(Task& caller)
       ABSL_LOCKS_EXCLUDED(job_control_mu_);
 
+  // The file system types mount(2) and /proc/filesystems know
+  // (vfs/filesystem_type.h): registered by boot before guest code runs
+  // (sentry/boot/root_fs.h: RegisterFilesystemTypes); empty in kernel
+  // tests that do not.
+  vfs::FilesystemTypeRegistry& filesystem_types() { return fs_types_; }
+  const vfs::FilesystemTypeRegistry& filesystem_types() const {
+    return fs_types_;
+  }
+
   // The internal shm mount's root (Linux's shm_mnt; shm.cc), which no
   // mount namespace contains, so no path reaches it; memfd_create makes its
-  // files there. Made on first use by `make` (memfd.cc: a tmpfs with no
-  // size or inode limit on the caller's memory file, the platform's: this
-  // package does not depend on the file systems) and kept until the kernel
-  // goes (the memory file outlives the kernel). `make` runs under shm_mu_
-  // (a leaf) and must take no kernel lock.
+  // files there. Made on first use by `make` (fs/tmpfs/memfd.h's
+  // NewShmMount, which memfd.cc passes: a tmpfs with no size or inode limit on
+  // the caller's memory file, the platform's: this package does not depend on
+  // the file systems) and kept until the kernel goes (the memory file outlives
+  // the kernel). `make` runs under shm_mu_ (a leaf) and must take no kernel
+  // lock.
   vfs::VirtualDentry ShmRoot(
       absl::FunctionRef<std::shared_ptr<vfs::Mount>()> make)
       ABSL_LOCKS_EXCLUDED(shm_mu_);
@@ -223,6 +234,7 @@ class Kernel {
   // counts itself here until its last access to the kernel.
   size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> fatal_ ABSL_GUARDED_BY(mu_);
+  vfs::FilesystemTypeRegistry fs_types_;
   absl::Mutex shm_mu_;  // leaf
   std::shared_ptr<vfs::Mount> shm_mount_ ABSL_GUARDED_BY(shm_mu_);
   // Serializes changes of process groups and sessions (Linux's

@@ -28,8 +28,7 @@ std::pair<uint64_t, uint64_t> VfsFileReader::Identity() {
 }
 
 std::shared_ptr<mm::Mappable> VfsFileReader::GetMappable() {
-  auto* vf = dynamic_cast<vfs::VfsFile*>(file_.get());
-  return vf != nullptr ? vf->GetMappable() : nullptr;
+  return file_->GetMappable();
 }
 
 KResult<size_t> VfsFileReader::ReadAt(uint64_t offset, void* buf, size_t n) {

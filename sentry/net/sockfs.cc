@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "sentry/vfs/dentry.h"
@@ -23,6 +24,10 @@ class SockFs final : public vfs::Filesystem {
   }
   std::string_view type_name() const override { return "sockfs"; }
   std::shared_ptr<vfs::Dentry> root() const override { return root_; }
+  // sockfs_dname.
+  std::string DName(const vfs::Dentry& d) const override {
+    return "socket:[" + std::to_string(d.inode().ino()) + "]";
+  }
   vfs::FsStats StatFs() override {
     vfs::FsStats st;
     st.type = kSockfsMagic;

@@ -498,15 +498,11 @@ SyscallResult Fcntl(Task& t, Fd fd, int32_t cmd, uint64_t arg) {
       constexpr uint32_t kAllSeals = 0x3f;  // F_SEAL_SEAL .. F_SEAL_EXEC
       const uint32_t seals = static_cast<uint32_t>(arg);
       if (seals & ~kAllSeals) return kEINVAL;
-      auto* vf = dynamic_cast<vfs::VfsFile*>(f.get());
-      if (vf == nullptr) return kEINVAL;
-      TRY_VOID(vf->AddSeals(seals));
+      TRY_VOID(f->AddSeals(seals));
       return uint64_t{0};
     }
     case F_GET_SEALS: {
-      auto* vf = dynamic_cast<vfs::VfsFile*>(f.get());
-      if (vf == nullptr) return kEINVAL;
-      TRY(uint32_t seals, vf->GetSeals());
+      TRY(uint32_t seals, f->GetSeals());
       return uint64_t{seals};
     }
     case F_GETPIPE_SZ:

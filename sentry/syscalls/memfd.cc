@@ -1,24 +1,22 @@
-// memfd_create(2): an anonymous tmpfs file on the kernel's internal shm
-// mount (Kernel::ShmRoot, Linux's shm_mnt), which no mount namespace
-// contains, so no path reaches it. Seals: fcntl F_ADD_SEALS/F_GET_SEALS
-// (file.cc) call tmpfs::RegularFile::AddSeals/seals().
-#include <fcntl.h>
+// memfd_create(2): decodes the flags and the name; the file is made by
+// tmpfs (fs/tmpfs/memfd.h) on the kernel's internal shm mount
+// (Kernel::ShmRoot, Linux's shm_mnt), which no mount namespace contains,
+// so no path reaches it. Seals: fcntl F_ADD_SEALS/F_GET_SEALS (file.cc).
+#include "sentry/fs/tmpfs/memfd.h"
+
 #include <linux/memfd.h>
-#include <sys/stat.h>
 
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "sentry/abi/syscalls.h"
-#include "sentry/fs/tmpfs/regular_file.h"
-#include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/thread_group.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/handler.h"
-#include "sentry/vfs/dentry.h"
 #include "sentry/vfs/mount.h"
+#include "sentry/vfs/vfs_file.h"
 
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U
@@ -60,37 +58,22 @@ SyscallResult MemfdCreate(Task& t, UserAddr uname, uint32_t flags) {
   // No hugetlbfs: as a kernel without CONFIG_HUGETLBFS.
   if (flags & MFD_HUGETLB) return kEINVAL;
 
-  vfs::VirtualDentry root = t.kernel().ShmRoot([&t] {
-    // shm_mnt: no size or inode limit (statfs shows no sizes).
-    auto fs = fs::tmpfs::Filesystem::Create(
-        t.mm().memory_file(),
-        fs::tmpfs::Options{.max_bytes = 0, .max_inodes = 0});
-    return vfs::Mount::Create(fs, fs->root(), 0);
-  });
-  auto& fs = static_cast<fs::tmpfs::Filesystem&>(root.mount->fs());
-  // shmem_file_setup(): a regular file, mode 0777 (no umask), owned by the
-  // caller's fsuid/fsgid, with no links.
-  vfs::NewInodeAttrs attrs;
-  attrs.mode = S_IFREG | 0777;
-  if (flags & MFD_NOEXEC_SEAL) attrs.mode &= ~0111u;
-  attrs.uid = t.creds().fsuid;
-  attrs.gid = t.creds().fsgid;
-  TRY(std::shared_ptr<vfs::Inode> inode, fs.NewInode(attrs, {}));
-  inode->DecLinks();
-  auto file = std::static_pointer_cast<fs::tmpfs::RegularFile>(inode);
-  uint32_t seals = kSealSeal;
+  vfs::VirtualDentry shm = t.kernel().ShmRoot(
+      [&t] { return fs::tmpfs::NewShmMount(t.mm().memory_file()); });
+  // shmem_file_setup(): mode 0777 (no umask), owned by the caller's
+  // fsuid/fsgid.
+  fs::tmpfs::MemfdSpec spec;
+  spec.name = kNamePrefix + *name;
+  if (flags & MFD_NOEXEC_SEAL) spec.mode &= ~0111u;
+  spec.uid = t.creds().fsuid;
+  spec.gid = t.creds().fsgid;
+  spec.seals = kSealSeal;
   if (flags & MFD_NOEXEC_SEAL) {
-    seals = kSealExec;
+    spec.seals = kSealExec;
   } else if (flags & MFD_ALLOW_SEALING) {
-    seals = 0;
+    spec.seals = 0;
   }
-  file->InitMemfd(kNamePrefix + *name, seals);
-
-  vfs::VirtualDentry vd{
-      root.mount, vfs::Dentry::NewAnonymous(root.dentry, std::move(inode))};
-  // O_LARGEFILE as the kernel spells it on x86-64 (F_GETFL shows it).
-  constexpr uint32_t kOLargefile = 0100000;
-  TRY(std::shared_ptr<vfs::VfsFile> f, file->Open(vd, O_RDWR | kOLargefile));
+  TRY(std::shared_ptr<vfs::VfsFile> f, fs::tmpfs::NewMemfd(shm, spec));
   const uint64_t nofile = t.thread_group().GetLimit(RLIMIT_NOFILE).rlim_cur;
   TRY(int fd,
       t.fd_table().Install(std::move(f), 0, flags & MFD_CLOEXEC, nofile));

@@ -7,11 +7,10 @@
 
 #include "sentry/abi/linux.h"
 #include "sentry/abi/syscalls.h"
-#include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/mm/memory_manager.h"
 #include "sentry/syscalls/handler.h"
+#include "sentry/vfs/mount.h"
 #include "sentry/vfs/operations.h"
-#include "sentry/vfs/vfs_file.h"
 
 namespace sandbox::syscalls {
 namespace {
@@ -43,24 +42,23 @@ SyscallResult Mmap(Task& t, UserAddr addr, uint64_t length, Flags prot,
     mm::MmapOpts::FileAccess access;
     access.readable = f->readable();
     access.writable = f->writable();
-    if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
-      access.noexec = vf->vd().mount->flags() & vfs::kMountNoExec;
-      opts.mappable = vf->GetMappable();
-      if (auto* rf = dynamic_cast<fs::tmpfs::RegularFileDescription*>(vf);
-          rf != nullptr && !rf->file()->memfd_name().empty()) {
+    opts.mappable = f->GetMappable();
+    if (const vfs::VirtualDentry* where = f->location(); where != nullptr) {
+      access.noexec = where->mount->flags() & vfs::kMountNoExec;
+      if (where->mount->internal()) {
         // What /proc/pid/maps shows for a memfd (d_path of an unlinked
-        // file). Other files' paths come with /proc.
-        opts.name = "/" + rf->file()->memfd_name() + " (deleted)";
+        // file of the shm mount). Other files' paths come with /proc.
+        opts.name = vfs::DPath(t.fs().Root(), *where);
       }
       // A regular file's mapping shows its device, inode and path (the
       // path as of the mmap: a later rename or unlink is not reflected).
-      if (vf->inode().IsRegular()) {
-        if (KResult<abi::Stat> st = vf->Stat(); st.ok()) {
+      if (where->dentry->inode().IsRegular()) {
+        if (KResult<abi::Stat> st = f->Stat(); st.ok()) {
           opts.dev = st->st_dev;
           opts.ino = st->st_ino;
         }
         if (opts.name.empty()) {
-          KResult<std::string> p = vfs::GetCwd(t.fs().Root(), vf->vd());
+          KResult<std::string> p = vfs::GetCwd(t.fs().Root(), *where);
           if (p.ok()) opts.name = *p;
         }
       }

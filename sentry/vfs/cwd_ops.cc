@@ -1,5 +1,7 @@
 // chdir, fchdir, chroot targets and getcwd.
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "sentry/vfs/operations.h"
@@ -67,6 +69,48 @@ KResult<std::string> GetCwd(const VirtualDentry& root,
   for (const std::string& n : names) path += "/" + n;
   if (names.empty()) path += "/";
   return path;
+}
+
+}  // namespace sandbox::vfs
+
+namespace sandbox::vfs {
+
+std::string DPath(const VirtualDentry& root, const VirtualDentry& vd) {
+  if (std::string n = vd.mount->fs().DName(*vd.dentry); !n.empty()) return n;
+  const bool dead = vd.dentry->IsDead();
+  if (vd.mount->internal()) {
+    // Its path inside the mount (shm_mnt's files: "/memfd:x (deleted)").
+    // One file system: each step under its tree_mu, as GetCwd walks.
+    std::vector<std::string> names;
+    for (std::shared_ptr<Dentry> d = vd.dentry; d != vd.mount->root();) {
+      absl::ReaderMutexLock l(&d->fs().tree_mu());
+      std::shared_ptr<Dentry> parent = d->parent();
+      if (parent == nullptr) break;
+      names.push_back(d->name());
+      d = std::move(parent);
+    }
+    std::string path;
+    for (auto it = names.rbegin(); it != names.rend(); ++it) path += "/" + *it;
+    if (path.empty()) path = "/";
+    return dead ? path + " (deleted)" : path;
+  }
+  KResult<std::string> p = GetCwd(root, vd);
+  if (p.ok()) return *p;
+  // A removed file: its last path, " (deleted)" appended.
+  std::shared_ptr<Dentry> parent;
+  std::string name;
+  {
+    absl::ReaderMutexLock l(&vd.dentry->fs().tree_mu());
+    parent = vd.dentry->parent();
+    name = vd.dentry->name();
+  }
+  std::string dir = "/";
+  if (parent != nullptr) {
+    KResult<std::string> pp = GetCwd(root, {vd.mount, parent});
+    if (pp.ok()) dir = *pp;
+  }
+  if (dir.back() != '/') dir += '/';
+  return dir + name + " (deleted)";
 }
 
 }  // namespace sandbox::vfs

@@ -71,9 +71,14 @@ std::shared_ptr<Dentry> Dentry::NewRoot(std::shared_ptr<Inode> inode) {
 }
 
 std::shared_ptr<Dentry> Dentry::NewAnonymous(std::shared_ptr<Dentry> parent,
-                                             std::shared_ptr<Inode> inode)
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {  // not shared yet
+                                             std::shared_ptr<Inode> inode) {
   std::string name = "#" + std::to_string(inode->ino());
+  return NewAnonymous(std::move(parent), std::move(inode), std::move(name));
+}
+
+std::shared_ptr<Dentry> Dentry::NewAnonymous(
+    std::shared_ptr<Dentry> parent, std::shared_ptr<Inode> inode,
+    std::string name) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // not shared yet
   std::shared_ptr<Dentry> d(
       new Dentry(std::move(parent), std::move(name), std::move(inode)));
   d->dead_ = true;

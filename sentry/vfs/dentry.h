@@ -82,6 +82,10 @@ class Dentry : public std::enable_shared_from_this<Dentry> {
   // in no cache, so no lookup finds it, and dead from the start.
   static std::shared_ptr<Dentry> NewAnonymous(std::shared_ptr<Dentry> parent,
                                               std::shared_ptr<Inode> inode);
+  // The same named `name` (a memfd's "memfd:NAME", which d_path shows).
+  static std::shared_ptr<Dentry> NewAnonymous(std::shared_ptr<Dentry> parent,
+                                              std::shared_ptr<Inode> inode,
+                                              std::string name);
   ~Dentry();
   Dentry(const Dentry&) = delete;
   Dentry& operator=(const Dentry&) = delete;

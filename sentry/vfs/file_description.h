@@ -40,6 +40,10 @@ class GuestCopier;
 class MemoryFile;
 }  // namespace sandbox::platform
 
+namespace sandbox::mm {
+class Mappable;
+}  // namespace sandbox::mm
+
 namespace sandbox::vfs {
 
 struct VirtualDentry;  // mount.h
@@ -173,6 +177,17 @@ class FileDescription {
   // The advisory locks (fcntl, flock) of the file's inode, or null if the
   // file has none (ENOLCK). The FD table drops POSIX locks through it.
   virtual lock::FileLocks* locks() { return nullptr; }
+  // What mmap(2) maps for this file (its page cache), or null if the file
+  // cannot be mapped (ENODEV).
+  virtual std::shared_ptr<mm::Mappable> GetMappable() { return nullptr; }
+  // fcntl F_GET_SEALS / F_ADD_SEALS (memfd sealing), after the syscall's
+  // checks (F_ADD_SEALS: writable description, known bits). EINVAL for a
+  // file that cannot be sealed (Linux: neither shmem nor hugetlbfs).
+  virtual KResult<uint32_t> GetSeals() { return kEINVAL; }
+  virtual KResult<void> AddSeals(uint32_t seals) {
+    (void)seals;
+    return kEINVAL;
+  }
   // Called by open(2) after the description is made and before it is
   // installed: a FIFO waits here, interruptibly, for its peer (fifo_open).
   virtual KResult<void> WaitOpen(IoContext& ctx) { return OkResult(); }

@@ -58,6 +58,13 @@ class Filesystem {
   // implementation that has one must Clear() it in its destructor, before
   // its own members that inodes use go away.
   virtual DentryCache* dentry_cache() { return nullptr; }
+  // d_op->d_dname: the name d_path gives `d` of this file system instead
+  // of a path ("pipe:[N]" for pipefs, "socket:[N]" for sockfs, whose files
+  // have no path), or empty: d_path walks the tree (the default).
+  virtual std::string DName(const Dentry& d) const {
+    (void)d;
+    return {};
+  }
   // Host Unix sockets in this file system (host_socket.h), or null: the
   // Sentry's own sockets only (the default).
   virtual HostSockets* host_sockets() { return nullptr; }

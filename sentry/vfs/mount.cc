@@ -49,6 +49,13 @@ std::shared_ptr<Mount> Mount::Create(std::shared_ptr<Filesystem> fs,
                                           std::move(fs_options)));
 }
 
+std::shared_ptr<Mount> Mount::CreateInternal(std::shared_ptr<Filesystem> fs,
+                                             std::shared_ptr<Dentry> root) {
+  std::shared_ptr<Mount> m = Create(std::move(fs), std::move(root), 0);
+  m->internal_ = true;
+  return m;
+}
+
 Mount::Mount(std::shared_ptr<Filesystem> fs, std::shared_ptr<Dentry> root,
              uint32_t flags, std::string source, std::string fs_options)
     : fs_(std::move(fs)),

@@ -107,9 +107,17 @@ class Mount : public std::enable_shared_from_this<Mount> {
                                        std::shared_ptr<Dentry> root,
                                        uint32_t flags, std::string source,
                                        std::string fs_options);
+  // A kernel-internal mount (Linux's kern_mount, MNT_INTERNAL: the shm
+  // mount of memfds), which no namespace contains and nothing attaches:
+  // d_path of its files is their path inside it (DPath).
+  static std::shared_ptr<Mount> CreateInternal(std::shared_ptr<Filesystem> fs,
+                                               std::shared_ptr<Dentry> root);
   Mount(const Mount&) = delete;
   Mount& operator=(const Mount&) = delete;
   ~Mount();
+
+  // Made by CreateInternal (bind copies of it are not).
+  bool internal() const { return internal_; }
 
   Filesystem& fs() const { return *fs_; }
   const std::shared_ptr<Dentry>& root() const { return root_; }
@@ -247,6 +255,7 @@ class Mount : public std::enable_shared_from_this<Mount> {
   std::atomic<uint32_t> locks_{0};
   const std::string source_;
   const std::string fs_options_;
+  bool internal_ = false;  // set before the mount is shared
   std::atomic<bool> expiry_mark_{false};
 
   Propagation propagation_ ABSL_GUARDED_BY(MountLock()) = Propagation::kPrivate;

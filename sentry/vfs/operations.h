@@ -128,6 +128,13 @@ KResult<VirtualDentry> FchdirTarget(const kernel::Credentials& creds,
 // removed; "(unreachable)" prefixed when cwd is outside root, as Linux.
 KResult<std::string> GetCwd(const VirtualDentry& root,
                             const VirtualDentry& cwd);
+// d_path: the path of `vd` as seen from `root`, as /proc/PID/fd/N and
+// /proc/PID/maps name files: its file system's DName if it has one
+// ("pipe:[N]"); GetCwd's path; for a removed file its last
+// path with " (deleted)" appended; for a file of an internal mount
+// (Mount::CreateInternal: memfds) its path inside that mount, "/memfd:x
+// (deleted)".
+std::string DPath(const VirtualDentry& root, const VirtualDentry& vd);
 
 }  // namespace sandbox::vfs
 

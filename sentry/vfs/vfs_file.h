@@ -23,10 +23,6 @@
 #include "sentry/vfs/inode.h"
 #include "sentry/vfs/mount.h"
 
-namespace sandbox::mm {
-class Mappable;
-}  // namespace sandbox::mm
-
 namespace sandbox::vfs {
 
 class VfsFile : public FileDescription {
@@ -54,19 +50,6 @@ class VfsFile : public FileDescription {
   // advances it past the entries taken. ENOTDIR for non-directories,
   // ENOENT for a directory that was removed.
   virtual KResult<void> IterDirents(DirentSink sink) { return kENOTDIR; }
-
-  // What mmap(2) maps for this file (its page cache), or null if the file
-  // cannot be mapped (ENODEV).
-  virtual std::shared_ptr<mm::Mappable> GetMappable() { return nullptr; }
-
-  // fcntl F_GET_SEALS / F_ADD_SEALS (memfd sealing), after the syscall's
-  // checks (F_ADD_SEALS: writable description, known bits). EINVAL for a
-  // file that cannot be sealed (Linux: neither shmem nor hugetlbfs).
-  virtual KResult<uint32_t> GetSeals() { return kEINVAL; }
-  virtual KResult<void> AddSeals(uint32_t seals) {
-    (void)seals;
-    return kEINVAL;
-  }
 
  protected:
   // file_remove_privs: before a write by ctx.creds, drops S_ISUID (and

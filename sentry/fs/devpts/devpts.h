@@ -12,8 +12,9 @@
 // number, base as strtoul's 0, not (uid_t)-1), mode=OCTAL (slave
 // permissions, default 0600), ptmxmode=OCTAL, max=N (at most
 // kMaxPtys), newinstance; anything else, a missing value or a value given
-// to newinstance is EINVAL. The generic flags (ro, rw, ...) are the
-// caller's (mount(2)'s ParseSbFlag).
+// to newinstance is EINVAL. The generic flags (ro, rw, ...: vfs::ParseSbFlag)
+// are matched first, by key alone. The "devpts" type
+// (filesystem_type.cc, NewFilesystemType) parses a mount(2) data string.
 #ifndef SENTRY_FS_DEVPTS_DEVPTS_H_
 #define SENTRY_FS_DEVPTS_DEVPTS_H_
 
@@ -26,6 +27,7 @@
 
 #include "sentry/base/result.h"
 #include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/filesystem_type.h"
 #include "sentry/vfs/mount.h"
 
 namespace sandbox::fs::devpts {
@@ -64,6 +66,10 @@ KResult<void> MountDefault(vfs::MountNamespace& ns);
 // The mount's shown options stay those of the mount (vfs::Mount keeps them
 // fixed): a known difference.
 void Reconfigure(vfs::Filesystem& fs, const Options& opts);
+
+// The "devpts" type, for the kernel's registry: mount(2) makes a new
+// instance with the data string's options; MS_REMOUNT reconfigures it.
+std::unique_ptr<vfs::FilesystemType> NewFilesystemType();
 
 }  // namespace sandbox::fs::devpts
 

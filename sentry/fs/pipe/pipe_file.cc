@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <string>
 
 #include "sentry/vfs/dentry.h"
 #include "sentry/vfs/filesystem.h"
@@ -26,6 +27,10 @@ class PipeFs final : public vfs::Filesystem {
   }
   std::string_view type_name() const override { return "pipefs"; }
   std::shared_ptr<vfs::Dentry> root() const override { return root_; }
+  // pipefs_dname.
+  std::string DName(const vfs::Dentry& d) const override {
+    return "pipe:[" + std::to_string(d.inode().ino()) + "]";
+  }
   vfs::FsStats StatFs() override {
     vfs::FsStats st;
     st.type = kPipeFsMagic;
@@ -104,7 +109,7 @@ std::atomic<uint64_t> next_pipe_ino{2};  // 1 is the root
 uint64_t PipeFsDev() { return Instance().fs->dev(); }
 
 bool IsPipeFsInode(const vfs::Inode& inode) {
-  return dynamic_cast<const PipeInode*>(&inode) != nullptr;
+  return &inode.fs() == Instance().fs.get();  // pipefs has pipe inodes only
 }
 
 PipeEnd::PipeEnd(std::shared_ptr<Pipe> pipe, bool reader, bool writer)

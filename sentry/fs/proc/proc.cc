@@ -30,13 +30,6 @@ using kernel::Task;
 using kernel::ThreadId;
 using Gen = kernfs::GeneratedFile::Generator;
 
-// The file system types the sandbox has (/proc/filesystems), all
-// "nodev": every type a mount of the sandbox can show in mountinfo (the
-// Gofer's is "9p", the overlay root's "overlay"), whether or not mount(2)
-// makes new ones, in Linux's registration order.
-constexpr const char* kFilesystems[] = {
-    "sysfs", "tmpfs", "devtmpfs", "proc", "pipefs", "devpts", "9p", "overlay"};
-
 std::shared_ptr<vfs::Inode> File(kernfs::Filesystem& fs, Gen gen,
                                  uint32_t perm = 0444) {
   return std::make_shared<kernfs::GeneratedFile>(fs, perm, std::move(gen));
@@ -187,11 +180,10 @@ std::shared_ptr<vfs::Filesystem> NewProcFilesystem(Kernel& k) {
       Fixed(*fs, absl::StrFormat("Linux version %s (sandbox@sandbox) "
                                  "(gcc version 12.2.0) %s\n",
                                  k.options().release, k.options().version)));
-  std::string filesystems;
-  for (const char* name : kFilesystems) {
-    absl::StrAppend(&filesystems, "nodev\t", name, "\n");
-  }
-  root->Add("filesystems", Fixed(*fs, filesystems));
+  // The kernel's registry (vfs/filesystem_type.h), read when read.
+  root->Add("filesystems", File(*fs, [kp]() -> KResult<std::string> {
+              return kp->filesystem_types().FilesystemsText();
+            }));
   root->Add("mounts", std::make_shared<kernfs::Symlink>(*fs, "self/mounts"));
   root->Add("net", std::make_shared<kernfs::Symlink>(*fs, "self/net"));
   root->Add("sys", SysDir(*fs, k, NewUuid()));

@@ -7,7 +7,8 @@
 //     environ auxv comm maps smaps limits mounts mountinfo exe cwd root fd/
 //     fdinfo/ task/<tid>/
 //   cpuinfo (the platform's CPUID), meminfo, stat, uptime, loadavg,
-//   version, filesystems, mounts -> self/mounts
+//   version, filesystems (the kernel's vfs::FilesystemTypeRegistry),
+//   mounts -> self/mounts
 //   sys/kernel/{hostname,domainname,osrelease,ostype,version,pid_max,
 //     ngroups_max,cap_last_cap,random/{boot_id,uuid}},
 //   sys/vm/{overcommit_memory,max_map_count}, sys/fs/{pipe-max-size,nr_open}
@@ -31,6 +32,7 @@
 
 #include "sentry/kernel/kernel.h"
 #include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/filesystem_type.h"
 
 namespace sandbox::fs::proc {
 
@@ -38,6 +40,10 @@ inline constexpr uint64_t kProcSuperMagic = 0x9fa0;
 
 // A new procfs instance for `kernel`.
 std::shared_ptr<vfs::Filesystem> NewProcFilesystem(kernel::Kernel& kernel);
+
+// The "proc" type, for `kernel`'s registry (filesystem_type.cc): instances
+// for `kernel`, the generic options only.
+std::unique_ptr<vfs::FilesystemType> NewFilesystemType(kernel::Kernel& kernel);
 
 }  // namespace sandbox::fs::proc
 

@@ -24,7 +24,6 @@
 #include "sentry/fs/pipe/pipe_file.h"
 #include "sentry/fs/proc/format.h"
 #include "sentry/fs/proc/net.h"
-#include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/signal.h"
 #include "sentry/kernel/thread_group.h"
@@ -541,14 +540,12 @@ KResult<vfs::FileRef> FileOf(Task* t, std::string_view name, bool* cloexec) {
   return f;
 }
 
-// What readlink of /proc/pid/fd/N gives.
+// What readlink of /proc/pid/fd/N gives: d_path of the file's location
+// (its file system's d_dname for a pipe(2) end or a socket: "pipe:[N]",
+// "socket:[N]"); for a file without one, what its stat says.
 std::string FdLinkText(Task* t, const vfs::FileRef& f) {
-  if (auto* vf = dynamic_cast<vfs::VfsFile*>(f.get()); vf != nullptr) {
-    // A pipe end reopened through its magic link (pipefs_dname).
-    if (pipe::IsPipeFsInode(vf->inode())) {
-      return absl::StrCat("pipe:[", vf->inode().ino(), "]");
-    }
-    return PathForReader(vf->vd(), TaskRoot(t));
+  if (const vfs::VirtualDentry* where = f->location(); where != nullptr) {
+    return PathForReader(*where, TaskRoot(t));
   }
   KResult<abi::Stat> st = f->Stat();
   uint64_t ino = st.ok() ? st->st_ino : 0;
@@ -651,29 +648,11 @@ std::shared_ptr<vfs::Inode> File(kernfs::Filesystem& fs, uint32_t perm,
 
 std::string PathForReader(const vfs::VirtualDentry& vd,
                           const vfs::VirtualDentry& fallback_root) {
+  // d_dname (pipes, sockets) needs no root.
+  if (std::string n = vd.mount->fs().DName(*vd.dentry); !n.empty()) return n;
   vfs::VirtualDentry root = ReaderRoot(fallback_root);
   if (!root.ok()) return "/";
-  if (auto* f = dynamic_cast<tmpfs::RegularFile*>(&vd.dentry->inode());
-      f != nullptr && !f->memfd_name().empty()) {
-    return absl::StrCat("/", f->memfd_name(), " (deleted)");  // as d_path
-  }
-  KResult<std::string> p = vfs::GetCwd(root, vd);
-  if (p.ok()) return *p;
-  // d_path of an unlinked file: its last path, " (deleted)" appended.
-  std::shared_ptr<vfs::Dentry> parent;
-  std::string name;
-  {
-    absl::ReaderMutexLock l(&vd.dentry->fs().tree_mu());
-    parent = vd.dentry->parent();
-    name = vd.dentry->name();
-  }
-  std::string dir = "/";
-  if (parent != nullptr) {
-    KResult<std::string> pp = vfs::GetCwd(root, {vd.mount, parent});
-    if (pp.ok()) dir = *pp;
-  }
-  if (dir.back() != '/') dir += '/';
-  return absl::StrCat(dir, name, " (deleted)");
+  return vfs::DPath(root, vd);  // a memfd's is "/memfd:NAME (deleted)"
 }
 
 std::string MountinfoText(const vfs::VirtualDentry& root, bool mountinfo) {

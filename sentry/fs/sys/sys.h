@@ -13,6 +13,7 @@
 #include <string>
 
 #include "sentry/vfs/filesystem.h"
+#include "sentry/vfs/filesystem_type.h"
 
 namespace sandbox::fs::sys {
 
@@ -20,6 +21,10 @@ inline constexpr uint64_t kSysfsMagic = 0x62656572;
 
 // A new sysfs instance.
 std::shared_ptr<vfs::Filesystem> NewSysFilesystem();
+
+// The "sysfs" type, for the kernel's registry (filesystem_type.cc): the
+// generic options only.
+std::unique_ptr<vfs::FilesystemType> NewFilesystemType();
 
 // "0-3\n" for 4 CPUs, "0\n" for one (cpumap_print_list).
 std::string CpuListText(int ncpus);

@@ -182,7 +182,7 @@ TEST_F(DirectIoTest, SealsAfterTheBufferCheck) {
   auto made = vfs::OpenAt(Base(), "/m", O_CREAT | O_RDWR, 0644, 022);
   ASSERT_TRUE(made.ok());
   auto* rf = static_cast<RegularFileDescription*>(made->get());
-  rf->file()->InitMemfd("memfd:m", 0);
+  rf->file()->InitMemfd(0);
   FakeGuest g(*mf_, {5});
   g.Fill("hello");
   ASSERT_EQ((*made)->WriteDirect(ctx_, g, -1).value(), 5u);

@@ -423,8 +423,7 @@ KResult<void> RegularFile::AddSeals(uint32_t seals) {
   return OkResult();
 }
 
-void RegularFile::InitMemfd(std::string name, uint32_t seals) {
-  memfd_name_ = std::move(name);
+void RegularFile::InitMemfd(uint32_t seals) {
   absl::MutexLock ml(&mappings_mu_);
   absl::MutexLock l(&mu_);
   seals_.store(seals, std::memory_order_release);

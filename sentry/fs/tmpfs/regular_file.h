@@ -122,11 +122,9 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
   // while a shared writable mapping exists. F_SEAL_EXEC on a file with an
   // exec bit implies the write, shrink and grow seals (Linux 6.3+).
   KResult<void> AddSeals(uint32_t seals) ABSL_LOCKS_EXCLUDED(mappings_mu_, mu_);
-  // memfd_create: the initial seals and the name ("memfd:NAME") the file is
-  // known by. Called before the file is shared with anyone.
-  void InitMemfd(std::string name, uint32_t seals);
-  // "memfd:NAME" for a memfd, empty otherwise. Immutable after InitMemfd.
-  const std::string& memfd_name() const { return memfd_name_; }
+  // memfd_create (memfd.h): the initial seals. Called before the file is
+  // shared with anyone. (Its name is its dentry's.)
+  void InitMemfd(uint32_t seals);
 
  protected:
   KResult<void> Truncate(uint64_t size) override
@@ -167,7 +165,6 @@ class RegularFile final : public TmpfsInode, public mm::Mappable {
   // AddSeals' EBUSY check is atomic with mapping and with writes); read
   // under either lock, or without one where a stale value is harmless.
   std::atomic<uint32_t> seals_{0x0001 /* F_SEAL_SEAL */};
-  std::string memfd_name_;
 };
 
 // An open tmpfs regular file: offset, O_APPEND, lseek incl. SEEK_DATA and
