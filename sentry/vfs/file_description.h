@@ -23,6 +23,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "sentry/abi/fcntl.h"
 #include "sentry/abi/linux.h"
 #include "sentry/base/result.h"
 #include "sentry/vfs/waiter.h"
@@ -255,12 +256,10 @@ class FileDescription {
   }
 
  private:
-  // The kernel's O_LARGEFILE on x86-64 (glibc's O_LARGEFILE is 0 there):
-  // open(2) sets it on 64-bit, and F_GETFL reports it.
-  static constexpr uint32_t kOLargefile = 0100000;
+  // abi::kOLargefile: open(2) sets it on 64-bit, and F_GETFL reports it.
   static constexpr uint32_t kKeptFlags =
       O_ACCMODE | O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME | O_NONBLOCK |
-      O_DSYNC | O_SYNC | O_PATH | kOLargefile;
+      O_DSYNC | O_SYNC | O_PATH | abi::kOLargefile;
   std::atomic<uint32_t> flags_;
   // Lock order: async_mu_ is a leaf (the entry is unregistered outside it).
   mutable absl::Mutex async_mu_;

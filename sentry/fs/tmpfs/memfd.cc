@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "sentry/abi/fcntl.h"
 #include "sentry/fs/tmpfs/regular_file.h"
 #include "sentry/fs/tmpfs/tmpfs.h"
 #include "sentry/vfs/dentry.h"
@@ -34,9 +35,8 @@ KResult<std::shared_ptr<vfs::VfsFile>> NewMemfd(const vfs::VirtualDentry& shm,
   vfs::VirtualDentry vd{
       shm.mount,
       vfs::Dentry::NewAnonymous(shm.dentry, std::move(inode), spec.name)};
-  // O_LARGEFILE as the kernel spells it on x86-64 (F_GETFL shows it).
-  constexpr uint32_t kOLargefile = 0100000;
-  return file->Open(vd, O_RDWR | kOLargefile);
+  // The kernel's O_LARGEFILE (F_GETFL shows it).
+  return file->Open(vd, O_RDWR | abi::kOLargefile);
 }
 
 }  // namespace sandbox::fs::tmpfs
