@@ -62,8 +62,7 @@ TEST_F(TmpfsTypeTest, MakesAnInstance) {
   EXPECT_EQ(n->fs->root()->inode().Stat().st_mode & 07777, 0700u);
   EXPECT_EQ(t->GetFilesystem({.memory_file = *mf_}, "", "x=1").error(),
             kEINVAL);
-  EXPECT_EQ(t->Reconfigure({.memory_file = *mf_}, *n->fs, "rw").value(),
-            false);
+  EXPECT_EQ(t->Reconfigure({.memory_file = *mf_}, *n->fs, "rw").value(), false);
 }
 
 }  // namespace
