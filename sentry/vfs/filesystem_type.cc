@@ -80,4 +80,12 @@ KResult<bool> ParseGenericOptions(std::string_view data) {
   return read_only;
 }
 
+KResult<NewFilesystem> GenericOptionsType::GetFilesystem(
+    const MountContext&, std::string_view, std::string_view data) const {
+  NewFilesystem n;
+  TRY(n.read_only, ParseGenericOptions(data));
+  n.fs = make_();
+  return n;
+}
+
 }  // namespace sandbox::vfs

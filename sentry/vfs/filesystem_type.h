@@ -16,6 +16,7 @@
 #ifndef SENTRY_VFS_FILESYSTEM_TYPE_H_
 #define SENTRY_VFS_FILESYSTEM_TYPE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -87,6 +88,23 @@ class ListedFilesystemType final : public FilesystemType {
 
  private:
   const std::string name_;
+};
+
+// A type with no options of its own (proc, sysfs): mount(2) accepts the
+// generic flags only (ParseGenericOptions) and `make` gives the instance.
+class GenericOptionsType final : public FilesystemType {
+ public:
+  using Maker = std::function<std::shared_ptr<Filesystem>()>;
+  GenericOptionsType(std::string name, Maker make)
+      : name_(std::move(name)), make_(std::move(make)) {}
+  std::string_view name() const override { return name_; }
+  KResult<NewFilesystem> GetFilesystem(const MountContext& ctx,
+                                       std::string_view source,
+                                       std::string_view data) const override;
+
+ private:
+  const std::string name_;
+  const Maker make_;
 };
 
 class FilesystemTypeRegistry {
