@@ -3,6 +3,7 @@
 // each written as the attack: a hostile guest tries, the test asserts that
 // it fails, that the Sentry survives and that nothing is left on the host.
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +45,23 @@ class LimitsTest : public ::testing::Test {
 };
 std::string* LimitsTest::skip_reason_ = nullptr;
 
+// The text of a /proc file, "" when it cannot be read. Not an ifstream: a
+// process that exits between the open and the read makes read(2) fail with
+// ESRCH, which libstdc++'s filebuf throws as an exception.
+std::string ReadProcFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
 // The PIDs of the processes whose parent is `ppid` (from /proc/*/stat).
 std::vector<pid_t> ChildrenOf(pid_t ppid, const std::string& comm = "") {
   std::vector<pid_t> out;
@@ -53,11 +71,13 @@ std::vector<pid_t> ChildrenOf(pid_t ppid, const std::string& comm = "") {
     char* end;
     long pid = strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)),
-                     std::istreambuf_iterator<char>());
+    const std::string stat =
+        ReadProcFile(std::string("/proc/") + e->d_name + "/stat");
     size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
+    if (open == std::string::npos || close == std::string::npos ||
+        close + 2 > stat.size()) {
+      continue;
+    }
     std::istringstream rest(stat.substr(close + 2));
     char state;
     long parent;
@@ -73,9 +93,8 @@ std::vector<pid_t> ChildrenOf(pid_t ppid, const std::string& comm = "") {
 
 // Running or stopped (a zombie is gone for this purpose: it holds nothing).
 bool Alive(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)),
-                   std::istreambuf_iterator<char>());
+  const std::string stat =
+      ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
   size_t close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() &&
          stat[close + 2] != 'Z';
