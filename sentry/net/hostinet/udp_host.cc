@@ -53,16 +53,8 @@ class UdpHost {
     if (b == nullptr) return kENETUNREACH;
     // The guest socket needs its port (inet_autobind) for the answers.
     TRY(inet::InetAddr local, s.AutoBind(c));
-    const size_t len = data.size();
-    if (len > (dst.ip.is_v4() ? udp::kMaxUdp4Payload : udp::kMaxUdp6Payload)) {
-      return kEMSGSIZE;
-    }
-    std::vector<uint8_t> payload(len);
-    if (len > 0) {
-      TRY(size_t got, data.CopyIn(0, absl::MakeSpan(payload)));
-      if (got != len) return kEFAULT;
-    }
-    int fd = Find(local, dst);
+    TRY(std::vector<uint8_t> payload, Payload(dst, data));
+    int fd = Find(local.port, dst, /*published=*/false);
     if (fd < 0) {
       TRY(HostConnection conn,
           b->Connect(c, broker::Proto::kUdp, ToEndpoint(dst)));
@@ -76,22 +68,10 @@ class UdpHost {
   bool Reply(uint16_t port, const inet::InetAddr& dst, MessageIo& data,
              KResult<size_t>* sent) {
     if (published_flows_.load(std::memory_order_acquire) == 0) return false;
-    const int fd = FindPublished(port, dst);
+    const int fd = Find(port, dst, /*published=*/true);
     if (fd < 0) return false;
-    const size_t len = data.size();
-    if (len > (dst.ip.is_v4() ? udp::kMaxUdp4Payload : udp::kMaxUdp6Payload)) {
-      *sent = kEMSGSIZE;
-      return true;
-    }
-    std::vector<uint8_t> payload(len);
-    if (len > 0) {
-      KResult<size_t> got = data.CopyIn(0, absl::MakeSpan(payload));
-      if (!got.ok() || *got != len) {
-        *sent = got.ok() ? kEFAULT : got.error();
-        return true;
-      }
-    }
-    *sent = SendOn(fd, payload);
+    KResult<std::vector<uint8_t>> payload = Payload(dst, data);
+    *sent = payload.ok() ? SendOn(fd, *payload) : payload.error();
     return true;
   }
 
@@ -105,6 +85,21 @@ class UdpHost {
   }
 
  private:
+  // The datagram's bytes: EMSGSIZE past UDP's limit for dst's family,
+  // EFAULT for a short copy (udp_sendmsg's checks).
+  static KResult<std::vector<uint8_t>> Payload(const inet::InetAddr& dst,
+                                               MessageIo& data) {
+    const size_t len = data.size();
+    if (len > (dst.ip.is_v4() ? udp::kMaxUdp4Payload : udp::kMaxUdp6Payload)) {
+      return kEMSGSIZE;
+    }
+    std::vector<uint8_t> payload(len);
+    if (len > 0) {
+      TRY(size_t got, data.CopyIn(0, absl::MakeSpan(payload)));
+      if (got != len) return kEFAULT;
+    }
+    return payload;
+  }
   // One datagram on a connected host socket or a flow (one record).
   static KResult<size_t> SendOn(int fd, const std::vector<uint8_t>& payload) {
     iovec iov = {const_cast<uint8_t*>(payload.data()), payload.size()};
@@ -116,20 +111,13 @@ class UdpHost {
     if (n < 0 && errno != EAGAIN && errno != ECONNREFUSED) return Errno(errno);
     return payload.size();
   }
-  int FindPublished(uint16_t port, const inet::InetAddr& peer) {
+  // The flow of guest port `port` to `peer` (a published one or a host
+  // socket the guest made), or -1; it becomes the most recently used.
+  int Find(uint16_t port, const inet::InetAddr& peer, bool published) {
     absl::MutexLock l(&mu_);
     for (auto it = flows_.begin(); it != flows_.end(); ++it) {
-      if (it->published && it->local.port == port && it->peer == peer) {
-        flows_.splice(flows_.end(), flows_, it);  // most recently used
-        return flows_.back().fd.get();
-      }
-    }
-    return -1;
-  }
-  int Find(const inet::InetAddr& local, const inet::InetAddr& peer) {
-    absl::MutexLock l(&mu_);
-    for (auto it = flows_.begin(); it != flows_.end(); ++it) {
-      if (!it->published && it->local.port == local.port && it->peer == peer) {
+      if (it->published == published && it->local.port == port &&
+          it->peer == peer) {
         flows_.splice(flows_.end(), flows_, it);  // most recently used
         return flows_.back().fd.get();
       }
